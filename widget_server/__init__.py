@@ -1,0 +1,6 @@
+"""widget_server: an accessible embeddable chat widget and its SSE streaming server."""
+
+from .app import create_app
+
+__all__ = ["create_app", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,173 @@
+"""Transport: the `/api/v1` blueprint. A thin adapter from HTTP to ChatService.
+
+Validation happens here, before anything is stored, so bad input gets a
+clear JSON error and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
+
+from .errors import ApiError
+from .messages import parse_event_id
+from .service import ChatService, EventStream
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$"
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+STREAM_HEADERS = {
+    "Cache-Control": "no-store",
+    # nginx and similar proxies buffer responses unless told not to.
+    "X-Accel-Buffering": "no",
+    # Compression buffers; a stream must reach the reader event by event.
+    "Content-Encoding": "identity",
+}
+
+
+def service() -> ChatService:
+    return current_app.extensions["widget_server.service"]
+
+
+def _bearer_token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def _authorize(conversation_id: str, *, allow_query_token: bool = False):
+    token = _bearer_token()
+    if token is None and allow_query_token:
+        # EventSource cannot set headers, so the GET stream accepts ?token=.
+        token = request.args.get("token") or None
+    if not _ID.match(conversation_id):
+        raise ApiError(404, "not_found", "No such conversation, or the token does not match it.")
+    return service().authorize(conversation_id, token)
+
+
+def _check_message_id(message_id: str) -> None:
+    if not _ID.match(message_id):
+        raise ApiError(404, "not_found", "No such message in this conversation.")
+
+
+def _json_body() -> dict[str, Any]:
+    if request.mimetype != "application/json":
+        raise ApiError(415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json.")
+    raw = request.get_data(cache=False)
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {error}.") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
+    return body
+
+
+def _stream_response(stream) -> Response:
+    return Response(stream, status=200, mimetype="text/event-stream", headers=STREAM_HEADERS, direct_passthrough=True)
+
+
+def _resume_position(message_id: str, *, from_query: bool) -> int:
+    raw = request.headers.get("Last-Event-ID")
+    if raw is None and from_query:
+        raw = request.args.get("last_event_id")
+    if raw is None or raw == "":
+        return 0
+    parsed = parse_event_id(raw)
+    if parsed is None or parsed[0] != message_id:
+        raise ApiError(
+            400,
+            "invalid_last_event_id",
+            f"Last-Event-ID must be '{message_id}:<seq>', the id of an event of this message.",
+        )
+    return parsed[1]
+
+
+@bp.post("/conversations")
+def create_conversation():
+    conversation_id, token = service().create_conversation()
+    return jsonify({"conversation_id": conversation_id, "token": token}), 201
+
+
+@bp.get("/conversations/<conversation_id>")
+def get_conversation(conversation_id: str):
+    _authorize(conversation_id)
+    return jsonify({"conversation_id": conversation_id, "messages": service().history(conversation_id)})
+
+
+@bp.post("/conversations/<conversation_id>/messages")
+def post_message(conversation_id: str):
+    _authorize(conversation_id)
+    body = _json_body()
+    settings = current_app.config["WIDGET_SERVER"]
+    unknown = sorted(set(body) - {"request_id", "text"})
+    if unknown:
+        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only request_id and text.")
+    request_id = body.get("request_id")
+    text = body.get("text")
+    if not isinstance(request_id, str) or not request_id:
+        raise ApiError(400, "missing_request_id", "request_id is required: a string the client generates once per message.")
+    if not _REQUEST_ID.match(request_id):
+        raise ApiError(
+            400,
+            "invalid_request_id",
+            "request_id must be 1 to 128 characters of letters, digits, '.', '_', '~' or '-', starting with a letter or digit.",
+        )
+    if not isinstance(text, str):
+        raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
+    if not text.strip():
+        raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
+    limit = settings["MAX_TEXT_CHARS"]
+    if len(text) > limit:
+        raise ApiError(413, "text_too_long", f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.")
+    chat = service()
+    chat.check_can_start(conversation_id, request_id)
+    slot = chat.reserve_stream(conversation_id)  # refuse before starting any work
+    try:
+        message_id, _created = chat.submit(conversation_id, request_id, text)
+        # A retry of the same request may say where it got to.
+        after_seq = _resume_position(message_id, from_query=False)
+        chat.check_resume_position(conversation_id, message_id, after_seq)
+    except BaseException:
+        slot.release()
+        raise
+    return _stream_response(EventStream(slot, message_id, after_seq))
+
+
+@bp.get("/conversations/<conversation_id>/messages/<message_id>/events")
+def get_events(conversation_id: str, message_id: str):
+    _authorize(conversation_id, allow_query_token=True)
+    _check_message_id(message_id)
+    chat = service()
+    after_seq = _resume_position(message_id, from_query=True)
+    chat.check_resume_position(conversation_id, message_id, after_seq)
+    slot = chat.reserve_stream(conversation_id)
+    return _stream_response(EventStream(slot, message_id, after_seq))
+
+
+@bp.get("/conversations/<conversation_id>/messages/<message_id>")
+def get_message(conversation_id: str, message_id: str):
+    _authorize(conversation_id)
+    _check_message_id(message_id)
+    return jsonify(service().message_state(conversation_id, message_id))
+
+
+@bp.post("/conversations/<conversation_id>/messages/<message_id>/cancel")
+def cancel_message(conversation_id: str, message_id: str):
+    _authorize(conversation_id)
+    _check_message_id(message_id)
+    chat = service()
+    chat.cancel(conversation_id, message_id)
+    return jsonify(chat.message_state(conversation_id, message_id))
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -1,0 +1,54 @@
+"""The application factory: `create_app(config)` wires settings, store, backend and blueprints."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from flask import Flask
+
+from . import api, errorhandlers, openapi, web
+from .backends.base import create_backend
+from .config import load_settings
+from .service import ChatService
+from .stores.memory import MemoryStore
+
+log = logging.getLogger("widget_server")
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """`static/` or `templates/`: inside the package when installed from a
+    wheel, at the repository root in a checkout (the fixed layout)."""
+    for candidate in (_PACKAGE_DIR / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"widget_server: cannot find its {name}/ folder next to {_PACKAGE_DIR}")
+
+
+def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
+    settings = load_settings(config, environ)
+    app = Flask(
+        __name__,
+        static_folder=str(resource_dir("static")),
+        template_folder=str(resource_dir("templates")),
+    )
+    app.config["WIDGET_SERVER"] = settings
+    # Werkzeug refuses larger bodies with 413 before we read them.
+    app.config["MAX_CONTENT_LENGTH"] = settings["MAX_BODY_BYTES"]
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]
+    logging.getLogger("widget_server").setLevel(settings["LOG_LEVEL"])
+    if "*" in settings["EMBED_ORIGINS"]:
+        log.warning("EMBED_ORIGINS is '*': any website may embed this chat panel")
+
+    store = MemoryStore(max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
+    backend = create_backend(settings["BACKEND"], settings)
+    app.extensions["widget_server.service"] = ChatService(store, backend, settings)
+
+    errorhandlers.init_app(app)
+    api.init_app(app)
+    openapi.init_app(app)
+    web.init_app(app)
+    return app

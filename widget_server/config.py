@@ -1,0 +1,146 @@
+"""Settings: one declared list, three layers, validated once at start.
+
+Precedence (lowest first): the defaults below < `WIDGET_SERVER_<NAME>`
+environment variables < the explicit mapping given to `create_app(config)`
+(the CLI's options land there). A bad value stops the server at start with
+an error that names the key; it is never discovered mid-request.
+Every setting is documented in docs/configuration.md (a test checks).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+ENV_PREFIX = "WIDGET_SERVER_"
+
+
+class ConfigError(ValueError):
+    """A setting has a value the server cannot run with."""
+
+
+def _parse_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
+
+
+def _parse_int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError("expected an integer")
+    if isinstance(raw, int):
+        return raw
+    return int(str(raw).strip())
+
+
+def _parse_float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError("expected a number")
+    value = float(raw) if isinstance(raw, (int, float)) else float(str(raw).strip())
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def _parse_str(raw: Any) -> str:
+    return str(raw).strip()
+
+
+def _parse_origins(raw: Any) -> tuple[str, ...]:
+    items = raw.split() if isinstance(raw, str) else list(raw)
+    origins = tuple(str(item).rstrip("/") for item in items)
+    for origin in origins:
+        if origin in ("*", "'self'"):
+            continue
+        scheme, sep, rest = origin.partition("://")
+        if not sep or scheme not in {"http", "https"} or not rest or "/" in rest:
+            raise ValueError(f"{origin!r} is not an origin like https://www.example.com")
+    return origins
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.name
+
+    def convert(self, raw: Any, source: str) -> Any:
+        try:
+            value = self.parse(raw)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"{self.name} (from {source}): invalid value {raw!r}: {error}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"{self.name} (from {source}): {value!r} is below the minimum {self.minimum:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{self.name} (from {source}): {value!r} is above the maximum {self.maximum:g}")
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{self.name} (from {source}): {value!r} is not one of {', '.join(self.choices)}")
+        return value
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("HOST", _parse_str, "127.0.0.1", "Address the server listens on."),
+    Setting("PORT", _parse_int, 8000, "TCP port the server listens on (0 picks a free one).", 0, 65535),
+    Setting("BACKEND", _parse_str, "demo", "Answer backend: a registered name (`demo`) or `package.module:Class`."),
+    Setting("STORE", _parse_str, "memory", "Where conversations and message logs live: `memory` (one worker process only)."),
+    Setting("WORKERS", _parse_int, 1, "Worker processes for `widget-server` (the memory store allows only 1).", 1, 64),
+    Setting("WORKER_CONNECTIONS", _parse_int, 2000, "Concurrent connections each gevent worker accepts.", 10, 100_000),
+    Setting("ENV", _parse_str, "development", "`production` refuses test and QA switches such as fault injection.", choices=("development", "production")),
+    Setting("HEARTBEAT_SECONDS", _parse_float, 15.0, "Idle time after which a stream sends a comment heartbeat.", 0.05, 300),
+    Setting("RETRY_MS", _parse_int, 2000, "Reconnection delay the stream advises clients (`retry:` field).", 0, 600_000),
+    Setting("MESSAGE_TIME_LIMIT_SECONDS", _parse_float, 120.0, "Longest an answer may run; then it fails with code `timeout`.", 0.1, 3600),
+    Setting("LOG_MAX_EVENTS", _parse_int, 4096, "Events kept per message for resume; an older position gets a snapshot.", 1, 10_000_000),
+    Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
+    Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
+    Setting("MAX_STREAMS", _parse_int, 1000, "Open event streams per worker process (more: 503 with Retry-After).", 1, 1_000_000),
+    Setting("MAX_STREAMS_PER_CONVERSATION", _parse_int, 8, "Open event streams per conversation (more: 429 with Retry-After).", 1, 10_000),
+    Setting("MAX_RUNNING_PER_CONVERSATION", _parse_int, 2, "Answers generating at once per conversation (more: 429 with Retry-After).", 1, 1000),
+    Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the memory store forgets a conversation.", 1, 31_536_000),
+    Setting("DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10),
+    Setting("EMBED_ORIGINS", _parse_origins, ("'self'",), "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning)."),
+    Setting("LOG_LEVEL", _parse_str, "INFO", "Server log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+)
+
+SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Defaults < environment < explicit; validated. Unknown explicit keys are an error."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        value = setting.default
+        if setting.env_var in environ:
+            value = setting.convert(environ[setting.env_var], f"environment variable {setting.env_var}")
+        values[setting.name] = value
+    for key, raw in (explicit or {}).items():
+        name = key.removeprefix(ENV_PREFIX).upper()
+        if name not in SETTINGS_BY_NAME:
+            raise ConfigError(f"{key}: unknown setting (known: {', '.join(SETTINGS_BY_NAME)})")
+        values[name] = SETTINGS_BY_NAME[name].convert(raw, "configuration")
+    _check_together(values)
+    return values
+
+
+def _check_together(values: dict[str, Any]) -> None:
+    if values["STORE"] == "memory" and values["WORKERS"] > 1:
+        raise ConfigError(
+            "WORKERS: the memory store lives in one process, so resume and cancel would break "
+            "across several workers; use WORKERS=1 or a shared store"
+        )
+    if values["STORE"] != "memory":
+        raise ConfigError(f"STORE: {values['STORE']!r} is not available (known: memory)")

@@ -1,0 +1,233 @@
+"""Messages: their state machine, their events, and the bounded log of one answer.
+
+The article (004_…) asks to treat streaming "as a state machine, not an
+animation": accepted → running → completed | cancelled | failed, with
+terminal states final, and only an explicit completion event binding. This
+module is pure (no I/O, no locking); stores wrap it with their own
+concurrency and persistence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from . import sse
+from .errors import ErrorInfo
+
+
+class MessageState(str, Enum):
+    ACCEPTED = "accepted"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset({MessageState.COMPLETED, MessageState.CANCELLED, MessageState.FAILED})
+
+_TRANSITIONS = {
+    MessageState.ACCEPTED: {MessageState.RUNNING, MessageState.CANCELLED, MessageState.FAILED},
+    MessageState.RUNNING: {MessageState.COMPLETED, MessageState.CANCELLED, MessageState.FAILED},
+}
+
+
+class EventKind(str, Enum):
+    STARTED = "message.started"
+    DELTA = "text.delta"
+    SNAPSHOT = "message.snapshot"
+    COMPLETED = "message.completed"
+    FAILED = "message.failed"
+    CANCELLED = "message.cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (EventKind.COMPLETED, EventKind.FAILED, EventKind.CANCELLED)
+
+
+class InvalidTransition(Exception):
+    pass
+
+
+def event_id(message_id: str, seq: int) -> str:
+    return f"{message_id}:{seq}"
+
+
+_EVENT_ID = re.compile(r"^(?P<message_id>[A-Za-z0-9_-]{1,64}):(?P<seq>0|[1-9][0-9]{0,9})$")
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """`<message_id>:<seq>` → (message_id, seq), or None if malformed."""
+    match = _EVENT_ID.match(value)
+    if not match:
+        return None
+    return match["message_id"], int(match["seq"])
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    message_id: str
+    seq: int
+    kind: EventKind
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return event_id(self.message_id, self.seq)
+
+    def data(self) -> dict[str, Any]:
+        return {"message_id": self.message_id, "seq": self.seq, **self.payload}
+
+    def encode(self) -> bytes:
+        # One-line JSON: json.dumps escapes CR and LF inside strings, so the
+        # answer's text survives exactly, CR included (the SSE writer still
+        # splits lines, as it must for any data).
+        data = json.dumps(self.data(), ensure_ascii=False, separators=(",", ":"))
+        return sse.encode_event(data, event=self.kind.value, id=self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, **self.data()}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "StreamEvent":
+        value = dict(value)
+        kind = EventKind(value.pop("kind"))
+        return cls(value.pop("message_id"), value.pop("seq"), kind, value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates (which have no UTF-8 form) with U+FFFD.
+
+    Everything else is kept exactly: the completed event's SHA-256 is over
+    the UTF-8 bytes of the text as stored.
+    """
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def text_digest(text: str) -> dict[str, Any]:
+    encoded = text.encode("utf-8")
+    return {"length": len(text), "utf8_bytes": len(encoded), "sha256": hashlib.sha256(encoded).hexdigest()}
+
+
+class MessageLog:
+    """One assistant message: its state, its full text, and its last events.
+
+    Sequence numbers start at 1 and rise by exactly 1 per event. Only the
+    newest `max_events` events are kept; a reader asking for an evicted
+    position gets a snapshot (the whole text so far, at the newest
+    non-terminal sequence number) and then the events after it. The
+    terminal event is always the newest, so it is never evicted.
+    """
+
+    def __init__(self, message_id: str, max_events: int) -> None:
+        if max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        self.message_id = message_id
+        self.state = MessageState.ACCEPTED
+        self.error: ErrorInfo | None = None
+        self.last_seq = 0
+        self._events: deque[StreamEvent] = deque(maxlen=max_events)
+        self._parts: list[str] = []
+        self._length = 0
+        self._utf8_bytes = 0
+        self._hash = hashlib.sha256()
+
+    @property
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    # -- transitions -------------------------------------------------------
+
+    def _transition(self, new_state: MessageState) -> None:
+        if new_state not in _TRANSITIONS.get(self.state, ()):
+            raise InvalidTransition(f"{self.state.value} → {new_state.value}")
+        self.state = new_state
+
+    def _append(self, kind: EventKind, **payload: Any) -> StreamEvent:
+        self.last_seq += 1
+        event = StreamEvent(self.message_id, self.last_seq, kind, payload)
+        self._events.append(event)
+        return event
+
+    def start(self, **payload: Any) -> StreamEvent:
+        self._transition(MessageState.RUNNING)
+        return self._append(EventKind.STARTED, **payload)
+
+    def add_text(self, text: str) -> StreamEvent:
+        if self.state is not MessageState.RUNNING:
+            raise InvalidTransition(f"text in state {self.state.value}")
+        text = clean_text(text)
+        self._parts.append(text)
+        encoded = text.encode("utf-8")
+        self._length += len(text)
+        self._utf8_bytes += len(encoded)
+        self._hash.update(encoded)
+        return self._append(EventKind.DELTA, text=text)
+
+    def complete(self) -> StreamEvent:
+        self._transition(MessageState.COMPLETED)
+        return self._append(
+            EventKind.COMPLETED,
+            length=self._length,
+            utf8_bytes=self._utf8_bytes,
+            sha256=self._hash.hexdigest(),
+        )
+
+    def fail(self, error: ErrorInfo) -> StreamEvent:
+        self._transition(MessageState.FAILED)
+        self.error = error
+        # A failed answer is never complete: what arrived is partial.
+        return self._append(EventKind.FAILED, error=error.to_json(), incomplete=True, length=self._length)
+
+    def cancel(self) -> StreamEvent:
+        self._transition(MessageState.CANCELLED)
+        return self._append(EventKind.CANCELLED, incomplete=True, length=self._length)
+
+    # -- reading -----------------------------------------------------------
+
+    def snapshot(self) -> StreamEvent:
+        """The whole text so far, at the newest sequence number it includes."""
+        seq = self.last_seq - 1 if self.state.terminal else self.last_seq
+        state = MessageState.RUNNING if self.state.terminal else self.state
+        return StreamEvent(self.message_id, seq, EventKind.SNAPSHOT, {"text": self.text, "state": state.value})
+
+    def events_after(self, after_seq: int) -> list[StreamEvent]:
+        """Events with seq > after_seq; a snapshot first if some were evicted."""
+        if after_seq >= self.last_seq:
+            return []
+        oldest = self._events[0].seq if self._events else self.last_seq + 1
+        if after_seq + 1 >= oldest:
+            return self._newest_after(after_seq)
+        snapshot = self.snapshot()
+        return [snapshot, *self._newest_after(snapshot.seq)]
+
+    def _newest_after(self, after_seq: int) -> list[StreamEvent]:
+        # Walk from the newest end: a live reader asks for the last few
+        # events, so this costs what it returns, not the log's length.
+        newer: list[StreamEvent] = []
+        for event in reversed(self._events):
+            if event.seq <= after_seq:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer

@@ -1,0 +1,290 @@
+"""The OpenAPI 3.1 document for wire protocol v1, served at /openapi.json.
+
+Hand-written so it says exactly what the server promises (schemathesis
+checks every response against it). docs/protocol.md explains the events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, current_app, jsonify
+
+from .api import REQUEST_ID_PATTERN
+from .messages import EventKind, MessageState
+
+bp = Blueprint("openapi", __name__)
+
+_ID_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+_STATES = [state.value for state in MessageState]
+
+
+def _error_response(description: str, *, retry_after: bool = False) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    if retry_after:
+        response["headers"] = {
+            "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "string"}}
+        }
+    return response
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    descriptions = {
+        400: "Malformed request: bad JSON, missing or invalid field, or a Last-Event-ID that is not this message's.",
+        404: "Unknown conversation or message, or a missing or wrong token (indistinguishable on purpose).",
+        405: "Method not allowed on this path.",
+        409: "request_id already used with a different body.",
+        413: "Request body or text larger than the configured limit.",
+        415: "Content-Type is not application/json.",
+        429: "Too many streams or running answers in this conversation.",
+        503: "The server is at its limit of open streams.",
+    }
+    return {
+        str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses
+    }
+
+
+_EVENT_STREAM = {
+    "description": (
+        "A text/event-stream of this message's events. Each event has `id: <message_id>:<seq>`, "
+        "`event:` one of " + ", ".join(kind.value for kind in EventKind) + ", and one-line JSON `data:`. "
+        "The stream ends after the terminal event; a close without one means: resume."
+    ),
+    "headers": {
+        "Cache-Control": {"schema": {"type": "string", "const": "no-store"}},
+        "X-Accel-Buffering": {"schema": {"type": "string", "const": "no"}},
+    },
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+}
+
+_BEARER = [{"bearer": []}]
+_CONVERSATION_ID = {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
+_MESSAGE_ID = {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
+_LAST_EVENT_ID_HEADER = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "`<message_id>:<seq>` of the last event the client applied; the stream continues after it.",
+    "schema": {"type": "string"},
+}
+
+
+def build_document(server_url: str | None = None) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "widget_server chat API",
+            "version": "1",
+            "description": "Wire protocol v1 of widget_server. See docs/protocol.md for the events and their guarantees.",
+        },
+        "paths": {
+            "/healthz": {
+                "get": {
+                    "operationId": "health",
+                    "summary": "Liveness and basic facts.",
+                    "responses": {
+                        "200": {
+                            "description": "The server is up.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}},
+                        }
+                    },
+                }
+            },
+            "/api/v1/conversations": {
+                "post": {
+                    "operationId": "createConversation",
+                    "summary": "Start a conversation; returns its id and secret token.",
+                    "responses": {
+                        "201": {
+                            "description": "Created.",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/NewConversation"}}
+                            },
+                        }
+                    },
+                }
+            },
+            "/api/v1/conversations/{conversation_id}": {
+                "get": {
+                    "operationId": "getConversation",
+                    "summary": "The history: user turns and their answers (never failed or cancelled ones).",
+                    "security": _BEARER,
+                    "parameters": [_CONVERSATION_ID],
+                    "responses": {
+                        "200": {
+                            "description": "The history.",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/ConversationHistory"}}
+                            },
+                        },
+                        **_errors(404),
+                    },
+                }
+            },
+            "/api/v1/conversations/{conversation_id}/messages": {
+                "post": {
+                    "operationId": "postMessage",
+                    "summary": "Send a user message; the response streams the answer's events from its start.",
+                    "description": "Idempotent on request_id: the same id and body again streams the existing answer and starts nothing.",
+                    "security": _BEARER,
+                    "parameters": [_CONVERSATION_ID, _LAST_EVENT_ID_HEADER],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewMessage"}}},
+                    },
+                    "responses": {"200": _EVENT_STREAM, **_errors(400, 404, 409, 413, 415, 429, 503)},
+                }
+            },
+            "/api/v1/conversations/{conversation_id}/messages/{message_id}": {
+                "get": {
+                    "operationId": "getMessage",
+                    "summary": "A message's state.",
+                    "security": _BEARER,
+                    "parameters": [_CONVERSATION_ID, _MESSAGE_ID],
+                    "responses": {
+                        "200": {
+                            "description": "The state.",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}
+                            },
+                        },
+                        **_errors(404),
+                    },
+                }
+            },
+            "/api/v1/conversations/{conversation_id}/messages/{message_id}/events": {
+                "get": {
+                    "operationId": "getMessageEvents",
+                    "summary": "Resume a message's event stream after Last-Event-ID (header or query).",
+                    "security": [{"bearer": []}, {"queryToken": []}],
+                    "parameters": [
+                        _CONVERSATION_ID,
+                        _MESSAGE_ID,
+                        _LAST_EVENT_ID_HEADER,
+                        {
+                            "name": "last_event_id",
+                            "in": "query",
+                            "required": False,
+                            "description": "Same as the Last-Event-ID header (the header wins).",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {"200": _EVENT_STREAM, **_errors(400, 404, 429, 503)},
+                }
+            },
+            "/api/v1/conversations/{conversation_id}/messages/{message_id}/cancel": {
+                "post": {
+                    "operationId": "cancelMessage",
+                    "summary": "Stop generating this answer (no effect if it already ended).",
+                    "security": _BEARER,
+                    "parameters": [_CONVERSATION_ID, _MESSAGE_ID],
+                    "responses": {
+                        "200": {
+                            "description": "The message's state after the request.",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}
+                            },
+                        },
+                        **_errors(404),
+                    },
+                }
+            },
+        },
+        "components": {
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "The conversation's token."},
+                "queryToken": {"type": "apiKey", "in": "query", "name": "token", "description": "For EventSource, which cannot set headers."},
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": {"type": "string"},
+                                "message": {"type": "string"},
+                                "details": {"type": "object"},
+                            },
+                        }
+                    },
+                },
+                "ErrorInfo": {
+                    "type": "object",
+                    "required": ["code", "message", "retryable"],
+                    "properties": {
+                        "code": {"enum": ["network", "timeout", "provider", "safety", "validation", "internal"]},
+                        "message": {"type": "string"},
+                        "retryable": {"type": "boolean"},
+                    },
+                },
+                "Health": {
+                    "type": "object",
+                    "required": ["status"],
+                    "properties": {"status": {"const": "ok"}, "backend": {"type": "string"}, "open_streams": {"type": "integer"}},
+                },
+                "NewConversation": {
+                    "type": "object",
+                    "required": ["conversation_id", "token"],
+                    "properties": {"conversation_id": _ID_SCHEMA, "token": {"type": "string", "minLength": 32}},
+                },
+                "NewMessage": {
+                    "type": "object",
+                    "required": ["request_id", "text"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+                        "text": {"type": "string", "minLength": 1},
+                    },
+                },
+                "HistoryMessage": {
+                    "type": "object",
+                    "required": ["message_id", "role", "text", "state"],
+                    "properties": {
+                        "message_id": _ID_SCHEMA,
+                        "role": {"enum": ["user", "assistant"]},
+                        "text": {"type": "string"},
+                        "state": {"enum": _STATES},
+                    },
+                },
+                "ConversationHistory": {
+                    "type": "object",
+                    "required": ["conversation_id", "messages"],
+                    "properties": {
+                        "conversation_id": _ID_SCHEMA,
+                        "messages": {"type": "array", "items": {"$ref": "#/components/schemas/HistoryMessage"}},
+                    },
+                },
+                "MessageState": {
+                    "type": "object",
+                    "required": ["message_id", "state", "last_seq"],
+                    "properties": {
+                        "message_id": _ID_SCHEMA,
+                        "state": {"enum": _STATES},
+                        "last_seq": {"type": "integer", "minimum": 0},
+                        "error": {"$ref": "#/components/schemas/ErrorInfo"},
+                    },
+                },
+            },
+        },
+    }
+    if server_url:
+        document["servers"] = [{"url": server_url}]
+    return document
+
+
+@bp.get("/openapi.json")
+def openapi_json():
+    document = current_app.extensions.get("widget_server.openapi")
+    if document is None:
+        document = current_app.extensions["widget_server.openapi"] = build_document()
+    return jsonify(document)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -1,0 +1,281 @@
+"""The chat service: conversations, idempotent submits, streams, cancel, history.
+
+Transport-free: it raises ApiError for client mistakes and returns byte
+iterables for streams, so the Flask blueprint stays a thin adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+from typing import Any, Iterator
+
+from . import sse
+from .backends.base import Backend, Turn
+from .errors import ApiError
+from .generation import GenerationRun
+from .messages import MessageState, StreamEvent
+from .stores.base import Conversation, RequestConflict, Store, UnknownMessage
+
+log = logging.getLogger(__name__)
+
+
+def _new_id(prefix: str) -> str:
+    # 96 random bits, URL-safe, never containing ":" (the event id separator).
+    return prefix + secrets.token_urlsafe(12)
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def request_fingerprint(text: str) -> str:
+    return hashlib.sha256(json.dumps({"text": text}, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+NOT_FOUND_MESSAGE = "No such conversation, or the token does not match it."
+
+
+class ChatService:
+    def __init__(self, store: Store, backend: Backend, settings: dict[str, Any]) -> None:
+        self.store = store
+        self.backend = backend
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._runs: dict[str, GenerationRun] = {}
+        self._open_streams = 0
+        self._streams_by_conversation: dict[str, int] = {}
+
+    # -- conversations -----------------------------------------------------
+
+    def create_conversation(self) -> tuple[str, str]:
+        conversation_id = _new_id("c_")
+        token = secrets.token_urlsafe(32)
+        self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time()))
+        return conversation_id, token
+
+    def authorize(self, conversation_id: str, token: str | None) -> Conversation:
+        """The conversation, or a 404 that says nothing about whether it exists."""
+        conversation = self.store.get_conversation(conversation_id) if token else None
+        if conversation is None or not hmac.compare_digest(conversation.token_hash, _hash_token(token or "")):
+            raise ApiError(404, "not_found", NOT_FOUND_MESSAGE)
+        return conversation
+
+    def _message_in(self, conversation_id: str, message_id: str):
+        info = self.store.message(message_id)
+        if info is None or info.conversation_id != conversation_id:
+            raise ApiError(404, "not_found", "No such message in this conversation.")
+        return info
+
+    # -- submitting --------------------------------------------------------
+
+    def submit(self, conversation_id: str, request_id: str, text: str) -> tuple[str, bool]:
+        """Claim `request_id`; start generating only if the claim is new."""
+        try:
+            claim = self.store.claim_request(
+                conversation_id,
+                request_id,
+                request_fingerprint(text),
+                text,
+                _new_id("u_"),
+                _new_id("m_"),
+            )
+        except RequestConflict as conflict:
+            raise ApiError(
+                409,
+                "request_id_conflict",
+                "This request_id was already used with a different message. "
+                "Generate a new request_id for a new message; reuse one only to retry the same message.",
+                details={"message_id": conflict.exchange.assistant_message_id},
+            ) from None
+        except UnknownMessage:
+            raise ApiError(404, "not_found", NOT_FOUND_MESSAGE) from None
+        message_id = claim.exchange.assistant_message_id
+        if claim.created:
+            run = GenerationRun(
+                self.store,
+                self.backend,
+                Turn(text, claim.history, conversation_id, message_id),
+                time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
+                on_finish=self._forget_run,
+            )
+            with self._lock:
+                self._runs[message_id] = run
+            run.start()
+        return message_id, claim.created
+
+    def running_count(self, conversation_id: str) -> int:
+        count = 0
+        for exchange in self.store.exchanges(conversation_id):
+            info = self.store.message(exchange.assistant_message_id)
+            if info is not None and not info.state.terminal:
+                count += 1
+        return count
+
+    def check_can_start(self, conversation_id: str, request_id: str) -> None:
+        """429 if this conversation already has too many answers generating.
+
+        A retry of a request id already claimed is always allowed: it starts
+        nothing, it only reads.
+        """
+        if any(e.request_id == request_id for e in self.store.exchanges(conversation_id)):
+            return
+        if self.running_count(conversation_id) >= self.settings["MAX_RUNNING_PER_CONVERSATION"]:
+            raise ApiError(
+                429,
+                "too_many_running",
+                "An answer is still being generated in this conversation. Wait for it or stop it, then send again.",
+                retry_after=2,
+            )
+
+    def _forget_run(self, run: GenerationRun) -> None:
+        with self._lock:
+            self._runs.pop(run.message_id, None)
+
+    # -- cancel and history ------------------------------------------------
+
+    def cancel(self, conversation_id: str, message_id: str) -> MessageState:
+        self._message_in(conversation_id, message_id)
+        self.store.cancel(message_id)  # refused without effect if already terminal
+        with self._lock:
+            run = self._runs.get(message_id)
+        if run is not None:
+            run.cancel()
+        info = self.store.message(message_id)
+        return info.state if info else MessageState.CANCELLED
+
+    def history(self, conversation_id: str) -> list[dict[str, Any]]:
+        """User turns and their answers, except failed and cancelled exchanges.
+
+        Failed turns are kept in the store for diagnostics but never shown
+        (the seed's page saved `{"error": …}` as an answer). A cancelled
+        exchange is the user's "never mind": not shown after a reload and not
+        given to the backend. An answer still running is listed with its
+        state so a reloaded client can resume it.
+        """
+        messages: list[dict[str, Any]] = []
+        for exchange in self.store.exchanges(conversation_id):
+            info = self.store.message(exchange.assistant_message_id)
+            if info is None or info.state in (MessageState.FAILED, MessageState.CANCELLED):
+                continue
+            messages.append(
+                {"message_id": exchange.user_message_id, "role": "user", "text": exchange.user_text, "state": "completed"}
+            )
+            messages.append(
+                {"message_id": info.message_id, "role": "assistant", "text": info.text, "state": info.state.value}
+            )
+        return messages
+
+    def message_state(self, conversation_id: str, message_id: str) -> dict[str, Any]:
+        info = self._message_in(conversation_id, message_id)
+        body: dict[str, Any] = {"message_id": message_id, "state": info.state.value, "last_seq": info.last_seq}
+        if info.error is not None:
+            body["error"] = info.error.to_json()
+        return body
+
+    # -- streaming ---------------------------------------------------------
+
+    def check_resume_position(self, conversation_id: str, message_id: str, after_seq: int) -> None:
+        info = self._message_in(conversation_id, message_id)
+        if after_seq > info.last_seq:
+            raise ApiError(
+                400,
+                "invalid_last_event_id",
+                f"Last-Event-ID names sequence {after_seq}, but this message has only reached {info.last_seq}.",
+            )
+
+    def reserve_stream(self, conversation_id: str) -> "StreamSlot":
+        """Take one of the limited stream slots, or refuse with 503/429."""
+        with self._lock:
+            if self._open_streams >= self.settings["MAX_STREAMS"]:
+                raise ApiError(503, "server_busy", "The server is at its limit of open streams. Try again shortly.", retry_after=5)
+            per_conversation = self._streams_by_conversation.get(conversation_id, 0)
+            if per_conversation >= self.settings["MAX_STREAMS_PER_CONVERSATION"]:
+                raise ApiError(
+                    429,
+                    "too_many_streams",
+                    "Too many open streams for this conversation. Close one, then try again.",
+                    retry_after=2,
+                )
+            self._open_streams += 1
+            self._streams_by_conversation[conversation_id] = per_conversation + 1
+        return StreamSlot(self, conversation_id)
+
+    def _release_stream(self, conversation_id: str) -> None:
+        with self._lock:
+            self._open_streams -= 1
+            remaining = self._streams_by_conversation.get(conversation_id, 1) - 1
+            if remaining:
+                self._streams_by_conversation[conversation_id] = remaining
+            else:
+                self._streams_by_conversation.pop(conversation_id, None)
+
+    @property
+    def open_streams(self) -> int:
+        return self._open_streams
+
+
+class StreamSlot:
+    """One reserved stream slot; released exactly once."""
+
+    def __init__(self, service: ChatService, conversation_id: str) -> None:
+        self.service = service
+        self.conversation_id = conversation_id
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.service._release_stream(self.conversation_id)
+
+
+class EventStream:
+    """A WSGI byte iterable reading one message's log from a position.
+
+    `close()` releases the stream's slot even if iteration never started
+    (WSGI servers always call it), which a plain generator cannot promise.
+    """
+
+    def __init__(self, slot: StreamSlot, message_id: str, after_seq: int) -> None:
+        self._slot = slot
+        self._service = slot.service
+        self.message_id = message_id
+        self.after_seq = after_seq
+        self._iterator = self._generate()
+
+    def __iter__(self) -> "EventStream":
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._iterator)
+
+    def close(self) -> None:
+        self._iterator.close()
+        self._slot.release()
+
+    def _generate(self) -> Iterator[bytes]:
+        settings = self._service.settings
+        store = self._service.store
+        heartbeat = settings["HEARTBEAT_SECONDS"]
+        # First bytes at once: the client sees the stream open (and learns
+        # the reconnection delay) before the backend has said anything.
+        yield sse.encode_retry(settings["RETRY_MS"])
+        seq = self.after_seq
+        while True:
+            try:
+                events = store.read_events(self.message_id, seq, heartbeat)
+            except UnknownMessage:
+                return
+            if not events:
+                yield sse.encode_comment("heartbeat")
+                continue
+            yield b"".join(event.encode() for event in events)
+            last: StreamEvent = events[-1]
+            seq = last.seq
+            if last.kind.terminal:
+                return

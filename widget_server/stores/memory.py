@@ -1,0 +1,169 @@
+"""The embedded default store: everything in this process's memory.
+
+Good for one worker process (any number of threads or greenlets). It cannot
+be shared between processes, so the server refuses to start it with several
+workers rather than silently breaking resume.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ..errors import ErrorInfo
+from ..messages import InvalidTransition, MessageLog, MessageState, StreamEvent
+from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
+
+
+@dataclass
+class _ConversationRecord:
+    conversation: Conversation
+    exchanges: list[Exchange] = field(default_factory=list)
+    by_request: dict[str, Exchange] = field(default_factory=dict)
+    last_used: float = 0.0
+
+
+@dataclass
+class _MessageRecord:
+    conversation_id: str
+    log: MessageLog
+    changed: threading.Condition
+
+
+class MemoryStore(Store):
+    def __init__(self, *, max_events: int = 2048, conversation_ttl: float = 86400.0, max_conversations: int = 100_000) -> None:
+        self.max_events = max_events
+        self._ttl = conversation_ttl
+        self._max_conversations = max_conversations
+        self._lock = threading.RLock()
+        self._conversations: OrderedDict[str, _ConversationRecord] = OrderedDict()
+        self._messages: dict[str, _MessageRecord] = {}
+
+    # -- conversations -----------------------------------------------------
+
+    def create_conversation(self, conversation: Conversation) -> None:
+        with self._lock:
+            self._expire(time.monotonic())
+            self._conversations[conversation.conversation_id] = _ConversationRecord(
+                conversation, last_used=time.monotonic()
+            )
+
+    def _expire(self, now: float) -> None:
+        # Least recently used first: drop the expired, and the oldest beyond
+        # the cap, so memory stays bounded however long the server runs.
+        while self._conversations:
+            cid, record = next(iter(self._conversations.items()))
+            if now - record.last_used < self._ttl and len(self._conversations) < self._max_conversations:
+                break
+            del self._conversations[cid]
+            for exchange in record.exchanges:
+                self._messages.pop(exchange.assistant_message_id, None)
+
+    def _record(self, conversation_id: str) -> _ConversationRecord | None:
+        record = self._conversations.get(conversation_id)
+        if record is not None:
+            record.last_used = time.monotonic()
+            self._conversations.move_to_end(conversation_id)
+        return record
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        with self._lock:
+            record = self._record(conversation_id)
+            return record.conversation if record else None
+
+    def claim_request(
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        user_text: str,
+        new_user_message_id: str,
+        new_assistant_message_id: str,
+    ) -> Claim:
+        with self._lock:
+            record = self._record(conversation_id)
+            if record is None:
+                raise UnknownMessage(conversation_id)
+            existing = record.by_request.get(request_id)
+            if existing is not None:
+                if existing.fingerprint != fingerprint:
+                    raise RequestConflict(existing)
+                return Claim(existing, created=False)
+            history = self._completed_history(record)
+            exchange = Exchange(request_id, fingerprint, new_user_message_id, user_text, new_assistant_message_id)
+            record.exchanges.append(exchange)
+            record.by_request[request_id] = exchange
+            self._messages[new_assistant_message_id] = _MessageRecord(
+                conversation_id,
+                MessageLog(new_assistant_message_id, self.max_events),
+                threading.Condition(self._lock),
+            )
+            return Claim(exchange, created=True, history=history)
+
+    def _completed_history(self, record: _ConversationRecord) -> list[tuple[str, str]]:
+        history: list[tuple[str, str]] = []
+        for exchange in record.exchanges:
+            message = self._messages.get(exchange.assistant_message_id)
+            if message is not None and message.log.state is MessageState.COMPLETED:
+                history.append(("user", exchange.user_text))
+                history.append(("assistant", message.log.text))
+        return history
+
+    def exchanges(self, conversation_id: str) -> list[Exchange]:
+        with self._lock:
+            record = self._record(conversation_id)
+            return list(record.exchanges) if record else []
+
+    def message(self, message_id: str) -> MessageInfo | None:
+        with self._lock:
+            record = self._messages.get(message_id)
+            if record is None:
+                return None
+            log = record.log
+            return MessageInfo(message_id, record.conversation_id, log.state, log.text, log.last_seq, log.error)
+
+    # -- writing -----------------------------------------------------------
+
+    def _write(self, message_id: str, operation) -> StreamEvent | None:
+        with self._lock:
+            record = self._messages.get(message_id)
+            if record is None:
+                return None
+            try:
+                event = operation(record.log)
+            except InvalidTransition:
+                return None  # already terminal: the first ending wins
+            record.changed.notify_all()
+            return event
+
+    def start(self, message_id: str) -> StreamEvent | None:
+        return self._write(message_id, lambda log: log.start())
+
+    def append_text(self, message_id: str, text: str) -> StreamEvent | None:
+        return self._write(message_id, lambda log: log.add_text(text))
+
+    def complete(self, message_id: str) -> StreamEvent | None:
+        return self._write(message_id, lambda log: log.complete())
+
+    def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
+        return self._write(message_id, lambda log: log.fail(error))
+
+    def cancel(self, message_id: str) -> StreamEvent | None:
+        return self._write(message_id, lambda log: log.cancel())
+
+    # -- reading -----------------------------------------------------------
+
+    def read_events(self, message_id: str, after_seq: int, timeout: float) -> list[StreamEvent]:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                record = self._messages.get(message_id)
+                if record is None:
+                    raise UnknownMessage(message_id)
+                events = record.log.events_after(after_seq)
+                remaining = deadline - time.monotonic()
+                if events or remaining <= 0:
+                    return events
+                record.changed.wait(remaining)
