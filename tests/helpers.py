@@ -1,0 +1,172 @@
+"""Shared test helpers: a live server on loopback and a real SSE client.
+
+Nothing here mocks what users touch: the server is the real Flask app on a
+real socket, and streams are read by a real HTTP client (httpx) through the
+project's standard event-stream parser.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+from werkzeug.serving import make_server
+
+from widget_server import create_app
+from widget_server.sse import EventStreamParser, ServerSentEvent
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SEED_ANSWERS_PATH = REPO_ROOT.parent / "shared" / "fixtures" / "seed_answers.json"
+
+
+def load_seed_answers() -> dict:
+    """The seed answers from ../shared (the source of truth); the package ships a copy."""
+    return json.loads(SEED_ANSWERS_PATH.read_text(encoding="utf-8"))
+
+
+class LiveServer:
+    """The real app served by Werkzeug's threaded server on a free loopback port."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        self.app = create_app(config or {}, environ={})
+        self.service = self.app.extensions["widget_server.service"]
+        self._server = make_server("127.0.0.1", 0, self.app, threaded=True)
+        self.port = self._server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> "LiveServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class CountingBackend:
+    """Wraps a backend and counts how many generations it was asked for."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls = 0
+        self.closed = 0
+        self._lock = threading.Lock()
+
+    def stream(self, turn, cancel):
+        with self._lock:
+            self.calls += 1
+        self.turns = getattr(self, "turns", []) + [turn]
+        try:
+            yield from self.inner.stream(turn, cancel)
+        finally:
+            with self._lock:
+                self.closed += 1
+
+
+@dataclass
+class StreamResult:
+    status: int
+    headers: dict[str, str]
+    events: list[ServerSentEvent] = field(default_factory=list)
+    raw: bytes = b""
+    json: Any = None
+
+    @property
+    def kinds(self) -> list[str]:
+        return [e.event for e in self.events]
+
+    @property
+    def payloads(self) -> list[dict]:
+        return [json.loads(e.data) for e in self.events]
+
+    @property
+    def text(self) -> str:
+        """The answer as a client rebuilds it: snapshots replace, deltas append."""
+        text = ""
+        for event, data in zip(self.events, self.payloads):
+            if event.event == "message.snapshot":
+                text = data["text"]
+            elif event.event == "text.delta":
+                text += data["text"]
+        return text
+
+    @property
+    def message_id(self) -> str:
+        return self.payloads[0]["message_id"]
+
+
+class ChatClient:
+    """A thin real HTTP client for the v1 API."""
+
+    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+        self.base_url = base_url
+        self.http = httpx.Client(base_url=base_url, timeout=timeout)
+        self.conversation_id = ""
+        self.token = ""
+
+    def close(self) -> None:
+        self.http.close()
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def new_conversation(self) -> "ChatClient":
+        response = self.http.post("/api/v1/conversations")
+        response.raise_for_status()
+        body = response.json()
+        self.conversation_id, self.token = body["conversation_id"], body["token"]
+        return self
+
+    def messages_url(self) -> str:
+        return f"/api/v1/conversations/{self.conversation_id}/messages"
+
+    def events_url(self, message_id: str) -> str:
+        return f"{self.messages_url()}/{message_id}/events"
+
+    def stream(self, method: str, url: str, *, max_events: int | None = None, **kwargs: Any) -> StreamResult:
+        """Read a stream through the standard parser; stop after `max_events` (a dropped connection)."""
+        headers = {**self.auth, **kwargs.pop("headers", {})}
+        with self.http.stream(method, url, headers=headers, **kwargs) as response:
+            result = StreamResult(response.status_code, dict(response.headers))
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                result.raw = response.read()
+                result.json = json.loads(result.raw) if result.raw else None
+                return result
+            parser = EventStreamParser(result.events.append)
+            for chunk in response.iter_raw():
+                result.raw += chunk
+                parser.feed(chunk)
+                if max_events is not None and len(result.events) >= max_events:
+                    del result.events[max_events:]
+                    return result  # leaving the block closes the connection mid-stream
+            parser.end()
+            return result
+
+    def send(self, text: str, request_id: str, **kwargs: Any) -> StreamResult:
+        return self.stream("POST", self.messages_url(), json={"request_id": request_id, "text": text}, **kwargs)
+
+    def resume(self, message_id: str, last_event_id: str | None, **kwargs: Any) -> StreamResult:
+        headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+        return self.stream("GET", self.events_url(message_id), headers=headers, **kwargs)
+
+    def cancel(self, message_id: str) -> httpx.Response:
+        return self.http.post(f"{self.messages_url()}/{message_id}/cancel", headers=self.auth)
+
+    def history(self) -> httpx.Response:
+        return self.http.get(f"/api/v1/conversations/{self.conversation_id}", headers=self.auth)
+
+
+def iter_stream_events(raw_chunks: Iterator[bytes]) -> list[ServerSentEvent]:
+    events: list[ServerSentEvent] = []
+    parser = EventStreamParser(events.append)
+    for chunk in raw_chunks:
+        parser.feed(chunk)
+    parser.end()
+    return events
