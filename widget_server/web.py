@@ -1,15 +1,119 @@
-"""Transport: pages and health. The demo host page lives at `/`."""
+"""Transport: the pages. `/` is the demo host page, `/widget.js` the loader,
+`/panel` the chat panel (the iframe), `/chat` the same panel full-page."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, current_app, jsonify, render_template
+import hashlib
+import json
+from pathlib import Path
+
+from flask import Blueprint, Flask, Response, abort, current_app, jsonify, render_template, request
+
+from .i18n import load_strings, pick_language
 
 bp = Blueprint("web", __name__)
+
+_LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
+
+
+def _settings() -> dict:
+    return current_app.config["WIDGET_SERVER"]
+
+
+def _strings() -> dict[str, dict]:
+    return load_strings(current_app.static_folder)
+
+
+def _frame_ancestors() -> str:
+    origins = _settings()["EMBED_ORIGINS"]
+    return "*" if "*" in origins else " ".join(origins)
+
+
+def _csp(frame_ancestors: str) -> str:
+    # Strict: our own scripts and styles only, no inline code, API calls to
+    # our own origin only, and embedding only from the allow-listed origins.
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+        f"base-uri 'none'; form-action 'self'; frame-ancestors {frame_ancestors}"
+    )
+
+
+def _host_origins() -> list[str]:
+    origins = _settings()["EMBED_ORIGINS"]
+    own = request.host_url.rstrip("/")
+    return [own if origin == "'self'" else origin for origin in origins]
+
+
+def _bounded_int(name: str, default: int, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(request.args.get(name, default))))
+    except ValueError:
+        return default
+
+
+def _render_panel(standalone: bool) -> Response:
+    settings = _settings()
+    strings = _strings()
+    lang = pick_language(request.args.get("lang"), strings)
+    t = strings[lang]
+    title = (request.args.get("title") or t["panelTitle"]).strip()[:80] or t["panelTitle"]
+    host_origins = _host_origins()
+    host = request.args.get("host", "")
+    host_origin = host if host and ("*" in host_origins or host in host_origins) else ""
+    config = {
+        "lang": lang,
+        "strings": t,
+        "apiBase": request.host_url.rstrip("/") + "/api/v1",
+        "standalone": standalone,
+        "hostOrigin": host_origin,
+        "hostOrigins": host_origins,
+        "faults": request.args.get("faults", "") if settings.get("FAULTS") else "",
+        "retryMs": settings["RETRY_MS"],
+        "maxBackoffMs": 8000,
+        "stallTimeoutMs": int(settings["HEARTBEAT_SECONDS"] * 3000) + 5000,
+        "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
+        "announceIntervalMs": 1000,
+    }
+    html = render_template(
+        "panel.html", lang=lang, t=t, title=title, standalone=standalone, config=config, max_chars=settings["MAX_TEXT_CHARS"]
+    )
+    response = Response(html, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = _csp("'none'" if standalone else _frame_ancestors())
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.get("/")
 def index():
-    return render_template("index.html")
+    return render_template("index.html", origin=request.host_url.rstrip("/"))
+
+
+@bp.get("/panel")
+def panel():
+    return _render_panel(standalone=False)
+
+
+@bp.get("/chat")
+def standalone_chat():
+    return _render_panel(standalone=True)
+
+
+@bp.get("/widget.js")
+def loader():
+    cache = current_app.extensions.setdefault("widget_server.loader", {})
+    if "body" not in cache:
+        source = (Path(current_app.static_folder) / "widget.js").read_text(encoding="utf-8")
+        strings = {lang: {key: t[key] for key in _LOADER_KEYS} for lang, t in _strings().items()}
+        body = source.replace("__CHATWIDGET_STRINGS__", json.dumps(strings, ensure_ascii=False, separators=(",", ":")))
+        cache["body"] = body.encode("utf-8")
+        cache["etag"] = hashlib.sha256(cache["body"]).hexdigest()[:32]
+    response = Response(cache["body"], mimetype="text/javascript")
+    response.set_etag(cache["etag"])
+    response.headers["Cache-Control"] = "public, max-age=300"
+    # Host pages that isolate themselves (COEP) may still load the loader.
+    response.headers["Cross-Origin-Resource-Policy"] = "cross-origin"
+    return response.make_conditional(request)
 
 
 @bp.get("/healthz")
@@ -18,5 +122,12 @@ def healthz():
     return jsonify({"status": "ok", "backend": chat.backend.name, "open_streams": chat.open_streams})
 
 
+def security_headers(response: Response) -> Response:
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+    return response
+
+
 def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
+    app.after_request(security_headers)

@@ -1,0 +1,154 @@
+/* widget_server loader: the only code a host page runs before the chat opens.
+ *
+ *   <script src="https://CHAT-HOST/widget.js" defer
+ *           data-lang="en" data-title="Help" data-position="right"></script>
+ *
+ * Budget: ≤ 3 KB gzipped, one request, no long task (a test checks the
+ * bytes). It mounts a launcher in a shadow root (host CSS cannot reach it)
+ * and, on first open, the panel: an iframe from the chat server, so host
+ * scripts can never read the conversation. Options: defaults < the JS
+ * object window.ChatWidgetConfig < data-* attributes.
+ */
+(function () {
+  'use strict';
+  var script = document.currentScript;
+  if (!script || window.ChatWidget) return;
+  // Filled in by the server from static/widget/i18n/*.json.
+  var STRINGS = __CHATWIDGET_STRINGS__;
+  var chatOrigin = new URL(script.src, location.href).origin;
+  var js = window.ChatWidgetConfig || {};
+  var data = script.dataset;
+  var opt = function (name, fallback) {
+    return data[name] != null ? data[name] : js[name] != null ? String(js[name]) : fallback;
+  };
+  var lang = opt('lang', document.documentElement.lang || 'en').toLowerCase().split('-')[0];
+  if (!STRINGS[lang]) lang = 'en';
+  var t = STRINGS[lang];
+  var title = opt('title', t.panelTitle);
+  var side = opt('position', 'right') === 'left' ? 'left' : 'right';
+  var targetSelector = opt('target', '');
+  var target = targetSelector ? document.querySelector(targetSelector) : null;
+  if (targetSelector && !target) {
+    console.error('chat widget: data-target "' + targetSelector + '" matches no element');
+    return;
+  }
+
+  var frame = null;
+  var launcher = null;
+  var panel = null;
+  var isOpen = false;
+
+  function panelUrl() {
+    var url = new URL('/panel', chatOrigin);
+    url.searchParams.set('lang', lang);
+    url.searchParams.set('title', title);
+    url.searchParams.set('host', location.origin);
+    if (target) url.searchParams.set('inline', '1');
+    ['faults', 'incompleteAfter'].forEach(function (name) {
+      var value = opt(name, '');
+      if (value) url.searchParams.set(name, value);
+    });
+    return url.href;
+  }
+
+  function makeFrame() {
+    frame = document.createElement('iframe');
+    frame.src = panelUrl();
+    frame.title = title;
+    frame.setAttribute('referrerpolicy', 'origin');
+    frame.addEventListener('load', function () {
+      if (isOpen && frame.contentWindow) frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
+    });
+    return frame;
+  }
+
+  function emit(name) {
+    return script.dispatchEvent(new CustomEvent('chatwidget:' + name, { cancelable: true, bubbles: true }));
+  }
+
+  var CSS =
+    ':host{all:initial}' +
+    '.launcher{position:fixed;bottom:16px;' + side + ':16px;z-index:2147483000;min-width:44px;min-height:44px;' +
+    'padding:10px 18px;border:2px solid #fff;border-radius:24px;background:#0b57d0;color:#fff;' +
+    'font:600 16px/1.2 system-ui,sans-serif;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}' +
+    '.launcher:focus-visible{outline:3px solid #0b57d0;outline-offset:3px}' +
+    '.panel{position:fixed;bottom:80px;' + side + ':16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));' +
+    'height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:12px;overflow:hidden;' +
+    'background:#fff;box-shadow:0 4px 24px rgba(0,0,0,.35)}' +
+    '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
+    '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0}}' +
+    '@media (forced-colors:active){.launcher,.panel{border:2px solid CanvasText}}';
+
+  function mountFloating() {
+    var host = document.createElement('div');
+    host.setAttribute('data-chatwidget', '');
+    var root = host.attachShadow({ mode: 'open' });
+    try {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(CSS);
+      root.adoptedStyleSheets = [sheet]; // not subject to the host's style-src CSP
+    } catch (e) {
+      var style = document.createElement('style');
+      style.textContent = CSS;
+      root.appendChild(style);
+    }
+    launcher = document.createElement('button');
+    launcher.type = 'button';
+    launcher.className = 'launcher';
+    launcher.textContent = t.launcher;
+    launcher.setAttribute('aria-label', t.launcherLabel);
+    launcher.setAttribute('aria-expanded', 'false');
+    launcher.setAttribute('aria-controls', 'chatwidget-panel');
+    launcher.addEventListener('click', function () {
+      if (isOpen) close();
+      else open();
+    });
+    panel = document.createElement('div');
+    panel.className = 'panel';
+    panel.id = 'chatwidget-panel';
+    panel.setAttribute('role', 'dialog');
+    panel.setAttribute('aria-label', title);
+    panel.hidden = true;
+    root.appendChild(panel);
+    root.appendChild(launcher);
+    document.body.appendChild(host);
+  }
+
+  function open() {
+    if (isOpen || !emit('show')) return;
+    if (!frame) panel.appendChild(makeFrame()); // lazily: nothing loads until first open
+    panel.hidden = false;
+    isOpen = true;
+    launcher.setAttribute('aria-expanded', 'true');
+    frame.focus();
+    if (frame.contentWindow) frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
+  }
+
+  function close() {
+    if (!isOpen || !emit('hide')) return;
+    panel.hidden = true;
+    isOpen = false;
+    launcher.setAttribute('aria-expanded', 'false');
+    launcher.focus(); // focus returns to where the user opened the chat
+  }
+
+  window.addEventListener('message', function (event) {
+    if (!frame || event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
+    if (event.data && event.data.type === 'chatwidget:close' && launcher) close();
+  });
+
+  function start() {
+    if (target) {
+      isOpen = true;
+      var inline = makeFrame();
+      inline.style.cssText = 'display:block;width:100%;height:100%;min-height:480px;border:0';
+      target.appendChild(inline);
+    } else {
+      mountFloating();
+    }
+  }
+
+  window.ChatWidget = { open: open, close: close, isOpen: function () { return isOpen; } };
+  if (document.body) start();
+  else document.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,125 @@
+// The announcer: the ONE polite live region that speaks an answer.
+//
+// The article (004_…, "No saturar a los lectores de pantalla con cada
+// token") and docs/accessibility.md: a short cue when an answer starts,
+// each completed sentence once, as plain text, batched so the region changes
+// at most about once per `minIntervalMs` and never mid-sentence, then a
+// completion cue. Modelled on GOV.UK Frontend's character count: a separate,
+// throttled status region, never the content itself.
+
+const FALLBACK_SENTENCE = /[^.!?…]*(?:[.!?…]+["'”’)\]]*\s+|$)/gy;
+
+function sentenceSplitter(lang) {
+  if (typeof Intl !== 'undefined' && Intl.Segmenter) {
+    const segmenter = new Intl.Segmenter(lang, { granularity: 'sentence' });
+    return (text) => Array.from(segmenter.segment(text), (s) => s.segment);
+  }
+  return (text) => {
+    FALLBACK_SENTENCE.lastIndex = 0;
+    const out = [];
+    let match;
+    while (FALLBACK_SENTENCE.lastIndex < text.length && (match = FALLBACK_SENTENCE.exec(text)) && match[0]) {
+      out.push(match[0]);
+    }
+    return out;
+  };
+}
+
+export class Announcer {
+  constructor(region, { lang = 'en', minIntervalMs = 1000, onAnnounce = () => {}, now = () => Date.now() } = {}) {
+    if (!region) throw new TypeError('Announcer needs its live region element');
+    this.region = region;
+    this.split = sentenceSplitter(lang);
+    this.minIntervalMs = minIntervalMs;
+    this.onAnnounce = onAnnounce;
+    this.now = now;
+    this.lastAt = -Infinity;
+    this.timer = 0;
+    this.queue = []; // {cue: bool, text}
+    this.reset();
+  }
+
+  // Forget the position in the previous answer (a new answer starts).
+  reset() {
+    this.blockIndex = 0;
+    this.offset = 0;
+  }
+
+  start(cue) {
+    this.reset();
+    this.queue.length = 0;
+    this._enqueue({ cue: true, text: cue });
+  }
+
+  // Take the sentences that became complete since the last call. `blocks`
+  // come from the renderer: [{plain, closed}], plain text without markup.
+  update(blocks) {
+    for (; this.blockIndex < blocks.length; this.blockIndex++, this.offset = 0) {
+      const block = blocks[this.blockIndex];
+      const rest = block.plain.slice(Math.min(this.offset, block.plain.length));
+      const sentences = this.split(rest);
+      // In an open block the last segment may still grow: hold it back.
+      const complete = block.closed ? sentences : sentences.slice(0, -1);
+      for (const sentence of complete) {
+        this.offset += sentence.length;
+        if (sentence.trim()) this._enqueue({ cue: false, text: sentence.trim() });
+      }
+      if (!block.closed) return;
+    }
+  }
+
+  // Start speaking after what is already there (a restored answer).
+  skipTo(blocks) {
+    const last = blocks.length - 1;
+    if (last < 0) return;
+    this.blockIndex = blocks[last].closed ? blocks.length : last;
+    this.offset = blocks[last].closed ? 0 : blocks[last].plain.length;
+  }
+
+  // A status cue (reconnecting, offline) between sentences.
+  cue(text) {
+    this._enqueue({ cue: true, text });
+  }
+
+  // The answer ended: speak what remains, then the cue.
+  finish(blocks, cue) {
+    if (blocks) this.update(blocks);
+    this._enqueue({ cue: true, text: cue });
+  }
+
+  // Stopped or failed: drop what was not yet spoken, say only the cue.
+  interrupt(cue) {
+    this.queue.length = 0;
+    if (cue) this._enqueue({ cue: true, text: cue });
+  }
+
+  _enqueue(item) {
+    this.queue.push(item);
+    this._schedule();
+  }
+
+  _schedule() {
+    if (this.timer || !this.queue.length) return;
+    const wait = this.lastAt + this.minIntervalMs - this.now();
+    if (wait <= 0) {
+      this._flush();
+    } else {
+      this.timer = setTimeout(() => {
+        this.timer = 0;
+        this._flush();
+      }, wait);
+    }
+  }
+
+  _flush() {
+    if (!this.queue.length) return;
+    // Consecutive sentences go out together; a cue is always on its own.
+    let count = 1;
+    if (!this.queue[0].cue) while (count < this.queue.length && !this.queue[count].cue) count++;
+    const text = this.queue.splice(0, count).map((item) => item.text).join(' ');
+    this.region.textContent = text;
+    this.lastAt = this.now();
+    this.onAnnounce({ politeness: 'polite', text });
+    this._schedule();
+  }
+}

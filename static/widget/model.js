@@ -1,0 +1,84 @@
+// The client's model of one streamed answer: pure, no DOM, no network.
+//
+// Per the article (004_…, "Reconexión sin duplicar texto"): events are
+// applied idempotently — a sequence number at or below the last applied one
+// is ignored; a gap (a missing number) is reported so the caller fetches a
+// snapshot; only `message.completed` completes, and its SHA-256 must match
+// the text we show (a mismatch is an error, never a silent success).
+
+import { sha256Hex } from './sha256.js';
+
+export const TERMINAL = new Set(['completed', 'cancelled', 'failed']);
+
+export class AnswerModel {
+  constructor(messageId = '') {
+    this.messageId = messageId;
+    this.lastSeq = 0;
+    this.text = '';
+    this.state = 'running'; // running | completed | cancelled | failed | incomplete
+    this.error = null;
+    this.completion = null;
+    this.duplicates = 0;
+    this.gaps = 0;
+  }
+
+  get lastEventId() {
+    return this.messageId ? `${this.messageId}:${this.lastSeq}` : '';
+  }
+
+  get terminal() {
+    return TERMINAL.has(this.state);
+  }
+
+  // Apply one parsed event ({type, data}); returns what happened:
+  // 'applied' | 'duplicate' | 'gap' | 'ignored'.
+  apply(type, data) {
+    if (!data || typeof data.seq !== 'number') return 'ignored';
+    if (!this.messageId) this.messageId = data.message_id;
+    if (data.message_id !== this.messageId) return 'ignored';
+    if (this.terminal) return 'duplicate';
+    if (type === 'message.snapshot') {
+      // A snapshot replaces everything up to its seq; an older one is stale.
+      if (data.seq < this.lastSeq) return 'duplicate';
+      this.text = data.text;
+      this.lastSeq = data.seq;
+      return 'applied';
+    }
+    if (data.seq <= this.lastSeq) {
+      this.duplicates += 1;
+      return 'duplicate';
+    }
+    if (data.seq !== this.lastSeq + 1) {
+      this.gaps += 1;
+      return 'gap';
+    }
+    this.lastSeq = data.seq;
+    switch (type) {
+      case 'text.delta':
+        this.text += data.text;
+        break;
+      case 'message.completed':
+        this.completion = data;
+        this.state = 'completed';
+        break;
+      case 'message.failed':
+        this.error = data.error;
+        this.state = 'failed';
+        break;
+      case 'message.cancelled':
+        this.state = 'cancelled';
+        break;
+      default:
+        break; // message.started and future kinds only advance the sequence
+    }
+    return 'applied';
+  }
+
+  // After completion: does the text we hold hash to what the server computed?
+  async verify() {
+    if (!this.completion) return false;
+    const bytes = new TextEncoder().encode(this.text);
+    if (bytes.length !== this.completion.utf8_bytes) return false;
+    return (await sha256Hex(bytes)) === this.completion.sha256;
+  }
+}
