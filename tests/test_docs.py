@@ -1,0 +1,143 @@
+"""The documentation names everything the code defines.
+
+- docs/configuration.md: every setting (as its WIDGET_SERVER_<NAME> variable) and every
+  `widget-server` option;
+- docs/protocol.md: every event type, every answer-failure code, and every HTTP error code
+  the server can send, with its status;
+- docs/accessibility.md: every contract id has a test in
+  tests/e2e/test_accessibility_contract.py.
+
+Codes are found in the source itself (ApiError(status, "code", …) calls, _json_error(status,
+"code", …) calls and errorhandlers._HTTP_CODES), so a new code fails this test until it is
+documented.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from widget_server import errorhandlers
+from widget_server.cli import build_parser
+from widget_server.config import SETTINGS
+from widget_server.errors import ErrorCode
+from widget_server.messages import EventKind
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+PACKAGE = REPO / "widget_server"
+
+
+def read(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+# -- configuration.md ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_every_setting_is_documented(setting):
+    # Not followed by more of a name: WIDGET_SERVER_MAX_STREAMS must not be
+    # satisfied by WIDGET_SERVER_MAX_STREAMS_PER_CONVERSATION.
+    pattern = re.escape(setting.env_var) + r"(?![A-Za-z0-9_])"
+    assert re.search(pattern, read("configuration.md")), f"{setting.env_var} is not in docs/configuration.md"
+
+
+def _cli_options() -> list[str]:
+    return [option for action in build_parser()._actions for option in action.option_strings]
+
+
+def test_the_cli_has_options():
+    assert {"--host", "--port", "--backend", "--workers"} <= set(_cli_options())
+
+
+@pytest.mark.parametrize("option", _cli_options())
+def test_every_cli_option_is_documented(option):
+    pattern = r"(?<![\w-])" + re.escape(option) + r"(?![\w-])"
+    assert re.search(pattern, read("configuration.md")), f"{option} is not in docs/configuration.md"
+
+
+# -- protocol.md --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(EventKind), ids=lambda k: k.value)
+def test_every_event_type_is_documented(kind):
+    assert f"`{kind.value}`" in read("protocol.md")
+
+
+@pytest.mark.parametrize("code", list(ErrorCode), ids=lambda c: c.value)
+def test_every_failure_code_is_documented(code):
+    assert f"`{code.value}`" in read("protocol.md")
+
+
+def _constant(node: ast.AST):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def http_error_codes() -> set[tuple[int | None, str]]:
+    """(status, code) for every HTTP error code in the package's source.
+
+    status is None where it is not a literal (the handler's fallback code).
+    """
+    found: set[tuple[int | None, str]] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ("ApiError", "_json_error") and len(node.args) >= 2:
+                status, code = _constant(node.args[0]), _constant(node.args[1])
+                if isinstance(code, str):
+                    found.add((status if isinstance(status, int) else None, code))
+            # errorhandlers: _HTTP_CODES.get(status, "fallback")
+            if (
+                name == "get"
+                and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "_HTTP_CODES"
+                and len(node.args) == 2
+                and isinstance(_constant(node.args[1]), str)
+            ):
+                found.add((None, _constant(node.args[1])))
+    found.update(errorhandlers._HTTP_CODES.items())
+    return found
+
+
+def test_the_code_scan_finds_the_known_codes():
+    codes = {code for _, code in http_error_codes()}
+    expected = {
+        "invalid_json", "invalid_body", "unknown_field", "missing_request_id", "invalid_request_id",
+        "missing_text", "empty_text", "text_too_long", "body_too_large", "unsupported_media_type",
+        "not_found", "method_not_allowed", "request_id_conflict", "invalid_last_event_id",
+        "too_many_streams", "too_many_running", "server_busy", "internal",
+    }  # fmt: skip
+    assert expected <= codes, sorted(expected - codes)
+
+
+@pytest.mark.parametrize("status,code", sorted(http_error_codes(), key=lambda sc: (sc[1], sc[0] or 0)))
+def test_every_http_error_code_is_documented_with_its_status(status, code):
+    protocol = read("protocol.md")
+    assert f"`{code}`" in protocol, f"HTTP error code {code!r} is not in docs/protocol.md"
+    if status is not None:
+        row = re.compile(r"^\| *" + str(status) + r" *\| *`" + re.escape(code) + r"` *\|", re.MULTILINE)
+        assert row.search(protocol), f"docs/protocol.md has no table row '| {status} | `{code}` |'"
+
+
+# -- accessibility.md ---------------------------------------------------------
+
+CONTRACT_TESTS = REPO / "tests" / "e2e" / "test_accessibility_contract.py"
+
+
+def test_every_accessibility_contract_id_has_a_test():
+    ids = re.findall(r"^- \*\*(A[0-9]+)\*\*", read("accessibility.md"), re.MULTILINE)
+    assert ids, "docs/accessibility.md lists no contract ids"
+    if not CONTRACT_TESTS.exists():
+        pytest.skip(f"{CONTRACT_TESTS.relative_to(REPO)} does not exist yet")
+    source = CONTRACT_TESTS.read_text(encoding="utf-8")
+    missing = [i for i in ids if not re.search(rf"def test_{i}(?![0-9])\w*\s*\(", source, re.IGNORECASE)]
+    assert not missing, f"no test named after {', '.join(missing)} in {CONTRACT_TESTS.name}"
