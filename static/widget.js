@@ -37,6 +37,7 @@
   var launcher = null;
   var panel = null;
   var isOpen = false;
+  var frameLoaded = false;
 
   function panelUrl() {
     var url = new URL('/panel', chatOrigin);
@@ -57,7 +58,8 @@
     frame.title = title;
     frame.setAttribute('referrerpolicy', 'origin');
     frame.addEventListener('load', function () {
-      if (isOpen && frame.contentWindow) frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
+      frameLoaded = true;
+      if (isOpen) notifyOpened();
     });
     return frame;
   }
@@ -76,7 +78,9 @@
     'height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:12px;overflow:hidden;' +
     'background:#fff;box-shadow:0 4px 24px rgba(0,0,0,.35)}' +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
-    '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0}}' +
+    '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0}' +
+    // Full-screen panel: the launcher would cover its content; the panel's own Close button takes its place.
+    '.panel:not([hidden])+.launcher{display:none}}' +
     '@media (forced-colors:active){.launcher,.panel{border:2px solid CanvasText}}';
 
   function mountFloating() {
@@ -121,7 +125,13 @@
     isOpen = true;
     launcher.setAttribute('aria-expanded', 'true');
     frame.focus();
-    if (frame.contentWindow) frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
+    if (frameLoaded) notifyOpened();
+  }
+
+  // Tells the panel to put focus in its composer (before load, the frame
+  // still holds about:blank of the host's origin: wait for 'load').
+  function notifyOpened() {
+    frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
   }
 
   function close() {

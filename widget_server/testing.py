@@ -100,26 +100,38 @@ class ChatWidget:
     def axe_violations(
         self, *, tags: tuple[str, ...] = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice")
     ) -> list[dict[str, Any]]:
-        """Run axe over the host page AND inside the panel frame.
+        """Run axe in the host page AND inside every frame (the panel's included).
 
-        axe-playwright-python injects axe into the top frame only, where it
-        silently skips iframes; axe must be present in every frame for its
-        frame messaging to include them. A violation inside the panel has a
-        target of two selectors: the iframe, then the element in it.
+        axe-playwright-python injects axe into the top frame only, and axe
+        there skips a cross-origin iframe (its default `allowedOrigins` is
+        the same origin), so the panel would silently go unscanned. We
+        inject axe into each frame and run it there; every violation says
+        which frame (`frame_url`) it was found in.
         """
         from axe_playwright_python.sync_playwright import Axe
 
         script = Axe().axe_script
+        options = {"runOnly": {"type": "tag", "values": list(tags)}, "resultTypes": ["violations"], "iframes": False}
+        violations: list[dict[str, Any]] = []
         for frame in self.page.frames:
+            if frame.url in ("", "about:blank"):
+                continue
             frame.evaluate(script)
-        options = {"runOnly": {"type": "tag", "values": list(tags)}, "resultTypes": ["violations"], "iframes": True}
-        return self.page.evaluate("(options) => axe.run(document, options)", options)["violations"]
+            for violation in frame.evaluate("(options) => axe.run(document, options)", options)["violations"]:
+                violations.append({**violation, "frame_url": frame.url})
+        return violations
 
     def assert_accessible(self, **kwargs: Any) -> None:
         violations = self.axe_violations(**kwargs)
         if violations:
             summary = [
-                {"id": v["id"], "impact": v["impact"], "help": v["help"], "targets": [n["target"] for n in v["nodes"]][:5]}
+                {
+                    "id": v["id"],
+                    "impact": v["impact"],
+                    "help": v["help"],
+                    "frame": v["frame_url"],
+                    "targets": [n["target"] for n in v["nodes"]][:5],
+                }
                 for v in violations
             ]
             raise AssertionError(f"axe found {len(violations)} violation(s): {json.dumps(summary, indent=1)}")

@@ -43,6 +43,7 @@ export class ChatPanel {
     this.config = config;
     this.t = config.strings;
     this.transcript = required(root, '[data-chat-transcript]');
+    this.scroller = required(root, '[data-chat-scroller]');
     this.empty = required(root, '[data-chat-empty]');
     this.form = required(root, '[data-chat-composer]');
     this.input = required(root, '[data-chat-input]');
@@ -195,6 +196,17 @@ export class ChatPanel {
     return { item, body, status, actions };
   }
 
+  // Follow a growing answer only if the reader is already at the bottom;
+  // someone scrolled up to re-read is left where they are.
+  atBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 48;
+  }
+
+  scrollToEnd() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
   setTurnState(turn, state, statusText = '') {
     turn.item.dataset.state = state;
     // aria-busy while the answer may still change; removed at once at any end.
@@ -223,6 +235,7 @@ export class ChatPanel {
     }
     this.input.value = '';
     this.addUserTurn(text);
+    this.scrollToEnd();
     this.startRun({ request: { requestId: newRequestId(), text } });
   }
 
@@ -290,8 +303,11 @@ class AnswerRun {
     let lastProgress = Date.now();
     while (!this.model.terminal) {
       if (!navigator.onLine) {
+        // Offline: wait for 'online' (or another wake-up), but no longer
+        // than the limit after which the answer is marked incomplete.
         this.setConnection('offline');
-        await this.waitForWake(Infinity);
+        await this.waitForWake(lastProgress + config.incompleteAfterMs - Date.now());
+        if (!navigator.onLine) return this.giveUp();
       }
       let progressed = false;
       const controller = new AbortController();
@@ -366,7 +382,9 @@ class AnswerRun {
     if (this.outage) this.setConnection('online');
     if (this.cancelRequested && type === 'message.started') this.sendCancel();
     if (type === 'text.delta' || type === 'message.snapshot') {
+      const follow = this.panel.atBottom();
       this.view.update(this.model.text);
+      if (follow) this.panel.scrollToEnd();
       if (this.restored && before === 0) this.panel.announcer.skipTo(this.view.blocks());
       else this.panel.announcer.update(this.view.blocks());
     }
@@ -388,7 +406,7 @@ class AnswerRun {
 
   waitForWake(ms) {
     this.wakeController = new AbortController();
-    return sleep(ms === Infinity ? 2 ** 31 - 1 : ms, this.wakeController.signal);
+    return sleep(Math.max(0, ms), this.wakeController.signal);
   }
 
   wake() {

@@ -1,0 +1,57 @@
+"""Byte budgets, which are deterministic and so asserted (timings are only reported, in bench/).
+
+The loader is all a host page pays before anyone opens the chat: ≤ 3 KB
+gzipped. The whole widget on first open — panel HTML, CSS, every JS module
+it imports, the markdown renderer included — is ≤ 30 KB gzipped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+
+LOADER_BUDGET = 3 * 1024
+FIRST_OPEN_BUDGET = 30 * 1024
+
+_IMPORT = re.compile(r"""^\s*import\s[^'"]*['"](\./[^'"]+)['"]""", re.MULTILINE)
+_ASSET = re.compile(r"""(?:href|src)="(/static/[^"]+)\"""")
+
+
+def gzipped_size(body: bytes) -> int:
+    return len(gzip.compress(body, compresslevel=9))
+
+
+def test_loader_fits_its_budget(client):
+    response = client.get("/widget.js")
+    assert response.status_code == 200
+    assert response.mimetype == "text/javascript"
+    size = gzipped_size(response.data)
+    assert size <= LOADER_BUDGET, f"loader is {size} B gzipped; budget {LOADER_BUDGET} B"
+
+
+def first_open_assets(client) -> dict[str, bytes]:
+    """Everything the browser fetches when the panel first opens."""
+    panel = client.get("/panel?lang=en")
+    assert panel.status_code == 200
+    fetched = {"/panel": panel.data}
+    queue = _ASSET.findall(panel.get_data(as_text=True))
+    while queue:
+        path = queue.pop()
+        if path in fetched:
+            continue
+        with client.get(path) as response:  # static files are streamed: close them
+            assert response.status_code == 200, path
+            fetched[path] = response.data
+        if path.endswith(".js"):
+            base = path.rsplit("/", 1)[0]
+            queue.extend(f"{base}/{name[2:]}" for name in _IMPORT.findall(fetched[path].decode("utf-8")))
+    return fetched
+
+
+def test_whole_widget_on_first_open_fits_its_budget(client):
+    assets = first_open_assets(client)
+    # The module graph must really be followed: the renderer and the reader are in it.
+    assert {"/static/widget/chat.js", "/static/widget/markdown.js", "/static/widget/sse.js", "/static/widget/panel.css"} <= set(assets)
+    sizes = {path: gzipped_size(body) for path, body in assets.items()}
+    total = sum(sizes.values())
+    assert total <= FIRST_OPEN_BUDGET, f"first open is {total} B gzipped; budget {FIRST_OPEN_BUDGET} B: {sizes}"
