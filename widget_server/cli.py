@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
+from .backends.base import UnknownBackend, load_backend_class
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings
 
 
@@ -48,8 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     explicit = {name: value for name, value in vars(args).items() if value is not None}
     try:
         settings = load_settings(explicit)
-        from .backends.base import UnknownBackend, load_backend_class
-
         load_backend_class(settings["BACKEND"])
     except (ConfigError, UnknownBackend) as error:
         print(f"widget-server: error: {error}", file=sys.stderr)

@@ -59,7 +59,8 @@ def _parse_origins(raw: Any) -> tuple[str, ...]:
         if origin in ("*", "'self'"):
             continue
         scheme, sep, rest = origin.partition("://")
-        if not sep or scheme not in {"http", "https"} or not rest or "/" in rest:
+        # An origin is scheme://host[:port]: no path, query, fragment or userinfo.
+        if not sep or scheme not in {"http", "https"} or not rest or any(c in rest for c in "/?#@\\"):
             raise ValueError(f"{origin!r} is not an origin like https://www.example.com")
     return origins
 
@@ -112,7 +113,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the memory store forgets a conversation.", 1, 31_536_000),
     Setting("DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10),
     Setting("EMBED_ORIGINS", _parse_origins, ("'self'",), "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning)."),
-    Setting("LOG_LEVEL", _parse_str, "INFO", "Server log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    Setting("FAULTS", _parse_bool, False, "Allow fault injection (`X-Chat-Faults`) for tests and QA; refused when ENV is production."),
+    Setting("LOG_LEVEL", lambda raw: _parse_str(raw).upper(), "INFO", "Server log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -137,6 +139,8 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
 
 
 def _check_together(values: dict[str, Any]) -> None:
+    if values["ENV"] == "production" and values["FAULTS"]:
+        raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
     if values["STORE"] == "memory" and values["WORKERS"] > 1:
         raise ConfigError(
             "WORKERS: the memory store lives in one process, so resume and cancel would break "

@@ -62,12 +62,13 @@ def event_id(message_id: str, seq: int) -> str:
     return f"{message_id}:{seq}"
 
 
-_EVENT_ID = re.compile(r"^(?P<message_id>[A-Za-z0-9_-]{1,64}):(?P<seq>0|[1-9][0-9]{0,9})$")
+# Matched with fullmatch: `$` would also accept a trailing "\n".
+_EVENT_ID = re.compile(r"(?P<message_id>[A-Za-z0-9_-]{1,64}):(?P<seq>0|[1-9][0-9]{0,9})")
 
 
 def parse_event_id(value: str) -> tuple[str, int] | None:
     """`<message_id>:<seq>` → (message_id, seq), or None if malformed."""
-    match = _EVENT_ID.match(value)
+    match = _EVENT_ID.fullmatch(value)
     if not match:
         return None
     return match["message_id"], int(match["seq"])

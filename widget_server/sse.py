@@ -54,6 +54,13 @@ def _check_single_line(name: str, value: str) -> None:
         raise InvalidFieldError(f"SSE {name} must not contain CR, LF or NUL: {value!r}")
 
 
+def _check_retry(value: object) -> None:
+    # bool is an int subclass, but `retry: True` is not a field value a
+    # reader accepts (9.2.6 wants ASCII digits only).
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidFieldError(f"SSE retry must be a non-negative integer: {value!r}")
+
+
 def encode_event(
     data: str,
     *,
@@ -78,8 +85,7 @@ def encode_event(
         _check_single_line("event", event)
         parts.append(f"event: {event}\n")
     if retry is not None:
-        if not isinstance(retry, int) or retry < 0:
-            raise InvalidFieldError(f"SSE retry must be a non-negative integer: {retry!r}")
+        _check_retry(retry)
         parts.append(f"retry: {retry}\n")
     for line in _LINE_BREAK.split(data):
         parts.append(f"data: {line}\n")
@@ -100,8 +106,7 @@ def encode_comment(text: str = "") -> bytes:
 
 def encode_retry(milliseconds: int) -> bytes:
     """A `retry:` field on its own: sets the reconnection time, dispatches nothing."""
-    if not isinstance(milliseconds, int) or milliseconds < 0:
-        raise InvalidFieldError(f"SSE retry must be a non-negative integer: {milliseconds!r}")
+    _check_retry(milliseconds)
     return f"retry: {milliseconds}\n\n".encode("utf-8")
 
 
@@ -110,9 +115,14 @@ class EventStreamParser:
 
     Feed it bytes as they arrive, in chunks of any size: a CR at the end of
     one chunk and an LF at the start of the next are one line break, and a
-    UTF-8 sequence split between chunks is reassembled. `last_event_id`
-    persists across events (and, if the caller keeps the parser, across a
-    reconnection), as the standard's "last event ID buffer" does.
+    UTF-8 sequence split between chunks is reassembled.
+
+    `last_event_id` is the standard's "last event ID string": an `id` field
+    fills the last event ID buffer, and the buffer becomes the string only
+    when a blank line dispatches (9.2.6, "dispatch the event", step 1), so
+    the id of an event cut off by the end of the stream is never committed.
+    It persists across events and, if the caller keeps the parser and calls
+    `end()` between connections, across a reconnection, as does `retry`.
     """
 
     def __init__(self, on_event: Callable[[ServerSentEvent], None]) -> None:
@@ -127,20 +137,30 @@ class EventStreamParser:
         self._last_was_cr = False  # the previous chunk ended in CR
         self._data: list[str] = []
         self._event_type = ""
-        self.last_event_id = ""
+        self._id_buffer = ""  # the last event ID buffer (uncommitted)
+        self.last_event_id = ""  # the last event ID string (committed)
         self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> None:
         self._feed_text(self._decoder.decode(chunk))
 
     def end(self) -> None:
-        """End of stream: 9.2.6 says an event not yet dispatched is discarded."""
+        """End of stream: 9.2.6 says an event not yet dispatched is discarded.
+
+        The parser is then ready for the next connection's stream, which is
+        decoded anew (its leading BOM is stripped too) and starts with empty
+        buffers, except the last event ID and the reconnection time.
+        """
         self._feed_text(self._decoder.decode(b"", final=True))
         # A final line without a terminator is not a line; drop it with the
-        # unterminated event.
+        # unterminated event, and the id that event never committed.
         self._pending = ""
         self._data = []
         self._event_type = ""
+        self._id_buffer = self.last_event_id
+        self._decoder.reset()
+        self._bom_checked = False
+        self._last_was_cr = False
 
     def _feed_text(self, text: str) -> None:
         if not text:
@@ -178,13 +198,16 @@ class EventStreamParser:
             self._data.append(value)
         elif field == "id":
             if "\x00" not in value:
-                self.last_event_id = value
+                self._id_buffer = value
         elif field == "retry":
             if value and value.isascii() and value.isdigit():
                 self.retry = int(value)
         # Any other field is ignored.
 
     def _dispatch(self) -> None:
+        # Step 1 happens even if no event is dispatched: a blank line after
+        # just `id: x` sets the last event ID.
+        self.last_event_id = self._id_buffer
         data, self._data = self._data, []
         event_type, self._event_type = self._event_type, ""
         if not data:

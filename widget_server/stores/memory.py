@@ -45,26 +45,35 @@ class MemoryStore(Store):
 
     def create_conversation(self, conversation: Conversation) -> None:
         with self._lock:
-            self._expire(time.monotonic())
+            self._expire(time.monotonic(), making_room=True)
             self._conversations[conversation.conversation_id] = _ConversationRecord(
                 conversation, last_used=time.monotonic()
             )
 
-    def _expire(self, now: float) -> None:
+    def _expire(self, now: float, *, making_room: bool = False) -> None:
         # Least recently used first: drop the expired, and the oldest beyond
         # the cap, so memory stays bounded however long the server runs.
+        # `making_room`: a conversation is about to be added, keep one slot free.
+        limit = self._max_conversations - 1 if making_room else self._max_conversations
         while self._conversations:
             cid, record = next(iter(self._conversations.items()))
-            if now - record.last_used < self._ttl and len(self._conversations) < self._max_conversations:
+            if now - record.last_used < self._ttl and len(self._conversations) <= limit:
                 break
             del self._conversations[cid]
             for exchange in record.exchanges:
                 self._messages.pop(exchange.assistant_message_id, None)
 
     def _record(self, conversation_id: str) -> _ConversationRecord | None:
+        # Expire here too, not only on create: an idle conversation must be
+        # forgotten after its TTL even if no new conversation is created.
+        now = time.monotonic()
+        self._expire(now)
+        return self._touch(conversation_id, now)
+
+    def _touch(self, conversation_id: str, now: float) -> _ConversationRecord | None:
         record = self._conversations.get(conversation_id)
         if record is not None:
-            record.last_used = time.monotonic()
+            record.last_used = now
             self._conversations.move_to_end(conversation_id)
         return record
 
@@ -135,6 +144,8 @@ class MemoryStore(Store):
                 event = operation(record.log)
             except InvalidTransition:
                 return None  # already terminal: the first ending wins
+            # A generating answer is activity: its conversation stays alive.
+            self._touch(record.conversation_id, time.monotonic())
             record.changed.notify_all()
             return event
 
