@@ -93,6 +93,12 @@ class ChatWidget:
             }))"""
         )
 
+    def wait_for_announcement(self, text: str, timeout: float = 10_000) -> None:
+        """Wait until a live region has said `text` (announcements are throttled)."""
+        self.panel_frame().wait_for_function(
+            "(text) => (window.__chatwidgetLog || []).some((entry) => entry.text === text)", arg=text, timeout=timeout
+        )
+
     def announcements(self) -> list[dict[str, Any]]:
         """What the live regions said, in order: [{politeness, text, t, focus}]."""
         return self.panel_frame().evaluate("() => window.__chatwidgetLog || []")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, render_template, request
 
+from .errors import ApiError
 from .i18n import load_strings, pick_language
 
 bp = Blueprint("web", __name__)
@@ -51,6 +52,29 @@ def _bounded_int(name: str, default: int, low: int, high: int) -> int:
         return default
 
 
+CONVERSATION_COOKIE = "chatwidget_conversation"
+
+
+def _remembered_conversation() -> dict | None:
+    """The conversation this browser started here, from its partitioned cookie.
+
+    A third-party iframe often may not use localStorage (Chromium blocks it
+    with third-party cookies), but a `Partitioned` (CHIPS) cookie is kept per
+    embedding site. It is HttpOnly and only ever read here, into the panel's
+    own page, which the host page cannot read.
+    """
+    raw = request.cookies.get(CONVERSATION_COOKIE, "")
+    conversation_id, _, token = raw.partition(".")
+    if not conversation_id or not token:
+        return None
+    service = current_app.extensions["widget_server.service"]
+    try:
+        service.authorize(conversation_id, token)
+    except ApiError:
+        return None
+    return {"conversation_id": conversation_id, "token": token}
+
+
 def _render_panel(standalone: bool) -> Response:
     settings = _settings()
     strings = _strings()
@@ -73,6 +97,7 @@ def _render_panel(standalone: bool) -> Response:
         "stallTimeoutMs": int(settings["HEARTBEAT_SECONDS"] * 3000) + 5000,
         "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
         "announceIntervalMs": 1000,
+        "conversation": _remembered_conversation(),
     }
     html = render_template(
         "panel.html", lang=lang, t=t, title=title, standalone=standalone, config=config, max_chars=settings["MAX_TEXT_CHARS"]

@@ -112,11 +112,16 @@ export class ChatPanel {
   }
 
   async restore() {
-    let saved = null;
-    try {
-      saved = JSON.parse(localStorage.getItem(this.storageKey()) || 'null');
-    } catch {
-      saved = null; // storage blocked or corrupt: start fresh
+    // The server remembers this browser's conversation in a partitioned
+    // cookie (works where third-party storage is blocked); localStorage is
+    // the fallback where it is allowed.
+    let saved = this.config.conversation;
+    if (!saved) {
+      try {
+        saved = JSON.parse(localStorage.getItem(this.storageKey()) || 'null');
+      } catch {
+        saved = null; // storage blocked or corrupt: start fresh
+      }
     }
     if (!saved || !saved.conversation_id) return;
     this.client.conversationId = saved.conversation_id;

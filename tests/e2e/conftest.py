@@ -32,3 +32,71 @@ def browser_type_launch_args(browser_type_launch_args, browser_name):
     if browser_name == "firefox":
         return {**browser_type_launch_args, "executable_path": FIREFOX, "channel": "moz-firefox"}
     raise pytest.UsageError(f"no system browser for {browser_name!r}; use --browser chromium or firefox")
+
+
+from widget_server.testing import ChatWidget  # noqa: E402
+
+from ..conftest import TEST_CONFIG  # noqa: E402
+from ..helpers import LiveServer  # noqa: E402
+from .hosting import HostSite  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def host_site():
+    site = HostSite()
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def chat_server_factory(host_site):
+    """A chat server that allows the host site to embed it, faults enabled."""
+    servers: list[LiveServer] = []
+
+    def start(**config):
+        settings = {**TEST_CONFIG, "DEMO_DELAY_SECONDS": 0.02, "EMBED_ORIGINS": host_site.origin, "FAULTS": True, **config}
+        server = LiveServer(settings).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def chat_server(chat_server_factory):
+    return chat_server_factory()
+
+
+@pytest.fixture
+def context(context):
+    ChatWidget.install_recorder(context)
+    return context
+
+
+def chat_base_url(server, browser_name: str) -> str:
+    """The chat server's URL as the host page names it.
+
+    Chromium: http://127.0.0.1:P1 under a host at http://localhost:P2 —
+    cross-site, as on a real site (third-party iframe, storage rules and all).
+    Firefox ESR through WebDriver BiDi (Playwright 1.64) does not deliver
+    clicks or keys into a cross-site iframe, which Fission runs in another
+    process; http://localhost:P1 keeps it cross-origin (another port) but
+    same-site, which BiDi drives. Measured on these machines, 2026-11-29.
+    """
+    return server.url if browser_name == "chromium" else server.url.replace("127.0.0.1", "localhost")
+
+
+@pytest.fixture
+def embed(page, host_site, chat_server, browser_name):
+    """Open a host page that embeds the widget; returns a ChatWidget."""
+
+    def load(server=None, path="/", **data):
+        url = host_site.embed_page(chat_base_url(server or chat_server, browser_name), path=path, **data)
+        page.goto(url)
+        widget = ChatWidget(page)
+        widget.launcher.wait_for()
+        return widget
+
+    return load
