@@ -51,11 +51,13 @@ export class Announcer {
     this._enqueue({ cue: true, text: cue });
   }
 
-  // Take the sentences that became complete since the last call. `blocks`
-  // come from the renderer: [{plain, closed}], plain text without markup.
-  update(blocks) {
-    for (; this.blockIndex < blocks.length; this.blockIndex++, this.offset = 0) {
-      const block = blocks[this.blockIndex];
+  // Take the sentences that became complete since the last call. `view`
+  // is the renderer: view.blocks(from) → [{plain, closed}] from block
+  // `from` on, plain text without markup (so this costs what is new).
+  update(view) {
+    const blocks = view.blocks(this.blockIndex);
+    for (let i = 0; i < blocks.length; i++, this.blockIndex++, this.offset = 0) {
+      const block = blocks[i];
       const rest = block.plain.slice(Math.min(this.offset, block.plain.length));
       const sentences = this.split(rest);
       // In an open block the last segment may still grow: hold it back.
@@ -69,7 +71,8 @@ export class Announcer {
   }
 
   // Start speaking after what is already there (a restored answer).
-  skipTo(blocks) {
+  skipTo(view) {
+    const blocks = view.blocks(0);
     const last = blocks.length - 1;
     if (last < 0) return;
     this.blockIndex = blocks[last].closed ? blocks.length : last;
@@ -82,8 +85,8 @@ export class Announcer {
   }
 
   // The answer ended: speak what remains, then the cue.
-  finish(blocks, cue) {
-    if (blocks) this.update(blocks);
+  finish(view, cue) {
+    if (view) this.update(view);
     this._enqueue({ cue: true, text: cue });
   }
 

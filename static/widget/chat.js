@@ -281,6 +281,9 @@ class AnswerRun {
     this.outage = false;
     this.wakeController = null;
     this.abortController = null;
+    this.pendingText = '';
+    this.renderScheduled = false;
+    this.announceFromHere = false;
   }
 
   get t() {
@@ -386,14 +389,42 @@ class AnswerRun {
     this.turn.item.dataset.messageId = this.model.messageId;
     if (this.outage) this.setConnection('online');
     if (this.cancelRequested && type === 'message.started') this.sendCancel();
-    if (type === 'text.delta' || type === 'message.snapshot') {
-      const follow = this.panel.atBottom();
-      this.view.update(this.model.text);
-      if (follow) this.panel.scrollToEnd();
-      if (this.restored && before === 0) this.panel.announcer.skipTo(this.view.blocks());
-      else this.panel.announcer.update(this.view.blocks());
+    if (type === 'text.delta') {
+      this.pendingText += data.text;
+      this.scheduleRender();
+    } else if (type === 'message.snapshot') {
+      this.pendingText = '';
+      this.render(true);
     }
     return this.model.lastSeq > before;
+  }
+
+  // Render at most once per frame (or per 100 ms when hidden, where frames
+  // do not run): 5,000 deltas must not mean 5,000 layouts.
+  scheduleRender() {
+    if (this.renderScheduled) return;
+    this.renderScheduled = true;
+    const run = () => this.render(false);
+    if (document.visibilityState === 'visible') requestAnimationFrame(run);
+    else setTimeout(run, 100);
+  }
+
+  render(snapshot) {
+    this.renderScheduled = false;
+    const follow = this.panel.atBottom();
+    if (snapshot) {
+      this.view.update(this.model.text);
+    } else if (this.pendingText) {
+      this.view.append(this.pendingText);
+      this.pendingText = '';
+    }
+    if (follow) this.panel.scrollToEnd();
+    if (this.restored && !this.announceFromHere) {
+      this.announceFromHere = true;
+      this.panel.announcer.skipTo(this.view);
+    } else {
+      this.panel.announcer.update(this.view);
+    }
   }
 
   setConnection(state) {
@@ -436,13 +467,13 @@ class AnswerRun {
   async finish() {
     const model = this.model;
     const t = this.t;
-    this.view.update(model.text);
+    this.render(true); // the whole text, exactly as verified below
     this.view.finish();
     this.done = true;
     if (model.state === 'completed') {
       if (await model.verify()) {
         this.panel.setTurnState(this.turn, 'completed');
-        this.panel.announcer.finish(this.view.blocks(), t.complete);
+        this.panel.announcer.finish(this.view, t.complete);
       } else {
         this.fail({ code: 'integrity', message: t.errors.integrity, retryable: true });
       }
