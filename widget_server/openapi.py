@@ -1,7 +1,14 @@
-"""The OpenAPI 3.1 document for wire protocol v1, served at /openapi.json.
+"""The OpenAPI 3.2 document for wire protocol v1, served at /openapi.json.
 
 Hand-written so it says exactly what the server promises (schemathesis
 checks every response against it). docs/protocol.md explains the events.
+
+OpenAPI 3.2 because it is the first version that can describe an event
+stream: `itemSchema` of `text/event-stream` describes each event (its
+`event`, `id` and `data` fields, and the JSON inside `data` through
+`contentMediaType`/`contentSchema`). A 3.1 document could only say "a
+string", and tools read a 3.1 `schema` there inconsistently (as the whole
+body or as each event).
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     descriptions = {
         400: "Malformed request: bad JSON, missing or invalid field, or a Last-Event-ID that is not this message's.",
         404: "Unknown conversation or message, or a missing or wrong token (indistinguishable on purpose).",
-        405: "Method not allowed on this path.",
+        405: "Method not allowed on this path (an id holding an encoded '/', which no valid id has, is decoded "
+        "before routing and can land on a path that takes other methods).",
         409: "request_id already used with a different body.",
         413: "Request body or text larger than the configured limit.",
         415: "Content-Type is not application/json.",
@@ -47,34 +55,105 @@ def _errors(*statuses: int) -> dict[str, Any]:
     }
 
 
+# `<message_id>:<seq>`, as messages.parse_event_id accepts it.
+_EVENT_ID_PATTERN = "^[A-Za-z0-9_-]{1,64}:(0|[1-9][0-9]{0,9})$"
+
 _EVENT_STREAM = {
     "description": (
         "A text/event-stream of this message's events. Each event has `id: <message_id>:<seq>`, "
         "`event:` one of " + ", ".join(kind.value for kind in EventKind) + ", and one-line JSON `data:`. "
-        "The stream ends after the terminal event; a close without one means: resume."
+        "The stream starts with a `retry:` field, may carry `: heartbeat` comments, and ends after the "
+        "terminal event; a close without one means: resume."
     ),
     "headers": {
         "Cache-Control": {"schema": {"type": "string", "const": "no-store"}},
         "X-Accel-Buffering": {"schema": {"type": "string", "const": "no"}},
     },
-    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    "content": {"text/event-stream": {"itemSchema": {"$ref": "#/components/schemas/StreamEvent"}}},
+}
+
+# The JSON in each event's `data`, by event type (messages.MessageLog writes them).
+_EVENT_DATA = {
+    EventKind.STARTED: "StartedData",
+    EventKind.DELTA: "DeltaData",
+    EventKind.SNAPSHOT: "SnapshotData",
+    EventKind.COMPLETED: "CompletedData",
+    EventKind.FAILED: "FailedData",
+    EventKind.CANCELLED: "CancelledData",
+}
+
+
+def _event_data(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["message_id", "seq", *required],
+        "properties": {"message_id": _ID_SCHEMA, "seq": {"type": "integer", "minimum": 0}, **properties},
+    }
+
+
+_COUNT = {"type": "integer", "minimum": 0}
+_EVENT_DATA_SCHEMAS = {
+    "StartedData": _event_data([], {}),
+    "DeltaData": _event_data(["text"], {"text": {"type": "string", "minLength": 1}}),
+    "SnapshotData": _event_data(
+        ["text", "state"],
+        {"text": {"type": "string"}, "state": {"const": MessageState.RUNNING.value}},
+    ),
+    "CompletedData": _event_data(
+        ["length", "utf8_bytes", "sha256"],
+        {"length": _COUNT, "utf8_bytes": _COUNT, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+    ),
+    "FailedData": _event_data(
+        ["error", "incomplete", "length"],
+        {"error": {"$ref": "#/components/schemas/ErrorInfo"}, "incomplete": {"const": True}, "length": _COUNT},
+    ),
+    "CancelledData": _event_data(["incomplete", "length"], {"incomplete": {"const": True}, "length": _COUNT}),
+}
+
+_STREAM_EVENT = {
+    "description": "One event of a message's stream, as an EventSource reader dispatches it.",
+    "type": "object",
+    "required": ["event", "id", "data"],
+    "properties": {
+        "event": {"enum": [kind.value for kind in EventKind]},
+        "id": {"type": "string", "pattern": _EVENT_ID_PATTERN},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+    "allOf": [
+        {
+            "if": {"properties": {"event": {"const": kind.value}}, "required": ["event"]},
+            "then": {
+                "properties": {
+                    "data": {
+                        "contentMediaType": "application/json",
+                        "contentSchema": {"$ref": f"#/components/schemas/{name}"},
+                    }
+                }
+            },
+        }
+        for kind, name in _EVENT_DATA.items()
+    ],
 }
 
 _BEARER = [{"bearer": []}]
 _CONVERSATION_ID = {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
 _MESSAGE_ID = {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
+# Empty means "from the start"; otherwise the id of an event of this message
+# (another message's id, or a position not yet reached, is a 400).
+_LAST_EVENT_ID_SCHEMA = {"type": "string", "pattern": "^([A-Za-z0-9_-]{1,64}:(0|[1-9][0-9]{0,9}))?$"}
 _LAST_EVENT_ID_HEADER = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
     "description": "`<message_id>:<seq>` of the last event the client applied; the stream continues after it.",
-    "schema": {"type": "string"},
+    "schema": _LAST_EVENT_ID_SCHEMA,
 }
 
 
 def build_document(server_url: str | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "openapi": "3.1.0",
+        "openapi": "3.2.0",
         "info": {
             "title": "widget_server chat API",
             "version": "1",
@@ -120,7 +199,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                                 "application/json": {"schema": {"$ref": "#/components/schemas/ConversationHistory"}}
                             },
                         },
-                        **_errors(404),
+                        **_errors(404, 405),
                     },
                 }
             },
@@ -151,7 +230,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                                 "application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}
                             },
                         },
-                        **_errors(404),
+                        **_errors(404, 405),
                     },
                 }
             },
@@ -169,7 +248,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                             "in": "query",
                             "required": False,
                             "description": "Same as the Last-Event-ID header (the header wins).",
-                            "schema": {"type": "string"},
+                            "schema": _LAST_EVENT_ID_SCHEMA,
                         },
                     ],
                     "responses": {"200": _EVENT_STREAM, **_errors(400, 404, 429, 503)},
@@ -239,7 +318,12 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "additionalProperties": False,
                     "properties": {
                         "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                        "text": {"type": "string", "minLength": 1},
+                        "text": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "The user's message. Text of only whitespace is refused (400 `empty_text`); "
+                            "text longer than the server's MAX_TEXT_CHARS (default 4000) gets 413.",
+                        },
                     },
                 },
                 "HistoryMessage": {
@@ -260,6 +344,8 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "messages": {"type": "array", "items": {"$ref": "#/components/schemas/HistoryMessage"}},
                     },
                 },
+                "StreamEvent": _STREAM_EVENT,
+                **_EVENT_DATA_SCHEMAS,
                 "MessageState": {
                     "type": "object",
                     "required": ["message_id", "state", "last_seq"],

@@ -1,0 +1,144 @@
+"""The API keeps every promise of /openapi.json, checked by schemathesis.
+
+A live server on loopback (the real app, real sockets) serves the document;
+schemathesis generates a few hundred requests from it, valid and invalid,
+and every response must be documented: never a 5xx, a status code the
+operation lists, the content type it declares, its documented headers, and
+a body matching its schema. Event streams are read to their end and each
+event is checked against `itemSchema`, including the JSON inside `data`.
+
+Every case carries the bearer token of a real conversation; part of the
+cases aim at that conversation and one of its answers (their ids pinned),
+so the 200 paths are exercised, not only the 404 of an unknown id.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from widget_server.openapi import build_document
+from widget_server.sse import parse_stream
+
+from .helpers import ChatClient
+
+pytestmark = pytest.mark.slow
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+TERMINAL_EVENTS = {"message.completed", "message.failed", "message.cancelled"}
+
+# Per operation and way of choosing ids; a few hundred requests in all.
+EXAMPLES = {
+    (GenerationMode.POSITIVE, "generated ids"): 25,
+    (GenerationMode.POSITIVE, "real ids"): 60,
+    (GenerationMode.NEGATIVE, "generated ids"): 25,
+    (GenerationMode.NEGATIVE, "real ids"): 60,
+}
+
+
+def _settings(max_examples: int) -> settings:
+    return settings(
+        max_examples=max_examples,
+        derandomize=True,  # the same cases on every run: fit for CI
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+        print_blob=False,
+    )
+
+
+def _has_free_parameters(operation, fixed: set[str]) -> bool:
+    """Whether anything is left to generate (a negative case needs something to break)."""
+    return bool(operation.body) or any(parameter.name not in fixed for parameter in operation.iter_parameters())
+
+
+def test_every_response_conforms_to_the_document(live_server_factory):
+    server = live_server_factory(DEMO_DELAY_SECONDS=0)
+    chat = ChatClient(server.url).new_conversation()
+    try:
+        first = chat.send("hello", "schemathesis-seed")
+    finally:
+        chat.close()
+    assert first.status == 200 and first.kinds[-1] == "message.completed"
+    real_ids = {"conversation_id": chat.conversation_id, "message_id": first.message_id}
+    auth = {"Authorization": f"Bearer {chat.token}"}
+
+    config = schemathesis.Config.from_dict(
+        {
+            # Read every stream to its end (an answer is a few dozen events;
+            # the default stops at 20), so the terminal event is checked too.
+            "max-stream-events": 100_000,
+            "request-timeout": 10,
+        }
+    )
+    schema = schemathesis.openapi.from_url(server.url + "/openapi.json", config=config)
+    # The server serves the document this module builds.
+    assert schema.raw_schema == build_document()
+
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) == 7
+
+    sent = collections.Counter()
+    statuses: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
+
+    for operation in operations:
+        path_names = {parameter.name for parameter in operation.path_parameters}
+        for (mode, ids), max_examples in EXAMPLES.items():
+            pinned = {name: value for name, value in real_ids.items() if name in path_names} if ids == "real ids" else {}
+            if ids == "real ids" and not path_names:
+                continue  # same as "generated ids" for an operation without ids
+            if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth}):
+                continue
+            strategy = operation.as_strategy(generation_mode=mode, path_parameters=pinned, headers=auth)
+
+            @given(case=strategy)
+            @_settings(max_examples)
+            def check(case: Any) -> None:
+                response = case.call(base_url=server.url)
+                assert response.request.headers.get("Authorization") == auth["Authorization"]
+                for name, value in pinned.items():
+                    assert case.path_parameters[name] == value
+                case.validate_response(response, checks=CHECKS)
+                if response.status_code == 200 and response.headers.get("content-type", [""])[0].startswith(
+                    "text/event-stream"
+                ):
+                    # Read whole, not cut short, and ended by a terminal event.
+                    assert not response.stream_cut_short
+                    kinds = [event.event for event in parse_stream([response.content])]
+                    assert kinds and kinds[-1] in TERMINAL_EVENTS, kinds
+                sent[operation.label] += 1
+                statuses[(operation.label, ids)].add(response.status_code)
+
+            check()
+
+    total = sum(sent.values())
+    assert total >= 300, sent
+    # The pinned ids reached the real conversation: every operation answered 200/201 there...
+    for operation in operations:
+        ids = "real ids" if operation.path_parameters else "generated ids"
+        expected = 201 if operation.label == "POST /api/v1/conversations" else 200
+        assert expected in statuses[(operation.label, ids)], (operation.label, statuses)
+    # ...and generated ids name nothing that exists.
+    for operation in operations:
+        if operation.path_parameters:
+            assert statuses[(operation.label, "generated ids")] == {404}, (operation.label, statuses)
