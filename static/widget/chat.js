@@ -393,7 +393,6 @@ class AnswerRun {
       this.pendingText += data.text;
       this.scheduleRender();
     } else if (type === 'message.snapshot') {
-      this.pendingText = '';
       this.render(true);
     }
     return this.model.lastSeq > before;
@@ -413,6 +412,8 @@ class AnswerRun {
     this.renderScheduled = false;
     const follow = this.panel.atBottom();
     if (snapshot) {
+      // The model's whole text supersedes any deltas not yet drawn.
+      this.pendingText = '';
       this.view.update(this.model.text);
     } else if (this.pendingText) {
       this.view.append(this.pendingText);
