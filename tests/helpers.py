@@ -170,3 +170,71 @@ def iter_stream_events(raw_chunks: Iterator[bytes]) -> list[ServerSentEvent]:
         parser.feed(chunk)
     parser.end()
     return events
+
+
+# -- added for the tests/test_api_*.py integration suite ---------------------
+
+
+def assert_sound_events(result: StreamResult, message_id: str | None = None, *, allow_snapshots: bool = False) -> list[int]:
+    """Every event's SSE id is "<mid>:<seq>" and matches its data; seqs rise by exactly 1.
+
+    Returns the seqs. The first seq is whatever the stream started at (1 for
+    a fresh stream, k+1 or a snapshot's seq for a resumed one). With
+    `allow_snapshots` (a small LOG_MAX_EVENTS), a reader that falls behind
+    may get a `message.snapshot` mid-stream: its seq may jump ahead (it
+    stands in for evicted events), but never back.
+    """
+    assert result.events, "the stream carried no events"
+    message_id = message_id or result.message_id
+    seqs: list[int] = []
+    for event, data in zip(result.events, result.payloads):
+        assert data["message_id"] == message_id, (event, data)
+        assert isinstance(data["seq"], int), data
+        assert event.id == f"{message_id}:{data['seq']}", (event.id, data)
+        if seqs:
+            if allow_snapshots and event.event == "message.snapshot":
+                assert data["seq"] > seqs[-1], f"snapshot goes back: {seqs[-1]} then {data['seq']}"
+            else:
+                assert data["seq"] == seqs[-1] + 1, f"seqs not contiguous: {seqs[-1]} then {data['seq']} ({event.event})"
+        seqs.append(data["seq"])
+    if not allow_snapshots:
+        assert "message.snapshot" not in result.kinds[1:], result.kinds
+    return seqs
+
+
+def assert_digest(completed: dict, text: str) -> None:
+    """message.completed's length, utf8_bytes and sha256 describe exactly `text`."""
+    import hashlib
+
+    encoded = text.encode("utf-8")
+    assert completed["length"] == len(text)
+    assert completed["utf8_bytes"] == len(encoded)
+    assert completed["sha256"] == hashlib.sha256(encoded).hexdigest()
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.005) -> bool:
+    """Poll `predicate` until it is true (returns True) or `timeout` s pass (returns False)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def assert_json_error(response: httpx.Response, status: int, code: str | None = None) -> dict:
+    """A JSON error body {"error": {"code", "message"}} with `status`, never HTML."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers.get("content-type", "").startswith("application/json"), response.headers
+    assert "<html" not in response.text.lower() and "traceback" not in response.text.lower()
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert isinstance(error.get("code"), str) and error["code"], body
+    assert isinstance(error.get("message"), str) and error["message"], body
+    if code is not None:
+        assert error["code"] == code, body
+    return body

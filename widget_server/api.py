@@ -13,12 +13,15 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from .errors import ApiError
-from .messages import parse_event_id
+from .messages import clean_text, parse_event_id
 from .service import ChatService, EventStream
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$"
+# Always used with fullmatch: Python's `$` also matches before a trailing
+# "\n", so `match` accepted "r1\n" (the pattern string is shared with the
+# OpenAPI document, where `$` has the ECMAScript meaning).
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -48,13 +51,13 @@ def _authorize(conversation_id: str, *, allow_query_token: bool = False):
     if token is None and allow_query_token:
         # EventSource cannot set headers, so the GET stream accepts ?token=.
         token = request.args.get("token") or None
-    if not _ID.match(conversation_id):
+    if not _ID.fullmatch(conversation_id):
         raise ApiError(404, "not_found", "No such conversation, or the token does not match it.")
     return service().authorize(conversation_id, token)
 
 
 def _check_message_id(message_id: str) -> None:
-    if not _ID.match(message_id):
+    if not _ID.fullmatch(message_id):
         raise ApiError(404, "not_found", "No such message in this conversation.")
 
 
@@ -66,6 +69,10 @@ def _json_body() -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {error}.") from None
+    except RecursionError:
+        # Deeply nested arrays or objects exhaust the decoder's stack: a
+        # client mistake, not a server error (it used to be a 500).
+        raise ApiError(400, "invalid_json", "The request body is not valid JSON: it is nested too deeply.") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
     return body
@@ -115,7 +122,7 @@ def post_message(conversation_id: str):
     text = body.get("text")
     if not isinstance(request_id, str) or not request_id:
         raise ApiError(400, "missing_request_id", "request_id is required: a string the client generates once per message.")
-    if not _REQUEST_ID.match(request_id):
+    if not _REQUEST_ID.fullmatch(request_id):
         raise ApiError(
             400,
             "invalid_request_id",
@@ -123,6 +130,10 @@ def post_message(conversation_id: str):
         )
     if not isinstance(text, str):
         raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
+    # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form:
+    # replace them with U+FFFD, as answers' text is, instead of failing with
+    # a 500 when the text is hashed or sent back.
+    text = clean_text(text)
     if not text.strip():
         raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
     limit = settings["MAX_TEXT_CHARS"]
@@ -167,6 +178,15 @@ def cancel_message(conversation_id: str, message_id: str):
     chat = service()
     chat.cancel(conversation_id, message_id)
     return jsonify(chat.message_state(conversation_id, message_id))
+
+
+@bp.after_request
+def _no_store(response: Response) -> Response:
+    # Every API response is private: the conversation's token, its history,
+    # its answers. No shared or browser cache may keep one (streams and
+    # errors already say so; this covers the JSON successes too).
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
 
 
 def init_app(app: Flask) -> None:

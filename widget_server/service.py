@@ -47,6 +47,10 @@ class ChatService:
         self.backend = backend
         self.settings = settings
         self._lock = threading.Lock()
+        # Serialises "may this conversation start another answer?" with the
+        # claim that starts it, so racing new requests cannot all pass the
+        # MAX_RUNNING_PER_CONVERSATION check before any of them is recorded.
+        self._claim_lock = threading.Lock()
         self._runs: dict[str, GenerationRun] = {}
         self._open_streams = 0
         self._streams_by_conversation: dict[str, int] = {}
@@ -75,16 +79,23 @@ class ChatService:
     # -- submitting --------------------------------------------------------
 
     def submit(self, conversation_id: str, request_id: str, text: str) -> tuple[str, bool]:
-        """Claim `request_id`; start generating only if the claim is new."""
+        """Claim `request_id`; start generating only if the claim is new.
+
+        The running limit is checked again here, atomically with the claim
+        (the transport checks it first only to refuse early, before taking
+        a stream slot).
+        """
         try:
-            claim = self.store.claim_request(
-                conversation_id,
-                request_id,
-                request_fingerprint(text),
-                text,
-                _new_id("u_"),
-                _new_id("m_"),
-            )
+            with self._claim_lock:
+                self.check_can_start(conversation_id, request_id)
+                claim = self.store.claim_request(
+                    conversation_id,
+                    request_id,
+                    request_fingerprint(text),
+                    text,
+                    _new_id("u_"),
+                    _new_id("m_"),
+                )
         except RequestConflict as conflict:
             raise ApiError(
                 409,
@@ -266,6 +277,14 @@ class EventStream:
         # the reconnection delay) before the backend has said anything.
         yield sse.encode_retry(settings["RETRY_MS"])
         seq = self.after_seq
+        # A reader already holding the terminal event gets nothing more: end
+        # now instead of sending heartbeats forever (an EventSource that
+        # reconnects after message.completed would otherwise hold a stream
+        # slot for as long as it stays open). Checking once suffices: a
+        # message that ends later has last_seq > seq, so the loop reads it.
+        info = store.message(self.message_id)
+        if info is None or (info.state.terminal and seq >= info.last_seq):
+            return
         while True:
             try:
                 events = store.read_events(self.message_id, seq, heartbeat)
