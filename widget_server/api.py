@@ -13,8 +13,11 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from .errors import ApiError
+from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
 from .messages import clean_text, parse_event_id
 from .service import ChatService, EventStream
+
+CONVERSATION_COOKIE = "chatwidget_conversation"
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -98,10 +101,39 @@ def _resume_position(message_id: str, *, from_query: bool) -> int:
     return parsed[1]
 
 
+def _faults() -> FaultPlan:
+    """Fault injection from `X-Chat-Faults`, only where the FAULTS setting allows it."""
+    header = request.headers.get("X-Chat-Faults")
+    if not header:
+        return NO_FAULTS
+    if not current_app.config["WIDGET_SERVER"]["FAULTS"]:
+        raise ApiError(403, "faults_disabled", "Fault injection is disabled on this server (it is for tests and QA only).")
+    try:
+        return parse_faults(header)
+    except InvalidFaults as error:
+        raise ApiError(400, "invalid_faults", str(error)) from None
+
+
 @bp.post("/conversations")
 def create_conversation():
     conversation_id, token = service().create_conversation()
-    return jsonify({"conversation_id": conversation_id, "token": token}), 201
+    response = jsonify({"conversation_id": conversation_id, "token": token})
+    response.status_code = 201
+    # Lets the panel find its conversation again after a reload where a
+    # third-party iframe may not use storage: a Partitioned (CHIPS) cookie is
+    # kept per embedding site. HttpOnly: only the server reads it, to render
+    # the panel's own page (web.py); the API itself never accepts it.
+    response.set_cookie(
+        CONVERSATION_COOKIE,
+        f"{conversation_id}.{token}",
+        max_age=int(current_app.config["WIDGET_SERVER"]["CONVERSATION_TTL_SECONDS"]),
+        path="/",
+        secure=True,
+        httponly=True,
+        samesite="None",
+        partitioned=True,
+    )
+    return response
 
 
 @bp.get("/conversations/<conversation_id>")
@@ -139,6 +171,11 @@ def post_message(conversation_id: str):
     limit = settings["MAX_TEXT_CHARS"]
     if len(text) > limit:
         raise ApiError(413, "text_too_long", f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.")
+    faults = _faults()
+    raw_last_event_id = request.headers.get("Last-Event-ID")
+    if raw_last_event_id and parse_event_id(raw_last_event_id) is None:
+        # Refused before anything is claimed: a bad header starts nothing.
+        raise ApiError(400, "invalid_last_event_id", "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.")
     chat = service()
     chat.check_can_start(conversation_id, request_id)
     slot = chat.reserve_stream(conversation_id)  # refuse before starting any work
@@ -150,7 +187,7 @@ def post_message(conversation_id: str):
     except BaseException:
         slot.release()
         raise
-    return _stream_response(EventStream(slot, message_id, after_seq))
+    return _stream_response(EventStream(slot, message_id, after_seq, faults=faults))
 
 
 @bp.get("/conversations/<conversation_id>/messages/<message_id>/events")
@@ -160,8 +197,12 @@ def get_events(conversation_id: str, message_id: str):
     chat = service()
     after_seq = _resume_position(message_id, from_query=True)
     chat.check_resume_position(conversation_id, message_id, after_seq)
+    # ?snapshot=1: start with the whole text so far (a client that saw a gap
+    # asks for it rather than trusting deltas across the gap). Of the
+    # injected faults, only `snapshot` applies to a resume.
+    snapshot = request.args.get("snapshot", "") in ("1", "true") or _faults().snapshot
     slot = chat.reserve_stream(conversation_id)
-    return _stream_response(EventStream(slot, message_id, after_seq))
+    return _stream_response(EventStream(slot, message_id, after_seq, snapshot=snapshot))
 
 
 @bp.get("/conversations/<conversation_id>/messages/<message_id>")

@@ -250,6 +250,13 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                             "description": "Same as the Last-Event-ID header (the header wins).",
                             "schema": _LAST_EVENT_ID_SCHEMA,
                         },
+                        {
+                            "name": "snapshot",
+                            "in": "query",
+                            "required": False,
+                            "description": "`1` or `true`: start with a message.snapshot of the whole text so far (after a client saw a gap).",
+                            "schema": {"type": "string"},
+                        },
                     ],
                     "responses": {"200": _EVENT_STREAM, **_errors(400, 404, 429, 503)},
                 }

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from . import sse
 from .backends.base import Backend, Turn
 from .errors import ApiError
+from .faults import NO_FAULTS, FaultPlan
 from .generation import GenerationRun
 from .messages import MessageState, StreamEvent
 from .stores.base import Conversation, RequestConflict, Store, UnknownMessage
@@ -249,14 +250,27 @@ class EventStream:
     """A WSGI byte iterable reading one message's log from a position.
 
     `close()` releases the stream's slot even if iteration never started
-    (WSGI servers always call it), which a plain generator cannot promise.
+    (WSGI servers always call it), which a plain generator cannot promise;
+    the slot is also released as soon as the terminal event is sent, so a
+    server that fails to call `close()` (Werkzeug's development server, when
+    the client resets the connection) cannot leak it.
     """
 
-    def __init__(self, slot: StreamSlot, message_id: str, after_seq: int) -> None:
+    def __init__(
+        self,
+        slot: StreamSlot,
+        message_id: str,
+        after_seq: int,
+        *,
+        snapshot: bool = False,
+        faults: FaultPlan = NO_FAULTS,
+    ) -> None:
         self._slot = slot
         self._service = slot.service
         self.message_id = message_id
         self.after_seq = after_seq
+        self.snapshot = snapshot or faults.snapshot
+        self.faults = faults
         self._iterator = self._generate()
 
     def __iter__(self) -> "EventStream":
@@ -270,6 +284,12 @@ class EventStream:
         self._slot.release()
 
     def _generate(self) -> Iterator[bytes]:
+        try:
+            yield from self._events()
+        finally:
+            self._slot.release()
+
+    def _events(self) -> Iterator[bytes]:
         settings = self._service.settings
         store = self._service.store
         heartbeat = settings["HEARTBEAT_SECONDS"]
@@ -285,6 +305,14 @@ class EventStream:
         info = store.message(self.message_id)
         if info is None or (info.state.terminal and seq >= info.last_seq):
             return
+        if self.snapshot:
+            # Asked for (after a client saw a gap): the whole text so far,
+            # then live events after it; never deltas guessed across a gap.
+            snapshot = store.snapshot(self.message_id)
+            if snapshot is not None and snapshot.seq >= seq:
+                yield snapshot.encode()
+                seq = snapshot.seq
+        sent = 0
         while True:
             try:
                 events = store.read_events(self.message_id, seq, heartbeat)
@@ -293,8 +321,18 @@ class EventStream:
             if not events:
                 yield sse.encode_comment("heartbeat")
                 continue
-            yield b"".join(event.encode() for event in events)
             last: StreamEvent = events[-1]
+            if self.faults:
+                for event in events:
+                    if event.seq in self.faults.skip:
+                        continue
+                    copies = 2 if event.seq in self.faults.duplicate else 1
+                    yield event.encode() * copies
+                    sent += 1
+                    if self.faults.drop_after is not None and sent >= self.faults.drop_after and not event.kind.terminal:
+                        return  # cut without a terminal event: the client must resume
+            else:
+                yield b"".join(event.encode() for event in events)
             seq = last.seq
             if last.kind.terminal:
                 return

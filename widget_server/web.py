@@ -9,6 +9,7 @@ from pathlib import Path
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, render_template, request
 
+from .api import CONVERSATION_COOKIE
 from .errors import ApiError
 from .i18n import load_strings, pick_language
 
@@ -50,9 +51,6 @@ def _bounded_int(name: str, default: int, low: int, high: int) -> int:
         return min(high, max(low, int(request.args.get(name, default))))
     except ValueError:
         return default
-
-
-CONVERSATION_COOKIE = "chatwidget_conversation"
 
 
 def _remembered_conversation() -> dict | None:

@@ -91,7 +91,7 @@ export class ChatPanel {
     window.addEventListener('pageshow', wake);
     document.addEventListener('resume', wake);
     document.addEventListener('visibilitychange', () => document.visibilityState === 'visible' && wake());
-    window.addEventListener('offline', () => this.current && this.current.setConnection('offline'));
+    window.addEventListener('offline', () => this.current && this.current.goOffline());
   }
 
   originAllowed(origin) {
@@ -173,8 +173,12 @@ export class ChatPanel {
   viewOptions() {
     const t = this.t;
     return {
+      headingOffset: 1, // the panel's title is the h1: answer headings start at h2
       strings: {
-        codeBlock: (lang, lines) => format(lang ? t.codeBlock : t.codeBlockNoLang, { lang, lines }),
+        codeBlock: (lang, lines) => {
+          const template = lines === 1 ? (lang ? t.codeBlockOneLine : t.codeBlockNoLangOneLine) : lang ? t.codeBlock : t.codeBlockNoLang;
+          return format(template, { lang, lines });
+        },
         table: (columns, rows) => format(t.table, { columns, rows }),
       },
     };
@@ -420,6 +424,7 @@ class AnswerRun {
       this.pendingText = '';
     }
     if (follow) this.panel.scrollToEnd();
+    if (this.done) return;
     if (this.restored && !this.announceFromHere) {
       this.announceFromHere = true;
       this.panel.announcer.skipTo(this.view);
@@ -439,6 +444,15 @@ class AnswerRun {
     if (!this.outage) this.panel.announcer.cue(text); // once per outage
     this.outage = true;
     this.panel.setTurnState(this.turn, 'reconnecting', text);
+  }
+
+  // The browser says the network is gone: a read in flight cannot deliver
+  // (in real life it would stall until the stall timer), so stop it and
+  // wait for 'online', counting toward the incomplete limit.
+  goOffline() {
+    if (this.done) return;
+    this.setConnection('offline');
+    if (this.abortController) this.abortController.abort();
   }
 
   waitForWake(ms) {
@@ -470,7 +484,7 @@ class AnswerRun {
     const t = this.t;
     this.render(true); // the whole text, exactly as verified below
     this.view.finish();
-    this.done = true;
+    this.done = true; // from here on, renders no longer feed the announcer
     if (model.state === 'completed') {
       if (await model.verify()) {
         this.panel.setTurnState(this.turn, 'completed');

@@ -360,8 +360,12 @@ export function createMarkdownView(root, options = {}) {
         v.finish();
         plain = v.blocks().map((x) => x.plain).join(' ');
       } else {
-        node = k === 'heading' ? el('h' + Math.max(1, Math.min(6, b.n + (options.headingOffset | 0)))) : k === 'list-item' ? frag() : el('p');
-        inline(b.lines.join('\n').trim(), node, protos);
+        const words = b.lines.join('\n').trim();
+        // A heading with no words (an open "# " that just arrived, or a bare
+        // "#") is drawn as nothing: an empty <hN> is an empty heading to a
+        // screen reader.
+        node = k === 'heading' && words ? el('h' + Math.max(1, Math.min(6, b.n + (options.headingOffset | 0)))) : k === 'list-item' || k === 'heading' ? frag() : el('p');
+        inline(words, node, protos);
       }
       plain ??= plainOf(node);
       if (!fin) prov.push(...(node.nodeType === 11 ? node.childNodes : [node]));

@@ -124,5 +124,9 @@ class Store(ABC):
         evicted. Returns [] on timeout. Raises UnknownMessage.
         """
 
+    @abstractmethod
+    def snapshot(self, message_id: str) -> StreamEvent | None:
+        """A `message.snapshot` of the text so far (None for an unknown message)."""
+
     def close(self) -> None:
         """Release connections; the default store holds none."""

@@ -166,6 +166,11 @@ class MemoryStore(Store):
 
     # -- reading -----------------------------------------------------------
 
+    def snapshot(self, message_id: str) -> StreamEvent | None:
+        with self._lock:
+            record = self._messages.get(message_id)
+            return record.log.snapshot() if record is not None else None
+
     def read_events(self, message_id: str, after_seq: int, timeout: float) -> list[StreamEvent]:
         deadline = time.monotonic() + timeout
         with self._lock:
