@@ -30,6 +30,10 @@ RECORDER_SCRIPT = """
       }).observe(region, { childList: true, characterData: true, subtree: true });
     }
   };
+  const events = (window.__chatwidgetEvents = []);
+  for (const name of ['event', 'state']) {
+    document.addEventListener('chatwidget:' + name, (e) => events.push({ t: performance.now(), name, ...e.detail }));
+  }
   document.addEventListener('DOMContentLoaded', watch);
   new MutationObserver(watch).observe(document, { childList: true, subtree: true });
 })();
@@ -98,6 +102,11 @@ class ChatWidget:
         self.panel_frame().wait_for_function(
             "(text) => (window.__chatwidgetLog || []).some((entry) => entry.text === text)", arg=text, timeout=timeout
         )
+
+    def events(self) -> list[dict[str, Any]]:
+        """Stream events as the widget applied them ({name: 'event', type, seq, outcome})
+        and state changes ({name: 'state', state, messageId}), in order."""
+        return self.panel_frame().evaluate("() => window.__chatwidgetEvents || []")
 
     def announcements(self) -> list[dict[str, Any]]:
         """What the live regions said, in order: [{politeness, text, t, focus}]."""
