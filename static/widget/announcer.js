@@ -120,9 +120,11 @@ export class Announcer {
     let count = 1;
     if (!this.queue[0].cue) while (count < this.queue.length && !this.queue[count].cue) count++;
     const text = this.queue.splice(0, count).map((item) => item.text).join(' ');
-    this.region.textContent = text;
-    this.lastAt = this.now();
-    this.onAnnounce({ politeness: 'polite', text });
+    // Observers hear of it first and may cancel it (onAnnounce → false).
+    if (this.onAnnounce({ politeness: 'polite', text }) !== false) {
+      this.region.textContent = text;
+      this.lastAt = this.now();
+    }
     this._schedule();
   }
 }

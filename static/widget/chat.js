@@ -60,8 +60,12 @@ export class ChatPanel {
     this.bind();
   }
 
+  // Documented DOM events (docs/events.md), namespaced `chatwidget:`, bubbling
+  // from the panel root and cancelable: a listener's preventDefault() on
+  // `chatwidget:announce` keeps that text out of the live region. Returns
+  // false when cancelled.
   emit(name, detail) {
-    this.root.dispatchEvent(new CustomEvent(`chatwidget:${name}`, { bubbles: true, detail }));
+    return this.root.dispatchEvent(new CustomEvent(`chatwidget:${name}`, { bubbles: true, cancelable: true, detail }));
   }
 
   bind() {
@@ -78,6 +82,12 @@ export class ChatPanel {
     this.stopButton.addEventListener('click', () => this.stop());
     document.addEventListener('keydown', (event) => {
       if (event.key === 'Escape' && !this.config.standalone) this.requestClose();
+    });
+    // Every focus move inside the panel, for QA logs and tests (focus must
+    // stay in the composer while an answer streams).
+    document.addEventListener('focusin', (event) => {
+      const target = event.target;
+      this.emit('focus', { target: target.id || target.getAttribute('data-chat-role') || target.tagName.toLowerCase() });
     });
     const closeButton = this.root.querySelector('[data-chat-close]');
     if (closeButton) closeButton.addEventListener('click', () => this.requestClose());
@@ -266,8 +276,7 @@ export class ChatPanel {
 
   showAlert(text) {
     // The alert region is assertive: errors only, each said once.
-    this.alert.textContent = text;
-    this.emit('announce', { politeness: 'assertive', text });
+    if (this.emit('announce', { politeness: 'assertive', text })) this.alert.textContent = text;
   }
 }
 
