@@ -314,7 +314,13 @@ class AnswerRun {
         return this.failLocally(format(this.t.sendFailed, { reason: error.message }));
       }
     }
-    await this.loop();
+    try {
+      await this.loop();
+    } catch (error) {
+      // A bug of ours must still end the answer visibly, never leave it busy.
+      console.error('chat widget:', error);
+      if (!this.done) this.fail({ code: 'internal' });
+    }
   }
 
   // Read, and resume after every drop, until a terminal event or giving up.
