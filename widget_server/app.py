@@ -8,11 +8,11 @@ from typing import Any, Mapping
 
 from flask import Flask
 
-from . import api, errorhandlers, openapi, web
+from . import api, errorhandlers, kb_routes, openapi, qa, web
 from .backends.base import create_backend
 from .config import load_settings
 from .service import ChatService
-from .stores.memory import MemoryStore
+from .stores import create_store
 
 log = logging.getLogger("widget_server")
 
@@ -43,7 +43,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if "*" in settings["EMBED_ORIGINS"]:
         log.warning("EMBED_ORIGINS is '*': any website may embed this chat panel")
 
-    store = MemoryStore(max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
+    store = create_store(settings)
     backend = create_backend(settings["BACKEND"], settings)
     app.extensions["widget_server.service"] = ChatService(store, backend, settings)
 
@@ -51,4 +51,6 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     api.init_app(app)
     openapi.init_app(app)
     web.init_app(app)
+    app.register_blueprint(qa.bp)  # /qa: 404 unless the QA setting is on
+    kb_routes.init_app(app)  # /kb/<path>: the kb backend's sources (404 with another backend)
     return app

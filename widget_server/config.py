@@ -65,6 +65,48 @@ def _parse_origins(raw: Any) -> tuple[str, ...]:
     return origins
 
 
+def _parse_http_url(raw: Any) -> str:
+    """An http(s) base URL, e.g. https://api.openai.com/v1; a trailing `/` is removed."""
+    url = str(raw).strip().rstrip("/")
+    scheme, sep, rest = url.partition("://")
+    host = rest.split("/", 1)[0]
+    if not sep or scheme.lower() not in {"http", "https"} or not host:
+        raise ValueError("expected an http:// or https:// URL such as https://api.openai.com/v1")
+    if "@" in host:
+        # Credentials in a URL end up in logs; the key has its own variable.
+        raise ValueError("the URL must not carry credentials (use the OPENAI_API_KEY environment variable)")
+    if any(c in rest for c in "?#") or any(c.isspace() for c in url):
+        raise ValueError("the URL must not have a query, a fragment or whitespace")
+    return url
+
+
+def _parse_temperature(raw: Any) -> float | None:
+    """Empty (or None): not sent, the provider's default; else a number from 0 to 2."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    value = _parse_float(raw)
+    if not 0 <= value <= 2:
+        raise ValueError("expected a number from 0 to 2, or empty for the provider's default")
+    return value
+
+
+def _parse_folder(raw: Any) -> str:
+    """Empty (a built-in default), or an existing folder."""
+    path = _parse_str(raw)
+    if path and not os.path.isdir(os.path.expanduser(path)):
+        raise ValueError("no such folder")
+    return path
+
+
+def _parse_optional_url(raw: Any) -> str:
+    """Empty, or an absolute http(s) URL (links in answers must be absolute)."""
+    url = _parse_str(raw)
+    scheme, sep, rest = url.partition("://")
+    if url and (not sep or scheme.lower() not in {"http", "https"} or not rest.split("/", 1)[0] or any(c.isspace() for c in url)):
+        raise ValueError("expected empty or an http:// or https:// URL such as https://www.example.com/help/")
+    return url
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -97,7 +139,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("HOST", _parse_str, "127.0.0.1", "Address the server listens on."),
     Setting("PORT", _parse_int, 8000, "TCP port the server listens on (0 picks a free one).", 0, 65535),
     Setting("BACKEND", _parse_str, "demo", "Answer backend: a registered name (`demo`) or `package.module:Class`."),
-    Setting("STORE", _parse_str, "memory", "Where conversations and message logs live: `memory` (one worker process only)."),
+    Setting("STORE", _parse_str, "memory", "Where conversations and message logs live: `memory` (one worker process only) or `redis://HOST:PORT/DB` (shared by workers and hosts)."),
     Setting("WORKERS", _parse_int, 1, "Worker processes for `widget-server` (the memory store allows only 1).", 1, 64),
     Setting("WORKER_CONNECTIONS", _parse_int, 2000, "Concurrent connections each gevent worker accepts.", 10, 100_000),
     Setting("ENV", _parse_str, "development", "`production` refuses test and QA switches such as fault injection.", choices=("development", "production")),
@@ -114,7 +156,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10),
     Setting("EMBED_ORIGINS", _parse_origins, ("'self'",), "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning)."),
     Setting("FAULTS", _parse_bool, False, "Allow fault injection (`X-Chat-Faults`) for tests and QA; refused when ENV is production."),
+    Setting("QA", _parse_bool, False, "Serve the QA page for screen-reader testers at `/qa`; refused when ENV is production."),
     Setting("LOG_LEVEL", lambda raw: _parse_str(raw).upper(), "INFO", "Server log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    # The `openai` backend (OpenAI-compatible chat completions); the API key is
+    # the environment variable OPENAI_API_KEY, never a setting (see docs/backends.md).
+    Setting("OPENAI_BASE_URL", _parse_http_url, "https://api.openai.com/v1", "`openai` backend: the provider's base URL (…/v1); requests go to <base>/chat/completions."),
+    Setting("OPENAI_MODEL", _parse_str, "gpt-4o-mini", "`openai` backend: the model name sent upstream."),
+    Setting("OPENAI_SYSTEM_PROMPT", _parse_str, "", "`openai` backend: a system message sent first in every request (empty: none)."),
+    Setting("OPENAI_TEMPERATURE", _parse_temperature, None, "`openai` backend: sampling temperature 0–2 (empty: not sent, the provider's default)."),
+    Setting("OPENAI_MAX_TOKENS", _parse_int, 0, "`openai` backend: most tokens an answer may have (0: not sent, the provider's default).", 0, 10_000_000),
+    Setting("OPENAI_TIMEOUT_SECONDS", _parse_float, 60.0, "`openai` backend: connect and read timeout for the upstream, the first token included.", 0.1, 3600),
+    # The `kb` backend (answers from a folder of Markdown documents; see docs/backends.md).
+    Setting("KB_DIR", _parse_folder, "", "`kb` backend: folder of Markdown (.md) documents to answer from (empty: the sample, the project's docs)."),
+    Setting("KB_MIN_SCORE", _parse_float, 0.3, "`kb` backend: least relevance (0–1) of the best passage; below it the answer is \"I don't know\".", 0, 1),
+    Setting("KB_MAX_PASSAGES", _parse_int, 3, "`kb` backend: most passages quoted in one answer.", 1, 10),
+    Setting("KB_BASE_URL", _parse_optional_url, "", "`kb` backend: URL prefix of the documents' pages for source links (empty: this server's /kb/<path>)."),
+    Setting("KB_CONTACT", _parse_str, "contact the site's support team", "`kb` backend: how to reach a person, ending the \"I don't know\" answer (\"To ask a person, …\")."),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -141,10 +198,12 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
 def _check_together(values: dict[str, Any]) -> None:
     if values["ENV"] == "production" and values["FAULTS"]:
         raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
+    if values["ENV"] == "production" and values["QA"]:
+        raise ConfigError("QA: the QA page (/qa) is for testers; it cannot be on when ENV is production")
     if values["STORE"] == "memory" and values["WORKERS"] > 1:
         raise ConfigError(
             "WORKERS: the memory store lives in one process, so resume and cancel would break "
             "across several workers; use WORKERS=1 or a shared store"
         )
-    if values["STORE"] != "memory":
-        raise ConfigError(f"STORE: {values['STORE']!r} is not available (known: memory)")
+    if values["STORE"] != "memory" and not values["STORE"].startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"STORE: {values['STORE']!r} is not a store (use memory or redis://HOST:PORT/DB)")

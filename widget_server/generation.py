@@ -52,10 +52,24 @@ class GenerationRun:
             log.info("message %s stopped by the %.1f s time limit", self.message_id, self.time_limit)
         self.cancel_token.cancel("timeout")
 
+    # How often a run on a shared store looks for an ending written by
+    # another process (a cancel sent to another host): the backend is told
+    # within this delay even while it waits for its upstream.
+    CANCEL_POLL_SECONDS = 0.2
+
+    def _watch_for_ending(self) -> None:
+        while not self.cancel_token.wait(self.CANCEL_POLL_SECONDS):
+            info = self.store.message(self.message_id)
+            if info is None or info.state.terminal:
+                self.cancel_token.cancel("ended elsewhere")
+                return
+
     def run(self) -> None:
         timer = threading.Timer(self.time_limit, self._on_time_limit)
         timer.daemon = True
         timer.start()
+        if getattr(self.store, "shared", False):
+            threading.Thread(target=self._watch_for_ending, name=f"watch-{self.message_id}", daemon=True).start()
         deltas = None
         try:
             if self.store.start(self.message_id) is None:
@@ -78,6 +92,7 @@ class GenerationRun:
             self.store.fail(self.message_id, ErrorInfo.for_code(ErrorCode.INTERNAL))
         finally:
             timer.cancel()
+            self.cancel_token.cancel("finished")  # also ends the watcher
             close = getattr(deltas, "close", None)
             if close is not None:
                 try:

@@ -1,0 +1,187 @@
+"""The Redis store, against a real redis-server: the store contract, and two
+servers sharing it — resume on another server, cancel from another server,
+one run for a double submit across servers."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+from widget_server.errors import ErrorCode, ErrorInfo
+from widget_server.messages import EventKind
+from widget_server.stores.base import Conversation, RequestConflict
+from widget_server.stores.redis import RedisStore
+
+from .helpers import CountingBackend, wait_until
+from .redis_support import RedisServer
+
+QUESTION = "which arpeggio fits Am F C G"
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def store(redis_server):
+    redis_server.flush()
+    store = RedisStore(redis_server.url, max_events=4)
+    yield store
+    store.close()
+
+
+def running_message(store, text_parts=()):
+    store.create_conversation(Conversation("c_1", "hash", 0.0))
+    claim = store.claim_request("c_1", "r1", "fp", "question", "u_1", "m_1")
+    store.start("m_1")
+    for part in text_parts:
+        store.append_text("m_1", part)
+    return claim
+
+
+def test_claim_is_idempotent_and_conflicts_on_another_body(store):
+    store.create_conversation(Conversation("c_1", "hash", 0.0))
+    first = store.claim_request("c_1", "r1", "fp", "question", "u_1", "m_1")
+    again = store.claim_request("c_1", "r1", "fp", "question", "u_2", "m_2")
+    assert first.created and not again.created
+    assert again.exchange.assistant_message_id == "m_1"
+    with pytest.raises(RequestConflict):
+        store.claim_request("c_1", "r1", "other", "question", "u_3", "m_3")
+    assert [e.assistant_message_id for e in store.exchanges("c_1")] == ["m_1"]
+
+
+def test_concurrent_claims_create_one_exchange(store):
+    store.create_conversation(Conversation("c_1", "hash", 0.0))
+    results = []
+    threads = [
+        threading.Thread(target=lambda i=i: results.append(store.claim_request("c_1", "r1", "fp", "q", f"u_{i}", f"m_{i}")))
+        for i in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(claim.created for claim in results) == 1
+    assert len({claim.exchange.assistant_message_id for claim in results}) == 1
+
+
+def test_text_and_digest_are_exact(store):
+    parts = ["Ünïcödé 🎸 ", "with CR\r\n", "and a blank line\n\n", "end."]
+    running_message(store, parts)
+    completed = store.complete("m_1")
+    text = "".join(parts)
+    assert completed.kind is EventKind.COMPLETED
+    assert completed.payload["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert completed.payload["length"] == len(text)
+    assert store.message("m_1").text == text
+
+
+def test_the_first_ending_wins(store):
+    running_message(store, ["partial 🎸"])
+    cancelled = store.cancel("m_1")
+    assert cancelled.kind is EventKind.CANCELLED and cancelled.payload["length"] == len("partial 🎸")
+    assert store.complete("m_1") is None
+    assert store.fail("m_1", ErrorInfo.for_code(ErrorCode.TIMEOUT)) is None
+    assert store.append_text("m_1", "more") is None
+    assert store.message("m_1").state.value == "cancelled"
+
+
+def test_reads_block_until_another_thread_writes(store):
+    running_message(store)
+    timer = threading.Timer(0.2, lambda: store.append_text("m_1", "late"))
+    timer.start()
+    started = time.monotonic()
+    events = store.read_events("m_1", 1, timeout=5)
+    assert [e.payload.get("text") for e in events] == ["late"]
+    assert time.monotonic() - started < 4
+    assert store.read_events("m_1", 2, timeout=0.2) == []
+
+
+def test_an_evicted_position_gets_a_snapshot_then_the_rest(store):
+    parts = [f"part {i}. " for i in range(10)]
+    running_message(store, parts)  # 11 events, 4 kept
+    events = store.read_events("m_1", 1, timeout=1)
+    assert events[0].kind is EventKind.SNAPSHOT
+    assert events[0].payload["text"] == "".join(parts)
+    assert events[0].seq == 11 and events[1:] == []
+    store.complete("m_1")
+    after = store.read_events("m_1", 2, timeout=1)
+    assert [e.kind for e in after] == [EventKind.SNAPSHOT, EventKind.COMPLETED]
+    assert after[0].seq == 11
+
+
+# -- two servers sharing one Redis -----------------------------------------
+
+
+@pytest.fixture
+def two_servers(redis_server, live_server_factory):
+    redis_server.flush()
+    config = {"STORE": redis_server.url, "DEMO_DELAY_SECONDS": 0.15}
+    return live_server_factory(**config), live_server_factory(**config)
+
+
+def test_resume_on_another_server_is_exact(two_servers, seed_answers):
+    from .helpers import ChatClient
+
+    a, b = two_servers
+    on_a = ChatClient(a.url).new_conversation()
+    first = on_a.send(QUESTION, "r1", max_events=2)
+    on_b = ChatClient(b.url)
+    on_b.conversation_id, on_b.token = on_a.conversation_id, on_a.token
+    rest = on_b.resume(first.message_id, first.events[-1].id)
+    seqs = [p["seq"] for p in first.payloads + rest.payloads]
+    assert seqs == list(range(1, 8))
+    assert first.text + rest.text == seed_answers["improvisation"]["answer"]
+    assert rest.kinds[-1] == "message.completed"
+    on_a.close()
+    on_b.close()
+
+
+def test_cancel_on_another_server_stops_the_generation(two_servers):
+    from .helpers import ChatClient
+
+    a, b = two_servers
+    a.service.backend = CountingBackend(a.service.backend)
+    on_a = ChatClient(a.url).new_conversation()
+    first = on_a.send("/scenario slow", "r1", max_events=2)
+    on_b = ChatClient(b.url)
+    on_b.conversation_id, on_b.token = on_a.conversation_id, on_a.token
+    response = on_b.cancel(first.message_id)
+    assert response.json()["state"] == "cancelled"
+    # The backend on A is told within the poll interval, though nobody on A asked.
+    assert wait_until(lambda: a.service.backend.closed == 1, timeout=2)
+    rest = on_a.resume(first.message_id, first.events[-1].id)
+    assert rest.kinds[-1] == "message.cancelled"
+    on_a.close()
+    on_b.close()
+
+
+def test_a_double_submit_across_servers_runs_once(two_servers, seed_answers):
+    from .helpers import ChatClient
+
+    a, b = two_servers
+    a.service.backend = CountingBackend(a.service.backend)
+    b.service.backend = CountingBackend(b.service.backend)
+    on_a = ChatClient(a.url).new_conversation()
+    on_b = ChatClient(b.url)
+    on_b.conversation_id, on_b.token = on_a.conversation_id, on_a.token
+    results = {}
+    threads = [
+        threading.Thread(target=lambda name=name, chat=chat: results.__setitem__(name, chat.send(QUESTION, "same")))
+        for name, chat in (("a", on_a), ("b", on_b))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert a.service.backend.calls + b.service.backend.calls == 1
+    assert results["a"].message_id == results["b"].message_id
+    assert results["a"].text == results["b"].text == seed_answers["improvisation"]["answer"]
+    on_a.close()
+    on_b.close()

@@ -1,0 +1,18 @@
+"""Stores: `memory` (the embedded default, one process) or `redis://…` (shared)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Store
+
+
+def create_store(settings: dict[str, Any]) -> Store:
+    url = settings["STORE"]
+    if url == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore(max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
+    from .redis import RedisStore
+
+    return RedisStore(url, max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])

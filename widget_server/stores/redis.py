@@ -1,0 +1,260 @@
+"""The shared store: Redis (≥ 7) or Valkey, for several workers on several hosts.
+
+Every write that can race is one Lua script, so it is atomic on the server:
+the request-id claim, and each event append with its state transition
+(terminal states are compare-and-set: the first ending wins, whichever
+process sends it). Each message's events live in a Redis Stream whose entry
+ids are `<seq>-1`, trimmed to the newest `max_events`; readers on any worker
+tail it with `XREAD BLOCK`. The answer's text is a plain string key grown
+with APPEND, so a long answer costs O(1) per delta.
+
+Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
+  conv:{cid}            hash  token_hash, created_at
+  conv:{cid}:exchanges  list  exchange JSON, in order
+  conv:{cid}:requests   hash  request_id → exchange JSON
+  msg:{mid}             hash  conversation_id, state, last_seq, error
+  msg:{mid}:text        string the answer so far
+  msg:{mid}:events      stream field `e` = event JSON
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ..errors import ErrorInfo
+from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
+from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
+
+PREFIX = "cw:"
+
+# KEYS: conv, exchanges, requests, msg
+# ARGV: request_id, exchange_json, fingerprint, ttl
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local existing = redis.call('HGET', KEYS[3], ARGV[1])
+if existing then
+  local fingerprint = cjson.decode(existing)['fingerprint']
+  if fingerprint ~= ARGV[3] then return {'conflict', existing} end
+  return {'existing', existing}
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+local conversation = cjson.decode(ARGV[2])
+redis.call('HSET', KEYS[4], 'conversation_id', conversation['conversation_id'], 'state', 'accepted', 'last_seq', 0)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+return {'created', ARGV[2]}
+"""
+
+# KEYS: msg, text, events
+# ARGV: op (start|text|complete|fail|cancel), payload_json, text (for op text), maxlen, ttl, message_id
+# Returns the event JSON, or nil when the transition is refused.
+_APPEND = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return nil end
+local op = ARGV[1]
+local allowed
+if op == 'start' then allowed = (state == 'accepted')
+elseif op == 'text' or op == 'complete' then allowed = (state == 'running')
+else allowed = (state == 'accepted' or state == 'running') end
+if not allowed then return nil end
+local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
+local event = cjson.decode(ARGV[2])
+event['seq'] = seq
+event['message_id'] = ARGV[6]
+if op == 'start' then redis.call('HSET', KEYS[1], 'state', 'running')
+elseif op == 'text' then redis.call('APPEND', KEYS[2], ARGV[3])
+elseif op == 'complete' then redis.call('HSET', KEYS[1], 'state', 'completed')
+else
+  -- length in code points: count the bytes that do not continue a UTF-8 sequence
+  local text = redis.call('GET', KEYS[2]) or ''
+  event['length'] = select(2, string.gsub(text, '[^\\128-\\191]', ''))
+  if op == 'fail' then
+    redis.call('HSET', KEYS[1], 'state', 'failed', 'error', cjson.encode(event['error']))
+  else
+    redis.call('HSET', KEYS[1], 'state', 'cancelled')
+  end
+end
+local encoded = cjson.encode(event)
+redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
+return encoded
+"""
+
+# KEYS: msg, text  → {state, last_seq, text}
+_SNAPSHOT = """
+local values = redis.call('HMGET', KEYS[1], 'state', 'last_seq', 'conversation_id', 'error')
+if not values[1] then return nil end
+return {values[1], values[2], redis.call('GET', KEYS[2]) or '', values[3], values[4] or ''}
+"""
+
+
+def _event_from_json(raw: bytes | str) -> StreamEvent:
+    return StreamEvent.from_json(json.loads(raw))
+
+
+class RedisStore(Store):
+    shared = True  # other processes write here too: cancellation must be polled
+
+    def __init__(self, url: str, *, max_events: int = 4096, conversation_ttl: float = 86400.0, client: Any = None) -> None:
+        import redis
+
+        self.max_events = max_events
+        self._ttl = max(1, int(conversation_ttl))
+        # Readers block in XREAD, one connection each: the pool must not be
+        # the limit on open streams (MAX_STREAMS is).
+        self.redis = client or redis.Redis.from_url(url, max_connections=100_000, health_check_interval=30)
+        self._claim = self.redis.register_script(_CLAIM)
+        self._append = self.redis.register_script(_APPEND)
+        self._snapshot = self.redis.register_script(_SNAPSHOT)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    @staticmethod
+    def _conv(cid: str) -> str:
+        return f"{PREFIX}conv:{cid}"
+
+    @staticmethod
+    def _msg(mid: str) -> str:
+        return f"{PREFIX}msg:{mid}"
+
+    # -- conversations -----------------------------------------------------
+
+    def create_conversation(self, conversation: Conversation) -> None:
+        key = self._conv(conversation.conversation_id)
+        pipe = self.redis.pipeline()
+        pipe.hset(key, mapping={"token_hash": conversation.token_hash, "created_at": conversation.created_at})
+        pipe.expire(key, self._ttl)
+        pipe.execute()
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        key = self._conv(conversation_id)
+        values = self.redis.hmget(key, "token_hash", "created_at")
+        if values[0] is None:
+            return None
+        for suffix in ("", ":exchanges", ":requests"):
+            self.redis.expire(key + suffix, self._ttl)
+        return Conversation(conversation_id, values[0].decode(), float(values[1] or 0))
+
+    def claim_request(self, conversation_id, request_id, fingerprint, user_text, new_user_message_id, new_assistant_message_id) -> Claim:
+        exchange = {
+            "conversation_id": conversation_id,
+            "request_id": request_id,
+            "fingerprint": fingerprint,
+            "user_message_id": new_user_message_id,
+            "user_text": user_text,
+            "assistant_message_id": new_assistant_message_id,
+        }
+        conv = self._conv(conversation_id)
+        outcome, *rest = self._claim(
+            keys=[conv, conv + ":exchanges", conv + ":requests", self._msg(new_assistant_message_id)],
+            args=[request_id, json.dumps(exchange, ensure_ascii=False), fingerprint, self._ttl],
+        )
+        outcome = outcome.decode()
+        if outcome == "unknown":
+            raise UnknownMessage(conversation_id)
+        found = self._exchange(rest[0])
+        if outcome == "conflict":
+            raise RequestConflict(found)
+        if outcome == "existing":
+            return Claim(found, created=False)
+        history = self._completed_history([e for e in self.exchanges(conversation_id) if e.request_id != request_id])
+        return Claim(found, created=True, history=history)
+
+    @staticmethod
+    def _exchange(raw: bytes) -> Exchange:
+        data = json.loads(raw)
+        return Exchange(data["request_id"], data["fingerprint"], data["user_message_id"], data["user_text"], data["assistant_message_id"])
+
+    def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:
+        history: list[tuple[str, str]] = []
+        for exchange in exchanges:
+            info = self.message(exchange.assistant_message_id)
+            if info is not None and info.state is MessageState.COMPLETED:
+                history += [("user", exchange.user_text), ("assistant", info.text)]
+        return history
+
+    def exchanges(self, conversation_id: str) -> list[Exchange]:
+        return [self._exchange(raw) for raw in self.redis.lrange(self._conv(conversation_id) + ":exchanges", 0, -1)]
+
+    def message(self, message_id: str) -> MessageInfo | None:
+        key = self._msg(message_id)
+        values = self._snapshot(keys=[key, key + ":text"])
+        if values is None:
+            return None
+        state, last_seq, text, conversation_id, error = (v.decode() if isinstance(v, bytes) else v for v in values)
+        info = ErrorInfo(**json.loads(error)) if error else None
+        return MessageInfo(message_id, conversation_id, MessageState(state), text, int(last_seq), info)
+
+    # -- writing -----------------------------------------------------------
+
+    def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
+        key = self._msg(message_id)
+        raw = self._append(
+            keys=[key, key + ":text", key + ":events"],
+            args=[op, json.dumps(payload, ensure_ascii=False), text, self.max_events, self._ttl, message_id],
+        )
+        return _event_from_json(raw) if raw is not None else None
+
+    def start(self, message_id: str) -> StreamEvent | None:
+        return self._write(message_id, "start", {"kind": EventKind.STARTED.value})
+
+    def append_text(self, message_id: str, text: str) -> StreamEvent | None:
+        text = clean_text(text)
+        return self._write(message_id, "text", {"kind": EventKind.DELTA.value, "text": text}, text)
+
+    def complete(self, message_id: str) -> StreamEvent | None:
+        # The digest is over the text as stored; computed here once, from Redis.
+        info = self.message(message_id)
+        if info is None or info.state is not MessageState.RUNNING:
+            return None
+        return self._write(message_id, "complete", {"kind": EventKind.COMPLETED.value, **text_digest(info.text)})
+
+    def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
+        payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}
+        return self._write(message_id, "fail", payload)
+
+    def cancel(self, message_id: str) -> StreamEvent | None:
+        return self._write(message_id, "cancel", {"kind": EventKind.CANCELLED.value, "incomplete": True})
+
+    # -- reading -----------------------------------------------------------
+
+    def snapshot(self, message_id: str) -> StreamEvent | None:
+        info = self.message(message_id)
+        if info is None:
+            return None
+        terminal = info.state.terminal
+        seq = info.last_seq - 1 if terminal else info.last_seq
+        state = MessageState.RUNNING if terminal else info.state
+        return StreamEvent(message_id, seq, EventKind.SNAPSHOT, {"text": info.text, "state": state.value})
+
+    def read_events(self, message_id: str, after_seq: int, timeout: float) -> list[StreamEvent]:
+        key = self._msg(message_id) + ":events"
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self._events_after(message_id, key, after_seq)
+            if events:
+                return events
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            if not self.redis.exists(self._msg(message_id)):
+                raise UnknownMessage(message_id)
+            # Wait for the next entry after our position, on any worker.
+            self.redis.xread({key: f"{after_seq}-1"}, count=1, block=max(1, int(remaining * 1000)))
+
+    def _events_after(self, message_id: str, key: str, after_seq: int) -> list[StreamEvent]:
+        entries = self.redis.xrange(key, min=f"({after_seq}-1", max="+")
+        if not entries:
+            return []
+        first_seq = int(entries[0][0].split(b"-")[0])
+        if first_seq == after_seq + 1:
+            return [_event_from_json(fields[b"e"]) for _, fields in entries]
+        # Events after our position were trimmed away: a snapshot, then the rest.
+        snapshot = self.snapshot(message_id)
+        if snapshot is None:
+            return []
+        later = self.redis.xrange(key, min=f"({snapshot.seq}-1", max="+")
+        return [snapshot, *(_event_from_json(fields[b"e"]) for _, fields in later)]
