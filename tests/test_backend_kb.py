@@ -1,0 +1,461 @@
+"""The `kb` backend: BM25 by hand, Markdown into passages, and answers through the real server.
+
+The sample knowledge base is the project's own docs/ (what the wheel ships as
+widget_server/kb_sample), so the questions below are answered from docs/configuration.md and
+docs/protocol.md as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import tomllib
+
+import httpx
+import pytest
+
+from widget_server import cli, create_app
+from widget_server.backends.bm25 import BM25, fold, tokenize
+from widget_server.backends.kb import (
+    ELISION,
+    Block,
+    KnowledgeBase,
+    detect_language,
+    parse_markdown,
+    passages_of,
+    safe_markdown,
+    sample_dir,
+    trim_passage,
+)
+from widget_server.config import ConfigError
+
+from .helpers import REPO_ROOT, assert_digest, assert_sound_events, wait_until
+
+UNKNOWN_EN = "I don't know: I found nothing about that in the documentation. To ask a person, {contact}.\n"
+UNKNOWN_ES = "No lo sé: no he encontrado nada sobre eso en la documentación. Para preguntar a una persona, {contact}.\n"
+
+
+# -- BM25, by hand ---------------------------------------------------------------------------
+#
+# Corpus: D0 = cat dog, D1 = cat, D2 = fish fish bird. N = 3, avgdl = (2 + 1 + 3) / 3 = 2.
+# idf(cat)  = ln(1 + (3 − 2 + 0.5) / (2 + 0.5)) = ln 1.6    = 0.470003629…
+# idf(fish) = ln(1 + (3 − 1 + 0.5) / (1 + 0.5)) = ln(8 / 3) = 0.980829253…
+# fish in D2: f = 2, |D| = 3: norm = 1.2 · (0.25 + 0.75 · 3/2) = 1.65
+#             0.980829253 · 2 · 2.2 / (2 + 1.65) = 4.315648713 / 3.65 = 1.182369510
+# cat in D1:  f = 1, |D| = 1: norm = 1.2 · (0.25 + 0.75 · 1/2) = 0.75
+#             0.470003629 · 2.2 / 1.75 = 0.590861705
+# cat in D0:  f = 1, |D| = 2 = avgdl: norm = 1.2, so the score is idf(cat) = 0.470003629
+
+CORPUS = [["cat", "dog"], ["cat"], ["fish", "fish", "bird"]]
+
+
+def test_bm25_idf_by_hand():
+    index = BM25(CORPUS)
+    assert (index.n, index.avgdl) == (3, 2.0)
+    assert index.idf["cat"] == pytest.approx(0.470003629, abs=1e-9)
+    assert index.idf["fish"] == pytest.approx(0.980829253, abs=1e-9)
+    assert index.idf["dog"] == index.idf["bird"] == index.idf["fish"]
+
+
+def test_bm25_scores_by_hand():
+    index = BM25(CORPUS)
+    assert index.score(["fish"], 2) == pytest.approx(1.182369510, abs=1e-9)
+    assert index.score(["cat"], 1) == pytest.approx(0.590861705, abs=1e-9)
+    assert index.score(["cat"], 0) == pytest.approx(0.470003629, abs=1e-9)
+    assert index.score(["fish"], 0) == 0.0
+    # Terms add up; a repeated query term counts once; unknown terms add nothing.
+    assert index.score(["cat", "dog"], 0) == pytest.approx(0.470003629 + 0.980829253, abs=1e-9)
+    assert index.score(["fish", "fish", "zebra"], 2) == index.score(["fish"], 2)
+
+
+def test_bm25_ranking_and_ties():
+    index = BM25(CORPUS)
+    assert index.top(["cat", "fish"], 5) == [
+        (2, pytest.approx(1.182369510, abs=1e-9)),
+        (1, pytest.approx(0.590861705, abs=1e-9)),
+        (0, pytest.approx(0.470003629, abs=1e-9)),
+    ]
+    assert index.top(["cat", "fish"], 1)[0][0] == 2
+    assert index.top(["zebra"], 5) == []
+    # Equal scores keep document order.
+    assert [doc for doc, _ in BM25([["a1"], ["a1"]]).top(["a1"], 2)] == [0, 1]
+
+
+def test_bm25_ceiling_by_hand():
+    index = BM25(CORPUS)
+    # (k1 + 1) · (idf(cat) + idf of a term in no document = ln(1 + 3.5 / 0.5) = ln 8)
+    assert index.ceiling(["cat", "zebra"]) == pytest.approx(2.2 * (math.log(1.6) + math.log(8)), abs=1e-12)
+    assert index.ceiling(["cat", "cat"]) == pytest.approx(2.2 * math.log(1.6))
+    # No score reaches it, however often the term repeats.
+    assert BM25([["cat"] * 1000, ["dog"]]).score(["cat"], 0) < BM25([["cat"] * 1000, ["dog"]]).ceiling(["cat"])
+    assert BM25([]).top(["cat"], 3) == [] and BM25([[]]).top(["cat"], 3) == []
+
+
+def test_tokenizer_folds_case_accents_markup_and_stop_words():
+    assert tokenize("¿Cómo configuro la CONFIGURACIÓN?") == ["configuro", "configuracion"]
+    assert tokenize("What does `message.snapshot` mean?") == ["message", "snapshot", "mean"]
+    assert tokenize("**Set** `WIDGET_SERVER_EMBED_ORIGINS` — see [the docs](https://example.com/x-y-z).") == [
+        "set", "widget", "server", "embed", "origin", "see", "doc",
+    ]  # fmt: skip
+    assert tokenize("<b>Bold</b> and ![a diagram](d.png) and <br/>") == ["bold", "diagram"]
+    assert tokenize("`<conversation_id>` in code stays") == ["conversation", "id", "code", "stay"]
+    assert tokenize("Über straße ﬁle ① 3") == ["uber", "strasse", "file", "1", "3"]
+    assert tokenize("the of y de el la") == []
+
+
+@pytest.mark.parametrize(
+    ("word", "folded"),
+    [("origins", "origin"), ("policies", "policy"), ("processes", "process"), ("status", "status"),
+     ("allowed", "allow"), ("embedding", "embed"), ("embeds", "embed"), ("settings", "set"),
+     ("string", "string"), ("caches", "cache"), ("v1", "v1"), ("api", "api")],
+)  # fmt: skip
+def test_fold(word, folded):
+    assert fold(word) == folded
+
+
+# -- Markdown into passages ------------------------------------------------------------------
+
+FAQ = """---
+title: Help centre
+layout: page
+---
+Intro before any heading.
+
+## Accounts
+
+### Resetting a password
+
+Open *Settings*, then **Security**. Press *Reset*.
+
+```sh
+# not a heading: inside code
+reset --now
+```
+
+Plans
+-----
+
+| Plan | Price | Notes |
+| --- | ---: | --- |
+| `Basic` | 0 | Free \\| forever |
+| Pro | 10 | |
+
+## Empty
+
+## Contact us #
+
+Write to <help@example.com>.
+"""
+
+
+def test_parse_markdown_sections_and_heading_paths():
+    sections = parse_markdown(FAQ, "Faq")
+    assert [(s.path, s.anchor) for s in sections] == [
+        (("Help centre",), ""),
+        (("Help centre", "Accounts", "Resetting a password"), "resetting-a-password"),
+        (("Help centre", "Plans"), "plans"),
+        (("Help centre", "Contact us"), "contact-us"),
+    ]
+    reset = sections[1].blocks
+    assert [b.kind for b in reset] == ["text", "code"]
+    assert reset[1].text == "```sh\n# not a heading: inside code\nreset --now\n```"
+    rows = sections[2].blocks
+    assert [(b.kind, b.label) for b in rows] == [("row", "Basic"), ("row", "Pro")]
+    assert rows[0].text == "- **Plan:** `Basic`\n- **Price:** 0\n- **Notes:** Free \\| forever"
+    assert rows[1].text == "- **Plan:** Pro\n- **Price:** 10"  # an empty cell is left out
+
+
+def test_parse_markdown_titles_without_front_matter():
+    assert parse_markdown("# Title\ntext\n", "Fallback")[0].path == ("Title",)
+    assert parse_markdown("text only\n", "Fallback")[0].path == ("Fallback",)
+    assert parse_markdown("## `GET /x/<id>` *now*\nbody\n", "F")[0].path == ("F", "GET /x/<id> now")
+    assert parse_markdown("A\r\n=\r\n\r\nbody\r\n", "F")[0].path == ("A",)
+    assert parse_markdown("", "F") == []
+
+
+def test_passages_cut_long_sections_and_table_rows():
+    paragraphs = "\n\n".join(f"Paragraph {i}" + " word" * 60 for i in range(8))
+    sections = parse_markdown("# Doc\n\n## Long\n\n" + paragraphs + "\n", "Doc")
+    passages = passages_of("doc.md", sections)
+    assert len(passages) > 1 and all(p.title == "Doc › Long" for p in passages)
+    assert all(len(p.text) <= 1200 for p in passages)
+    assert "\n\n".join(p.text for p in passages) == paragraphs
+    plans = passages_of("faq.md", parse_markdown(FAQ, "Faq"))
+    assert [p.title for p in plans if p.doc == "faq.md"][-3:] == ["Help centre › Plans › Basic", "Help centre › Plans › Pro", "Help centre › Contact us"]
+
+
+def test_trim_keeps_whole_blocks_then_cuts_at_a_sentence():
+    first = Block("text", "One sentence here. Two sentences here. Three sentences here.")
+    assert trim_passage((first,), 1000) == first.text
+    assert trim_passage((first,), 45) == "One sentence here. Two sentences here." + ELISION
+    assert trim_passage((first, Block("text", "Next block.")), len(first.text) + 5) == first.text + ELISION
+    # No sentence end in reach: a word boundary, for the first block only.
+    assert trim_passage((Block("text", "a b c d e f g h"),), 6) == "a b c" + ELISION
+    code = Block("code", "```\nline 1\nline 2\nline 3\n```")
+    assert trim_passage((code,), 20) == "```\nline 1\nline 2\n```\n\n" + ELISION.strip()
+
+
+def test_safe_markdown_links_images_and_html():
+    def resolve(target: str) -> str | None:  # as the backend's: relative resolved, http(s) kept
+        return {"other.md": "https://kb.example/other.md"}.get(target, target if target.startswith("https:") else None)
+
+    text = (
+        "See [x](javascript:alert(1)) and [y](other.md), ![img](http://e.example/a.png) <script>alert(1)</script>"
+        " <https://ok.example> <javascript:alert(1)> `<b>code</b>` [w](<javascript:a>) [v](https://ok.example/a_(b) 'T')\n"
+        "[ref]: javascript:alert(1)\n[ok]: other.md \"Other\"\n"
+        "```html\n<b>fence</b> [z](javascript:x)\n```"
+    )
+    assert safe_markdown(text, resolve) == (
+        "See x and [y](https://kb.example/other.md), img \\<script>alert(1)\\</script>"
+        " <https://ok.example> \\<javascript:alert(1)> `<b>code</b>` w [v](https://ok.example/a_(b))\n"
+        "\n[ok]: https://kb.example/other.md \"Other\"\n"
+        "```html\n<b>fence</b> [z](javascript:x)\n```"
+    )
+
+
+def test_safe_markdown_comments_and_links_the_patterns_miss():
+    def resolve(target: str) -> str | None:
+        return target if target.startswith("https:") else None
+
+    text = "a [x [y] z](javascript:alert(1)) b <!-- a note\nover two lines --> c [k](https://ok.example) [r](vbscript:x)"
+    assert safe_markdown(text, resolve) == "a [x [y] z]\\(javascript:alert(1)) b  c [k](https://ok.example) r"
+
+
+def test_language_detection():
+    assert detect_language("What is the capital of Mongolia?") == "en"
+    assert detect_language("¿Cuál es la capital de Mongolia?") == "es"
+    assert detect_language("cual es la capital de mongolia") == "es"
+    assert detect_language("Mongolia") == "en"
+
+
+# -- the sample knowledge base ---------------------------------------------------------------
+
+
+def test_the_sample_is_the_docs_folder_in_a_checkout_and_the_wheel_ships_it():
+    assert sample_dir() == REPO_ROOT / "docs"
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert force["docs"] == "widget_server/kb_sample"
+    assert pyproject["project"]["entry-points"]["widget_server.backends"]["kb"] == "widget_server.backends.kb:KnowledgeBaseBackend"
+
+
+def test_the_sample_indexes_quickly_and_finds_sections():
+    kb = KnowledgeBase.load(sample_dir())
+    assert set(kb.documents) >= {"configuration.md", "protocol.md", "backends.md"}
+    assert kb.seconds < 1.0
+    titles = {p.title for p in kb.passages}
+    assert "Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS" in titles
+    assert "Wire protocol v1 › The event stream › Events › message.snapshot" in titles
+
+
+def test_a_few_hundred_files_index_in_well_under_two_seconds(tmp_path):
+    words = "answer stream cancel resume widget panel origin token history heartbeat proxy".split()
+    for n in range(300):
+        body = []
+        for s in range(6):
+            sentence = " ".join(words[(n + s + k) % len(words)] for k in range(12))
+            body.append(f"## Section {s} of page {n}\n\n{sentence.capitalize()}. " * 2)
+        body.append("| Key | Value |\n| --- | --- |\n" + "".join(f"| k{r} | value {r} for {n} |\n" for r in range(10)))
+        (tmp_path / f"page-{n:03}.md").write_text(f"# Page {n}\n\n" + "\n\n".join(body), encoding="utf-8")
+    started = time.perf_counter()
+    kb = KnowledgeBase.load(tmp_path)
+    elapsed = time.perf_counter() - started
+    assert len(kb.documents) == 300 and len(kb.passages) == 300 * 16  # 6 sections, 10 rows
+    assert elapsed < 2.0, f"indexing 300 files took {elapsed:.2f} s"
+    assert kb.search("value 7 for 123", 1)[0][0].title == "Page 123 › Section 5 of page 123 › k7"
+
+
+# -- through the real server -----------------------------------------------------------------
+
+
+def _ask(live_server_factory, chat_factory, question: str, **config):
+    server = live_server_factory(BACKEND="kb", **config)
+    chat = chat_factory(server)
+    result = chat.send(question, "r-1")
+    assert result.status == 200
+    assert_sound_events(result)
+    assert result.kinds[0] == "message.started" and result.kinds[-1] == "message.completed", result.kinds
+    assert_digest(result.payloads[-1], result.text)
+    return server, result
+
+
+def test_embed_question_quotes_the_embed_origins_setting(live_server_factory, chat_factory):
+    server, result = _ask(live_server_factory, chat_factory, "How do I allow a site to embed the chat?")
+    text = result.text
+    assert text.startswith("Here is what I found in the documentation:\n\n> ")
+    assert "> - **Environment variable:** `WIDGET_SERVER_EMBED_ORIGINS`\n" in text
+    assert "> - **Meaning:** Origins allowed to embed the chat panel in an iframe." in text
+    assert f"Source: [Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS]({server.url}/kb/configuration.md)\n" in text
+    # Streamed in pieces (zero-width cuts: the pieces are the text).
+    assert result.kinds.count("text.delta") > 5
+
+
+def test_snapshot_question_quotes_the_protocol(live_server_factory, chat_factory):
+    server, result = _ask(live_server_factory, chat_factory, "What does message.snapshot mean?")
+    first_source = result.text.index("Source: ")
+    assert "> - **event:** `message.snapshot`" in result.text[:first_source]
+    assert "**replace** the answer with `text`" in result.text[:first_source]
+    assert result.text[first_source:].startswith(
+        f"Source: [Wire protocol v1 › The event stream › Events › message.snapshot]({server.url}/kb/protocol.md)\n"
+    )
+
+
+def test_unrelated_question_gets_i_dont_know_with_the_contact(live_server_factory, chat_factory):
+    _, result = _ask(live_server_factory, chat_factory, "What is the capital of Mongolia?")
+    assert result.text == UNKNOWN_EN.format(contact="contact the site's support team")
+    _, result = _ask(live_server_factory, chat_factory, "¿Cuál es la capital de Mongolia?")
+    assert result.text == UNKNOWN_ES.format(contact="contacta con el equipo de soporte del sitio")
+    contact = "write to [help@example.com](mailto:help@example.com)"
+    _, result = _ask(live_server_factory, chat_factory, "What is the capital of Mongolia?", KB_CONTACT=contact)
+    assert result.text == UNKNOWN_EN.format(contact=contact)
+
+
+def test_min_score_decides_when_to_say_i_dont_know(live_server_factory, chat_factory):
+    _, result = _ask(live_server_factory, chat_factory, "What is the default port?", KB_MIN_SCORE=1)
+    assert result.text.startswith("I don't know")
+    _, result = _ask(live_server_factory, chat_factory, "What is the default port?", KB_MAX_PASSAGES=1)
+    assert result.text.count("Source: ") == 1 and "`WIDGET_SERVER_PORT`" in result.text
+
+
+def test_cancel_stops_the_answer(live_server_factory, chat_factory):
+    server = live_server_factory(BACKEND="kb", DEMO_DELAY_SECONDS=0.5)
+    chat = chat_factory(server)
+    first = chat.send("How do I allow a site to embed the chat?", "r-1", max_events=2)
+    assert first.kinds == ["message.started", "text.delta"]
+    started = time.monotonic()
+    assert chat.cancel(first.message_id).json()["state"] == "cancelled"
+    replay = chat.resume(first.message_id, None)
+    assert replay.kinds[-1] == "message.cancelled"
+    assert replay.payloads[-1]["length"] == len(replay.text) < 200
+    # The backend woke from its pause and returned at once (not after its ~20 more pieces).
+    assert wait_until(lambda: not server.service._runs, timeout=1.0)
+    assert time.monotonic() - started < 2.0
+
+
+def test_links_use_the_host_of_an_authorized_question_only(live_server_factory, chat_factory):
+    server = live_server_factory(BACKEND="kb")
+    chat = chat_factory(server)
+    backend = server.service.backend
+    stranger = chat.http.post(chat.messages_url(), json={"request_id": "r-0", "text": "port?"},
+                              headers={"Authorization": "Bearer wrong", "Host": "evil.example"})  # fmt: skip
+    assert stranger.status_code == 404
+    assert backend.origin_of(chat.conversation_id) == ""
+    result = chat.send("Which port does the server listen on?", "r-1")
+    assert backend.origin_of(chat.conversation_id) == server.url
+    assert f"]({server.url}/kb/configuration.md)" in result.text
+
+
+FAQ_FILES = {
+    "faq.md": "# Frequently asked questions\n\n## How do I reset my password?\n\n"
+    "Open the account page and press **Reset password**. We send a link by email. "
+    "The link works for one hour.\n\n## Opening hours\n\nThe shop opens at nine.\n",
+    "guides/shipping.md": "# Shipping\n\nParcels leave the warehouse every weekday. "
+    "See [the FAQ](../faq.md#opening-hours) and [our site](https://shop.example/).\n",
+    "notes.txt": "password password password (not Markdown: never indexed or served)\n",
+    ".hidden.md": "# Hidden\n\npassword\n",
+}
+
+
+@pytest.fixture
+def faq_dir(tmp_path):
+    for name, text in FAQ_FILES.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_folder_of_your_own(live_server_factory, chat_factory, faq_dir):
+    server, result = _ask(live_server_factory, chat_factory, "How can I reset my password?", KB_DIR=str(faq_dir))
+    assert result.text == (
+        "Here is what I found in the documentation:\n\n"
+        "> Open the account page and press **Reset password**. We send a link by email. The link works for one hour.\n\n"
+        f"Source: [Frequently asked questions › How do I reset my password?]({server.url}/kb/faq.md)\n"
+    )
+    # A relative link to another document goes to that document; a .txt file is not indexed.
+    server, result = _ask(live_server_factory, chat_factory, "When do parcels leave the warehouse?", KB_DIR=str(faq_dir))
+    assert f"See [the FAQ]({server.url}/kb/faq.md) and [our site](https://shop.example/)." in result.text
+    assert f"Source: [Shipping]({server.url}/kb/guides/shipping.md)\n" in result.text
+
+
+def test_base_url_links_to_the_site(live_server_factory, chat_factory, faq_dir):
+    config = {"KB_DIR": str(faq_dir), "KB_BASE_URL": "https://www.example.com/help/"}
+    _, result = _ask(live_server_factory, chat_factory, "How can I reset my password?", **config)
+    assert result.text.endswith(
+        "Source: [Frequently asked questions › How do I reset my password?]"
+        "(https://www.example.com/help/faq.md#how-do-i-reset-my-password)\n"
+    )
+    config["KB_BASE_URL"] = "https://www.example.com/help/{path}.html"
+    _, result = _ask(live_server_factory, chat_factory, "When do parcels leave the warehouse?", **config)
+    assert "[the FAQ](https://www.example.com/help/faq.html#opening-hours)" in result.text
+    assert result.text.endswith("Source: [Shipping](https://www.example.com/help/guides/shipping.html)\n")
+
+
+@pytest.mark.parametrize("value", ["ftp://x.example/", "www.example.com/help", "/help/"])
+def test_base_url_must_be_absolute_http(value):
+    with pytest.raises(ConfigError, match="KB_BASE_URL"):
+        create_app({"BACKEND": "kb", "KB_BASE_URL": value}, environ={})
+
+
+def test_missing_or_empty_folder_is_a_config_error_at_start(tmp_path):
+    with pytest.raises(ConfigError, match="KB_DIR") as missing:
+        create_app({"BACKEND": "kb", "KB_DIR": str(tmp_path / "nope")}, environ={})
+    assert "no such folder" in str(missing.value)
+    (tmp_path / "readme.txt").write_text("not markdown", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"KB_DIR: .* has no Markdown \(\.md\) files"):
+        create_app({"BACKEND": "kb", "KB_DIR": str(tmp_path)}, environ={})
+    (tmp_path / "blank.md").write_text("\n\n   \n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"KB_DIR: the Markdown files in .* have no text"):
+        create_app({"BACKEND": "kb", "KB_DIR": str(tmp_path)}, environ={})
+
+
+def test_cli_refuses_a_missing_folder_before_serving(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WIDGET_SERVER_KB_DIR", str(tmp_path / "nope"))
+    assert cli.main(["--backend", "kb"]) == 2
+    assert "widget-server: error: KB_DIR (from environment variable WIDGET_SERVER_KB_DIR)" in capsys.readouterr().err
+
+
+# -- /kb/<path> ------------------------------------------------------------------------------
+
+
+def test_kb_route_serves_the_sample_as_plain_text(live_server_factory):
+    server = live_server_factory(BACKEND="kb")
+    response = httpx.get(f"{server.url}/kb/configuration.md")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "sandbox" in response.headers["content-security-policy"]
+    assert response.text == (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_kb_route_serves_only_indexed_markdown_inside_the_folder(live_server_factory, faq_dir, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.md").write_text("# Secret\n\nnot for you\n", encoding="utf-8")
+    (faq_dir / "link.md").symlink_to(outside / "secret.md")
+    (faq_dir / "linked").symlink_to(outside, target_is_directory=True)
+    server = live_server_factory(BACKEND="kb", KB_DIR=str(faq_dir))
+    app = server.app.test_client()
+    assert app.get("/kb/faq.md").status_code == 200
+    assert app.get("/kb/guides/shipping.md").status_code == 200
+    refused = [
+        "/kb/notes.txt", "/kb/.hidden.md", "/kb/link.md", "/kb/linked/secret.md", "/kb/missing.md",
+        "/kb/../pyproject.toml", "/kb/..%2Fpyproject.toml", "/kb/%2e%2e/%2e%2e/etc/passwd",
+        "/kb/guides/../faq.md", "/kb/./faq.md", "/kb//etc/passwd", f"/kb/{faq_dir}/faq.md",
+        "/kb/guides%2Fshipping.md%00", "/kb/FAQ.MD", "/kb/",
+    ]  # fmt: skip
+    for path in refused:
+        response = app.get(path, follow_redirects=True)  # "//" is first redirected to "/"
+        assert response.status_code == 404, path
+        assert response.is_json and response.json["error"]["code"] == "not_found", path
+    # And over a real socket, with the dot segments sent as they are.
+    with httpx.Client(base_url=server.url) as client:
+        for raw in ("/kb/../pyproject.toml", "/kb/guides/../../" + os.path.basename(outside) + "/secret.md"):
+            request = client.build_request("GET", server.url)
+            request.url = request.url.copy_with(raw_path=raw.encode())
+            assert client.send(request).status_code == 404, raw
+
+
+def test_kb_route_is_404_with_another_backend(live_server_factory):
+    server = live_server_factory()  # demo
+    assert httpx.get(f"{server.url}/kb/configuration.md").status_code == 404
