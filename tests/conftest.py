@@ -27,12 +27,45 @@ def seed_answers() -> dict:
     return load_seed_answers()
 
 
+# The API's integration tests (tests/test_api_*.py) run once per store: the
+# embedded memory store and a real redis-server, so both keep the same promises.
+STORE_KINDS = ("memory", "redis")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.module.__name__.rsplit(".", 1)[-1].startswith("test_api_") and "store_kind" in metafunc.fixturenames:
+        metafunc.parametrize("store_kind", STORE_KINDS, scope="module")
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    from .redis_support import RedisServer
+
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def store_kind() -> str:
+    """Tests outside tests/test_api_*.py use the memory store unless they say otherwise."""
+    return "memory"
+
+
 @pytest.fixture
-def live_server_factory() -> Callable[..., LiveServer]:
+def store_config(request, store_kind) -> dict[str, Any]:
+    if store_kind == "memory":
+        return {}
+    server = request.getfixturevalue("redis_server")
+    return {"STORE": server.url}
+
+
+@pytest.fixture
+def live_server_factory(store_config) -> Callable[..., LiveServer]:
     servers: list[LiveServer] = []
 
     def start(**config: Any) -> LiveServer:
-        server = LiveServer({**TEST_CONFIG, **config}).start()
+        server = LiveServer({**TEST_CONFIG, **store_config, **config}).start()
         servers.append(server)
         return server
 

@@ -53,6 +53,7 @@ class RedisServer:
             self.process.terminate()
             self.process.wait(timeout=10)
             self.process = None
+        self._dir.cleanup()
 
     def flush(self) -> None:
         client = redis.Redis.from_url(self.url)

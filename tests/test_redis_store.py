@@ -16,16 +16,8 @@ from widget_server.stores.base import Conversation, RequestConflict
 from widget_server.stores.redis import RedisStore
 
 from .helpers import CountingBackend, wait_until
-from .redis_support import RedisServer
 
 QUESTION = "which arpeggio fits Am F C G"
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    server = RedisServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
