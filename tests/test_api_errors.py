@@ -300,6 +300,9 @@ def _hold_stream(chat: ChatClient, text: str, request_id: str):
     received = b""
     while b"message.started" not in received:
         received += next(chunks)
+    # Keep the iterator alive with the context: if it were garbage collected,
+    # httpx would close the connection and the server would free the slot.
+    context.held_chunks = chunks
     return context, received
 
 
