@@ -45,7 +45,7 @@
     url.searchParams.set('title', title);
     url.searchParams.set('host', location.origin);
     if (target) url.searchParams.set('inline', '1');
-    ['faults', 'incompleteAfter'].forEach(function (name) {
+    ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion'].forEach(function (name) {
       var value = opt(name, '');
       if (value) url.searchParams.set(name, value);
     });
@@ -59,7 +59,8 @@
     frame.setAttribute('referrerpolicy', 'origin');
     frame.addEventListener('load', function () {
       frameLoaded = true;
-      if (isOpen) notifyOpened();
+      // Only a panel the user opened takes focus; an inline one never does.
+      if (isOpen && launcher) notifyOpened();
     });
     return frame;
   }

@@ -53,6 +53,11 @@ def _bounded_int(name: str, default: int, low: int, high: int) -> int:
         return default
 
 
+def _flag(name: str) -> bool:
+    """An embed option that is on (`data-reduced-motion="true"`, `1`, `yes`, `on`, `reduce`)."""
+    return request.args.get(name, "").strip().lower() in {"1", "true", "yes", "on", "reduce"}
+
+
 def _remembered_conversation() -> dict | None:
     """The conversation this browser started here, from its partitioned cookie.
 
@@ -94,11 +99,21 @@ def _render_panel(standalone: bool) -> Response:
         "maxBackoffMs": 8000,
         "stallTimeoutMs": int(settings["HEARTBEAT_SECONDS"] * 3000) + 5000,
         "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
-        "announceIntervalMs": 1000,
+        "announceIntervalMs": _bounded_int("announceInterval", 1000, 100, 10000),
+        "reducedMotion": _flag("reducedMotion"),
         "conversation": _remembered_conversation(),
     }
     html = render_template(
-        "panel.html", lang=lang, t=t, title=title, standalone=standalone, config=config, max_chars=settings["MAX_TEXT_CHARS"]
+        "panel.html",
+        lang=lang,
+        t=t,
+        title=title,
+        standalone=standalone,
+        # Inline (data-target): part of the host page, nothing to close.
+        closable=not standalone and request.args.get("inline") != "1",
+        config=config,
+        max_chars=settings["MAX_TEXT_CHARS"],
+        reduced_motion=config["reducedMotion"],
     )
     response = Response(html, mimetype="text/html")
     response.headers["Content-Security-Policy"] = _csp("'none'" if standalone else _frame_ancestors())

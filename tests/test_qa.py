@@ -1,0 +1,411 @@
+"""The QA page (/qa, /qa/script) and the expected script (widget_server/expected.py), without a browser.
+
+tests/e2e/test_qa_page.py drives the page in Chromium and Firefox, and checks
+the expected script against what the browser really announced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from widget_server import create_app
+from widget_server.backends.demo import SCENARIOS
+from widget_server.config import ConfigError
+from widget_server.expected import (
+    expected_script,
+    plain_blocks,
+    script_for_scenario,
+    sentences_heard,
+    sentences_of,
+    split_sentences,
+    widget_strings,
+)
+
+from .conftest import TEST_CONFIG
+from .helpers import REPO_ROOT
+
+QA_STRINGS = {lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "es")}
+WIDGET = {lang: widget_strings(lang) for lang in ("en", "es")}
+
+# What the contract test A5 hears for the improvisation answer (tests/e2e/test_accessibility_contract.py).
+IMPROVISATION_SENTENCES = [
+    "Over Am – F – C – G, for each chord:",
+    "Am → arpeggio Am, play A Aeolian (natural minor) (diatonic minor — fits most i chords).",
+    "F → arpeggio F, play F Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
+    "C → arpeggio C, play C Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
+    "G → arpeggio G, play G Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
+    "Each arpeggio spells the chord tones; the scale adds the passing notes for lines between them.",
+]
+
+
+def qa_client(**config):
+    return create_app({**TEST_CONFIG, **config}, environ={}).test_client()
+
+
+def get(client, path):
+    response = client.get(path)
+    body = response.get_data(as_text=True)
+    response.close()
+    return response, body
+
+
+# -- the setting ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/qa", "/qa?lang=es", "/qa/script?scenario=improvisation", "/static/qa/qa.js", "/static/qa/i18n/en.json"])
+def test_qa_is_404_when_off_as_any_unknown_path(path):
+    client = qa_client()
+    response, _ = get(client, path)
+    unknown, _ = get(client, "/no-such-page")
+    assert response.status_code == 404
+    assert response.mimetype == "application/json"
+    assert response.get_json()["error"]["code"] == "not_found"
+    assert response.get_json() == unknown.get_json()
+
+
+def test_qa_is_off_by_default():
+    assert create_app(TEST_CONFIG, environ={}).config["WIDGET_SERVER"]["QA"] is False
+
+
+@pytest.mark.parametrize("path", ["/qa", "/qa?lang=en", "/qa?lang=es", "/static/qa/qa.js", "/static/qa/qa.css"])
+def test_qa_pages_are_served_when_on(path):
+    response, _ = get(qa_client(QA=True, FAULTS=True), path)
+    assert response.status_code == 200
+
+
+def test_production_refuses_qa():
+    with pytest.raises(ConfigError, match=r"^QA"):
+        create_app({"ENV": "production", "QA": True}, environ={})
+    with pytest.raises(ConfigError, match="QA"):
+        create_app({}, environ={"WIDGET_SERVER_ENV": "production", "WIDGET_SERVER_QA": "1"})
+    with pytest.raises(ConfigError):  # together with FAULTS, still refused
+        create_app({"ENV": "production", "QA": True, "FAULTS": True}, environ={})
+    assert create_app({"ENV": "production"}, environ={}).config["WIDGET_SERVER"]["QA"] is False
+
+
+def test_qa_does_not_turn_faults_on():
+    app = create_app({**TEST_CONFIG, "QA": True}, environ={})
+    assert app.config["WIDGET_SERVER"]["FAULTS"] is False
+
+
+# -- the page -----------------------------------------------------------------------
+
+
+class _Scripts(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[dict] = []
+        self.styles = 0
+        self.style_attributes = 0
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.tags.append((tag, attributes))
+        if tag == "script":
+            self.scripts.append(attributes)
+        if tag == "style":
+            self.styles += 1
+        if "style" in attributes or any(name.startswith("on") for name in attributes):
+            self.style_attributes += 1
+
+
+def parse(body: str) -> _Scripts:
+    parser = _Scripts()
+    parser.feed(body)
+    return parser
+
+
+@pytest.mark.parametrize("path", ["/qa", "/qa/script?scenario=improvisation"])
+def test_csp_is_as_strict_as_the_panels_and_nothing_is_inline(path):
+    client = qa_client(QA=True, FAULTS=True)
+    response, body = get(client, path)
+    csp = response.headers["Content-Security-Policy"]
+    panel, _ = get(client, "/panel")
+    for directive in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"):
+        assert directive in csp
+    assert "unsafe" not in csp
+    # The panel's own policy, plus the panel itself in a frame.
+    assert set(csp.split("; ")) - set(panel.headers["Content-Security-Policy"].split("; ")) <= {"frame-ancestors 'none'", "frame-src 'self'"}
+    page = parse(body)
+    assert page.styles == 0 and page.style_attributes == 0
+    for script in page.scripts:
+        assert script.get("src") or script.get("type") == "application/json", script
+
+
+def test_the_page_embeds_the_widget_with_the_loader_tag():
+    _, body = get(qa_client(QA=True, FAULTS=True), "/qa")
+    loaders = [s for s in parse(body).scripts if (s.get("src") or "").endswith("/widget.js")]
+    assert len(loaders) == 1
+    assert loaders[0]["data-target"] == "#qa-widget"
+    assert loaders[0]["data-lang"] == "en"
+    assert 'id="qa-widget"' in body
+
+
+def test_the_page_offers_every_scenario_and_the_seed_questions(seed_answers):
+    _, body = get(qa_client(QA=True, FAULTS=True), "/qa")
+    options = [attrs["value"] for tag, attrs in parse(body).tags if tag == "option" and "value" in attrs]
+    for name in SCENARIOS:
+        assert name in options
+    assert {"question-improvisation", "question-voicings"} <= set(options)
+    config = json.loads(re.search(r'<script type="application/json" id="qa-config">(.*?)</script>', body, re.S).group(1))
+    commands = {item["id"]: item["command"] for item in config["items"]}
+    assert commands["improvisation"] == "/scenario improvisation"
+    assert commands["question-improvisation"] == seed_answers["improvisation"]["question"]
+    assert commands["question-voicings"] == seed_answers["voicings"]["question"]
+
+
+def test_with_faults_off_the_page_says_so_and_disables_the_fault_controls():
+    _, body = get(qa_client(QA=True), "/qa")
+    assert f'<p class="qa-notice" id="qa-notice-faults">{QA_STRINGS["en"]["faultsOff"]}</p>' in body
+    fieldset = next(attrs for tag, attrs in parse(body).tags if tag == "fieldset" and attrs.get("id") == "qa-faults")
+    assert "disabled" in fieldset
+    _, body = get(qa_client(QA=True, FAULTS=True), "/qa")
+    assert 'id="qa-notice-faults"' not in body
+    fieldset = next(attrs for tag, attrs in parse(body).tags if tag == "fieldset" and attrs.get("id") == "qa-faults")
+    assert "disabled" not in fieldset
+
+
+def test_the_page_says_when_it_cannot_frame_the_panel():
+    _, body = get(qa_client(QA=True, FAULTS=True, EMBED_ORIGINS="https://www.example.com"), "/qa")
+    assert 'id="qa-notice-embed"' in body and QA_STRINGS["en"]["embedNotAllowed"] in unescape(body)
+    _, body = get(qa_client(QA=True, FAULTS=True), "/qa")
+    assert 'id="qa-notice-embed"' not in body
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_page_is_in_its_language(lang):
+    _, body = get(qa_client(QA=True, FAULTS=True), f"/qa?lang={lang}")
+    assert f'<html lang="{lang}">' in body
+    assert QA_STRINGS[lang]["heading"] in body
+    assert QA_STRINGS[lang]["play"] in body
+
+
+def _keys(value, prefix=""):
+    if isinstance(value, dict):
+        out = set()
+        for key, inner in value.items():
+            if key == "scenarioDescriptions":
+                out.add(prefix + key)  # optional per language: the registry's text is the fallback
+                continue
+            out |= {prefix + key} | _keys(inner, f"{prefix}{key}.")
+        return out
+    return set()
+
+
+def test_english_and_spanish_qa_strings_have_the_same_keys():
+    assert _keys(QA_STRINGS["en"]) == _keys(QA_STRINGS["es"])
+    assert set(QA_STRINGS["es"]["scenarioDescriptions"]) <= set(SCENARIOS)
+
+
+def test_every_string_the_qa_code_uses_exists():
+    """Strings are data: qa.js and the templates only name keys of static/qa/i18n/*.json."""
+    source = (REPO_ROOT / "static" / "qa" / "qa.js").read_text(encoding="utf-8")
+    used = set(re.findall(r"\bt\.(\w+)", source))
+    for template in ("qa.html", "qa_script.html"):
+        used |= set(re.findall(r"\bq\.(\w+)", (REPO_ROOT / "templates" / template).read_text(encoding="utf-8")))
+    assert used
+    for lang in ("en", "es"):
+        assert used <= set(QA_STRINGS[lang]), sorted(used - set(QA_STRINGS[lang]))
+    # A key named like a dict method would be that method in a Jinja template (`q.clear`).
+    assert not used & set(dir(dict))
+
+
+# -- embed options the page uses (pass-through to the panel) ---------------------------
+
+
+def panel_config(client, query: str) -> tuple[dict, str]:
+    _, body = get(client, "/panel?" + query)
+    config = json.loads(re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', body, re.S).group(1))
+    return config, body
+
+
+def test_reduced_motion_and_announcement_pacing_reach_the_panel():
+    client = qa_client()
+    config, body = panel_config(client, "lang=en")
+    assert config["announceIntervalMs"] == 1000 and config["reducedMotion"] is False
+    assert 'class="reduce-motion"' not in body
+    config, body = panel_config(client, "lang=en&reducedMotion=true&announceInterval=250")
+    assert config["announceIntervalMs"] == 250 and config["reducedMotion"] is True
+    assert '<html lang="en" class="reduce-motion">' in body
+    assert panel_config(client, "announceInterval=5")[0]["announceIntervalMs"] == 100
+    assert panel_config(client, "announceInterval=999999")[0]["announceIntervalMs"] == 10000
+    assert panel_config(client, "announceInterval=soon")[0]["announceIntervalMs"] == 1000
+    assert panel_config(client, "reducedMotion=no")[0]["reducedMotion"] is False
+
+
+def test_panel_css_treats_the_class_like_the_media_query():
+    css = (REPO_ROOT / "static" / "widget" / "panel.css").read_text(encoding="utf-8")
+    media = re.search(r"@media \(prefers-reduced-motion: reduce\) \{\s*(.*?)\s*\}\n\}", css, re.S).group(1)
+    rules = media.split("{", 1)[1]
+    assert f".reduce-motion *, .reduce-motion *::before, .reduce-motion *::after {{{rules}" in css
+
+
+# -- the expected script: the two seed answers, English and Spanish --------------------
+
+
+def test_improvisation_in_english(seed_answers):
+    script = expected_script(seed_answers["improvisation"]["answer"], "en")
+    assert script.generating == "Generating answer…"
+    assert script.sentences == IMPROVISATION_SENTENCES
+    assert script.completion == "Answer complete."
+    assert script.error is None and script.outcome == "completed"
+    assert script.steps() == [
+        {"politeness": "polite", "text": "Generating answer…"},
+        {"politeness": "polite", "sentences": IMPROVISATION_SENTENCES, "grouped": True, "optional": False},
+        {"politeness": "polite", "text": "Answer complete."},
+    ]
+
+
+def test_improvisation_in_spanish(seed_answers):
+    script = expected_script(seed_answers["improvisation"]["answer"], "es")
+    assert script.generating == "Generando respuesta…"
+    assert script.sentences == IMPROVISATION_SENTENCES  # the answer itself is not translated
+    assert script.completion == "Respuesta completa."
+
+
+def test_improvisation_joined_is_what_the_contract_test_hears(seed_answers):
+    # test_A5_one_polite_region_speaks_sentences_then_the_cue: one batch at full speed.
+    contract = Path(REPO_ROOT / "tests" / "e2e" / "test_accessibility_contract.py").read_text(encoding="utf-8")
+    spoken = "".join(re.findall(r'^\s+"(.*)"$', contract.split("IMPROVISATION_SPOKEN = (", 1)[1].split(")\n\n", 1)[0], re.M))
+    assert " ".join(expected_script(seed_answers["improvisation"]["answer"], "en").sentences) == spoken
+
+
+VOICINGS_EN = [
+    "Found 2 voicings matching chord Cmaj7:",
+    "Cmaj7 3-0-x-2-3-x (guitar, score 0.369)",
+    "Code block, vextab, 1 line.",
+    "Cmaj7 3-0-0-2-3-x (guitar, score 0.369)",
+    "Code block, vextab, 1 line.",
+]
+
+
+def test_voicings_in_english(seed_answers):
+    script = expected_script(seed_answers["voicings"]["answer"], "en")
+    assert script.generating == "Generating answer…"
+    assert script.sentences == VOICINGS_EN
+    assert script.completion == "Answer complete."
+    assert not any("`" in s or "**" in s or "```" in s for s in script.sentences)
+
+
+def test_voicings_in_spanish(seed_answers):
+    script = expected_script(seed_answers["voicings"]["answer"], "es")
+    assert script.generating == "Generando respuesta…"
+    assert script.sentences == [s.replace("Code block, vextab, 1 line.", "Bloque de código, vextab, 1 línea.") for s in VOICINGS_EN]
+    assert script.completion == "Respuesta completa."
+
+
+def test_seed_scenarios_play_the_seed_answers(seed_answers):
+    for name in ("improvisation", "voicings"):
+        for lang in ("en", "es"):
+            assert script_for_scenario(name, lang) == expected_script(seed_answers[name]["answer"], lang)
+
+
+# -- the expected script: the rules -------------------------------------------------------
+
+
+def test_markdown_is_stripped_as_the_panel_strips_it():
+    t = WIDGET["en"]
+    text = (
+        "# Title with *emphasis*\n\nA [link](https://example.com) and <https://auto.example> and `code`.\n\n"
+        "1. first\n   - nested **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n"
+        "```python\nx = 1\ny = 2\n```\n\n> quoted _text_\n\n---\n\n![alt text](https://example.com/i.png)\n"
+    )
+    assert [(b.kind, b.plain) for b in plain_blocks(text, t)] == [
+        ("heading", "Title with emphasis"),
+        ("paragraph", "A link and https://auto.example and code."),
+        ("list-item", "first"),
+        ("list-item", "nested bold"),
+        ("table", "Table, 2 columns, 2 rows."),
+        ("code", "Code block, python, 2 lines."),
+        ("quote", "quoted text"),
+        ("rule", ""),
+        ("paragraph", "alt text"),
+    ]
+    assert [b.plain for b in plain_blocks("```\none\n```\n", WIDGET["es"])] == ["Bloque de código, 1 línea."]
+
+
+def test_sentences_follow_the_browsers_rules():
+    assert split_sentences("One. Two! Three? Four") == ["One.", "Two!", "Three?", "Four"]
+    assert split_sentences("Use e.g. the cat. Then stop.") == ["Use e.g. the cat.", "Then stop."]
+    assert split_sentences("Score 0.369 today. Yes.") == ["Score 0.369 today.", "Yes."]
+    assert split_sentences("Wait… Then go.") == ["Wait… Then go."]  # no break after an ellipsis
+    assert split_sentences('He said "Stop." Then left.') == ['He said "Stop."', "Then left."]
+    assert split_sentences("End. 12 apples.") == ["End. 12 apples."]
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n.startswith("fail-")])
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_failing_scenarios_end_with_their_error_said_assertively(name, lang):
+    script = script_for_scenario(name, lang)
+    code = name.removeprefix("fail-")
+    assert script.error == WIDGET[lang]["errors"][code]
+    assert script.completion is None and script.outcome == "failed"
+    assert script.sentences_may_be_dropped  # the error drops what was not said yet
+    assert script.steps()[-1] == {"politeness": "assertive", "text": WIDGET[lang]["errors"][code]}
+
+
+def test_hang_fails_at_the_time_limit_after_its_sentence():
+    script = script_for_scenario("hang", "en")
+    assert script.error == WIDGET["en"]["errors"]["timeout"]
+    assert script.sentences == ["This answer starts, then hangs until the time limit stops it."]
+    assert not script.sentences_may_be_dropped
+
+
+def test_every_scenario_has_a_script_in_both_languages():
+    for name in SCENARIOS:
+        for lang in ("en", "es"):
+            script = script_for_scenario(name, lang)
+            assert script.generating == WIDGET[lang]["generating"]
+            assert script.sentences, name
+            assert all(s == s.strip() and s for s in script.sentences)
+
+
+def test_sentences_heard_recovers_batches_and_shows_repeats():
+    expected = ["One.", "Two.", "Three.", "Four."]
+    assert sentences_heard(["One. Two.", "Three.", "Four."], expected) == expected
+    assert sentences_heard(["One. Two. Three. Four."], expected) == expected
+    assert sentences_heard(["One. Two.", "Two.", "Three. Four."], expected) != expected  # said twice
+    assert sentences_heard(["One.", "Three. Four."], expected) != expected  # one missing
+    assert sentences_heard(["One. Tw", "o. Three. Four."], expected) != expected  # cut mid-sentence
+
+
+def test_sentences_of_is_plain_blocks_split():
+    text = "Para one. Para two.\n\n- item\n"
+    assert sentences_of(text, WIDGET["en"]) == ["Para one.", "Para two.", "item"]
+
+
+# -- the script page ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_script_page_is_a_checklist_of_what_to_hear(lang, seed_answers):
+    _, body = get(qa_client(QA=True, FAULTS=True), f"/qa/script?scenario=improvisation&lang={lang}")
+    assert f'<html lang="{lang}">' in body
+    text = unescape(body)
+    for sentence in IMPROVISATION_SENTENCES:
+        assert f"data-sentence>{sentence}</label>" in text
+    assert WIDGET[lang]["generating"] in text and WIDGET[lang]["complete"] in text
+    assert "/scenario improvisation" in text
+    assert WIDGET[lang]["reconnecting"] in text  # the note on the drop fault
+    assert text.index(WIDGET[lang]["generating"]) < text.index(IMPROVISATION_SENTENCES[0]) < text.index(WIDGET[lang]["complete"])
+
+
+def test_the_script_page_for_every_item_and_an_unknown_one():
+    client = qa_client(QA=True, FAULTS=True)
+    _, body = get(client, "/qa")
+    ids = [attrs["value"] for tag, attrs in parse(body).tags if tag == "option" and "value" in attrs and attrs["value"] not in ("en", "es")]
+    for item in ids:
+        for lang in ("en", "es"):
+            response, _ = get(client, f"/qa/script?scenario={item}&lang={lang}")
+            assert response.status_code == 200, (item, lang)
+    response, _ = get(client, "/qa/script?scenario=no-such-thing")
+    assert response.status_code == 404 and response.get_json()["error"]["code"] == "not_found"
+    _, body = get(client, "/qa/script?scenario=fail-safety&lang=es")
+    assert WIDGET["es"]["errors"]["safety"] in unescape(body)

@@ -1,0 +1,174 @@
+"""The QA page for screen-reader testers: `/qa` and its expected scripts at `/qa/script`.
+
+Served only when the `QA` setting is on (which a production configuration
+refuses at start); otherwise `/qa`, `/qa/script` and the page's own assets
+under `/static/qa/` are 404s like any unknown path. QA does not turn fault
+injection on: the page explains when `FAULTS` is off and disables its fault
+controls.
+
+The page embeds the widget exactly as a site does — the loader's `<script>`
+with `data-*` attributes, inline (`data-target`) so the panel stays next to
+the log — and, being on the chat server's own origin, listens to the panel's
+`chatwidget:*` events (docs/events.md) to build its log.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
+
+from . import expected
+from .backends.demo import SCENARIOS, load_seed_answers
+from .i18n import DEFAULT_LANGUAGE, load_strings, pick_language
+from .web import _csp
+
+bp = Blueprint("qa", __name__)
+
+# The seed lesson's questions, typed as a person would; each plays a scenario's answer.
+SEED_QUESTIONS = ("improvisation", "voicings")
+# A script lists at most this many sentences (the `bulk` answer has thousands).
+SCRIPT_MAX_SENTENCES = 120
+
+
+def _settings() -> dict:
+    return current_app.config["WIDGET_SERVER"]
+
+
+@bp.before_app_request
+def _only_when_qa_is_on():
+    path = request.path
+    if (path == "/qa" or path.startswith(("/qa/", "/static/qa/"))) and not _settings().get("QA"):
+        abort(404)
+
+
+@lru_cache(maxsize=None)
+def qa_strings(static_dir: str) -> dict[str, dict]:
+    folder = Path(static_dir) / "qa" / "i18n"
+    return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
+
+
+def _page_strings() -> tuple[str, dict, dict[str, dict]]:
+    strings = qa_strings(current_app.static_folder)
+    lang = pick_language(request.args.get("lang"), strings)
+    return lang, strings[lang], strings
+
+
+def _format(template: str, **values: object) -> str:
+    return expected.format_string(template, **values)
+
+
+def qa_items(q: dict) -> list[dict]:
+    """What the page can play: every demo scenario, then the seed questions."""
+    items = []
+    for name, scenario in SCENARIOS.items():
+        items.append(
+            {
+                "id": name,
+                "group": "scenario",
+                "label": name,
+                "command": f"/scenario {name}",
+                "scenario": name,
+                "description": q.get("scenarioDescriptions", {}).get(name) or scenario.description,
+            }
+        )
+    seeds = load_seed_answers()
+    for key in SEED_QUESTIONS:
+        if key not in SCENARIOS or key not in seeds:
+            continue
+        question = seeds[key]["question"]
+        items.append(
+            {
+                "id": f"question-{key}",
+                "group": "question",
+                "label": question,
+                "command": question,
+                "scenario": key,
+                "description": _format(q["seedQuestion"], scenario=key),
+            }
+        )
+    return items
+
+
+def _embed_allows_self() -> bool:
+    origins = _settings()["EMBED_ORIGINS"]
+    own = request.host_url.rstrip("/")
+    return "'self'" in origins or "*" in origins or own in origins
+
+
+def _respond(html: str) -> Response:
+    response = Response(html, mimetype="text/html")
+    # As strict as the panel's, plus the panel itself in a frame.
+    response.headers["Content-Security-Policy"] = _csp("'none'") + "; frame-src 'self'"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/qa")
+def qa_page():
+    settings = _settings()
+    lang, q, all_strings = _page_strings()
+    widget_langs = sorted(load_strings(current_app.static_folder))
+    items = qa_items(q)
+    config = {
+        "lang": lang,
+        "strings": q,
+        "items": items,
+        "faultsEnabled": bool(settings["FAULTS"]),
+        "loaderSrc": url_for("web.loader"),
+        "scriptUrl": url_for("qa.script_page"),
+        "target": "#qa-widget",
+        "defaults": {"lang": lang if lang in widget_langs else DEFAULT_LANGUAGE, "announceInterval": 1000},
+    }
+    notices = []
+    if not settings["FAULTS"]:
+        notices.append(("faults", q["faultsOff"]))
+    if not _embed_allows_self():
+        notices.append(("embed", q["embedNotAllowed"]))
+    if settings["BACKEND"] != "demo":
+        notices.append(("backend", _format(q["backendNotDemo"], backend=settings["BACKEND"])))
+    html = render_template(
+        "qa.html",
+        lang=lang,
+        q=q,
+        page_languages=[(code, all_strings[code]["languageNames"].get(code, code)) for code in all_strings],
+        widget_languages=[(code, q["languageNames"].get(code, code)) for code in widget_langs],
+        items=items,
+        config=config,
+        faults_enabled=bool(settings["FAULTS"]),
+        notices=notices,
+    )
+    return _respond(html)
+
+
+@bp.get("/qa/script")
+def script_page():
+    settings = _settings()
+    lang, q, all_strings = _page_strings()
+    items = qa_items(q)
+    by_id = {item["id"]: item for item in items}
+    wanted = request.args.get("scenario", items[0]["id"] if items else "")
+    item = by_id.get(wanted)
+    if item is None:
+        abort(404)
+    script = expected.script_for_scenario(item["scenario"], lang)
+    sentences = script.sentences[:SCRIPT_MAX_SENTENCES]
+    html = render_template(
+        "qa_script.html",
+        lang=lang,
+        q=q,
+        page_languages=[(code, all_strings[code]["languageNames"].get(code, code)) for code in all_strings],
+        items=items,
+        item=item,
+        script=script,
+        sentences=sentences,
+        more=len(script.sentences) - len(sentences),
+        reconnecting=expected.widget_strings(lang)["reconnecting"],
+        time_limit=f"{settings['MESSAGE_TIME_LIMIT_SECONDS']:g}",
+        fails_late=script.error is not None and not script.sentences_may_be_dropped,
+        fmt=_format,
+    )
+    return _respond(html)
