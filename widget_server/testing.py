@@ -1,14 +1,28 @@
 """Test helpers for sites that embed the widget (and for our own e2e tests).
 
-`ChatWidget(page)` finds the widget on any page — its launcher in the host
-page, its panel inside the iframe — and drives it as a person would.
-Requires Playwright (sync API); axe-playwright-python for `assert_accessible`.
+- `ChatServer(settings)`: the real chat app on a free loopback port, in a
+  background thread, with `.url`, `.app`, `.service` and `.embed_snippet()`.
+- `ChatWidget(page)` finds the widget on any page — its launcher in the
+  host page's shadow root and the panel inside its iframe, or an inline
+  panel (`data-target`, no launcher) — and drives it as a person would.
+
+The pytest plugin (`widget_server.pytest_plugin`, loaded automatically once
+the package is installed) wraps these as the `chat_server`,
+`chat_server_factory` and `chat_widget` fixtures.
+
+Nothing here imports Playwright at import time: `ChatWidget` needs it (sync
+API) only when driving a page, and axe-playwright-python only for
+`assert_accessible`. Neither is a dependency of the package.
 """
 
 from __future__ import annotations
 
+import html
 import json
-from typing import Any
+import re
+import threading
+from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 TERMINAL_STATES = ("completed", "cancelled", "failed", "incomplete")
 
@@ -40,13 +54,103 @@ RECORDER_SCRIPT = """
 """
 
 
-class ChatWidget:
-    """Page object for an embedded chat widget (launcher + iframe panel)."""
+_DATA_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
-    def __init__(self, page: Any, *, lang: str = "en") -> None:
+
+class ChatServer:
+    """The real chat app served on a free loopback port by Werkzeug's
+    threaded server, in a background thread of the test process.
+
+    In-process on purpose (not a `widget-server` subprocess): `.app` and
+    `.service` are the live objects, so a test can read the store or wrap
+    the backend of the very server the browser talks to. Werkzeug's
+    threaded server streams each Server-Sent Event as it is written and
+    serves streams in parallel (measured alongside gunicorn's gevent worker,
+    ../docs/serving.md), and it needs no gevent monkey-patching of the test
+    process. Production serving (gunicorn + gevent) is tested elsewhere.
+
+    Settings: `create_app`'s layers — defaults < `WIDGET_SERVER_*`
+    environment variables (`environ`, none by default) < `settings`.
+    """
+
+    def __init__(self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None, host: str = "127.0.0.1") -> None:
+        from werkzeug.serving import make_server
+
+        from .app import create_app
+
+        self.app = create_app(dict(settings or {}), environ={} if environ is None else environ)
+        self.service = self.app.extensions["widget_server.service"]
+        self._server = make_server(host, 0, self.app, threaded=True)
+        self.host = host
+        self.port = self._server.server_port
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"chat-server-{self.port}", daemon=True)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The validated settings the server runs with."""
+        return self.app.config["WIDGET_SERVER"]
+
+    def start(self) -> "ChatServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():  # shutdown() waits for serve_forever to notice
+            self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "ChatServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def embed_snippet(self, *, base_url: str | None = None, **data: Any) -> str:
+        """The one-line tag a host page embeds the widget with, e.g.
+        `embed_snippet(lang="es", title="Ayuda", target="#help")` gives
+        `<script src="http://127.0.0.1:P/widget.js" defer data-lang="es" data-title="Ayuda" data-target="#help"></script>`.
+
+        Keyword names become `data-*` attributes (`_` → `-`, so
+        `incomplete_after` is `data-incomplete-after`); `None` leaves one
+        out; values are HTML-escaped. `base_url` is the chat server's URL as
+        the page should name it (default `.url`; e.g. `localhost` for
+        `127.0.0.1`, to keep the page same-site with the chat).
+        """
+        attributes = []
+        for name, value in data.items():
+            if not _DATA_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a data-* attribute name (lowercase letters, digits, _ and -)")
+            if value is not None:
+                attributes.append(f' data-{name.replace("_", "-")}="{html.escape(str(value), quote=True)}"')
+        src = html.escape((base_url or self.url).rstrip("/") + "/widget.js", quote=True)
+        return f'<script src="{src}" defer{"".join(attributes)}></script>'
+
+
+PANEL_IFRAME = "iframe[src*='/panel?']"
+
+
+class ChatWidget:
+    """Page object for the chat widget on any page: floating (a launcher in
+    the host page's shadow root, the panel in an iframe it creates on first
+    open) or inline (`data-target`: the panel's iframe in the host page, no
+    launcher).
+
+    Locators are lazy, so one `ChatWidget(page)` can be made before the page
+    is loaded and keeps working across navigations and reloads. Give
+    `chat_url` (the chat server's URL as the page names it) to ignore any
+    other frame whose path happens to be /panel.
+    """
+
+    def __init__(self, page: Any, *, lang: str = "en", chat_url: str | None = None) -> None:
         self.page = page
+        self.lang = lang
+        self.chat_origin = _origin(chat_url) if chat_url else None
         self.launcher = page.locator("[data-chatwidget] .launcher")
-        self.frame = page.frame_locator("iframe[src*='/panel']")
+        self.iframe = page.locator(f"iframe[src^='{self.chat_origin}/panel?']" if self.chat_origin else PANEL_IFRAME)
+        self.frame = self.iframe.content_frame
+        self.panel = self.frame.locator("[data-chat-panel]")
+        self.ready = self.frame.locator("[data-chat-panel][data-ready='true']")
         self.input = self.frame.locator("[data-chat-input]")
         self.send_button = self.frame.locator("[data-chat-send]")
         self.stop_button = self.frame.locator("[data-chat-stop]")
@@ -55,22 +159,44 @@ class ChatWidget:
 
     @staticmethod
     def install_recorder(context: Any) -> None:
-        """Call once per browser context, before opening pages."""
+        """Record announcements and stream events in every frame of every page
+        of `context` (idempotent). Call before the page loads the widget."""
         context.add_init_script(RECORDER_SCRIPT)
 
+    def wait_for_widget(self, timeout: float | None = None) -> None:
+        """Wait until the loader has mounted its launcher or an inline panel."""
+        self.launcher.or_(self.iframe).first.wait_for(state="attached", timeout=timeout)
+
+    @property
+    def inline(self) -> bool:
+        """True when the panel is mounted inline (no launcher)."""
+        self.wait_for_widget()
+        return self.launcher.count() == 0
+
     def panel_frame(self) -> Any:
+        """The panel's Frame (for `evaluate`)."""
         for frame in self.page.frames:
-            if "/panel" in frame.url:
+            parts = urlsplit(frame.url)
+            if parts.path == "/panel" and (self.chat_origin is None or _origin(frame.url) == self.chat_origin):
                 return frame
         raise AssertionError("the chat panel's frame is not loaded")
 
     def open(self) -> None:
+        """Open the chat as a person would and wait until it is ready.
+
+        Floating: click the launcher (unless already open); focus must land
+        in the composer. Inline: the panel is always shown; wait for it.
+        """
         from playwright.sync_api import expect
 
-        self.launcher.click()
-        expect(self.launcher).to_have_attribute("aria-expanded", "true")
-        self.frame.locator("[data-chat-panel][data-ready='true']").wait_for()
-        expect(self.input).to_be_focused()
+        if not self.inline:
+            if self.launcher.get_attribute("aria-expanded") != "true":
+                self.launcher.click()
+            expect(self.launcher).to_have_attribute("aria-expanded", "true")
+            self.ready.wait_for()
+            expect(self.input).to_be_focused()
+        else:
+            self.ready.wait_for()
 
     def send(self, text: str) -> None:
         self.input.fill(text)
@@ -137,6 +263,7 @@ class ChatWidget:
         return violations
 
     def assert_accessible(self, **kwargs: Any) -> None:
+        """Fail with a readable summary if axe finds any violation in any frame."""
         violations = self.axe_violations(**kwargs)
         if violations:
             summary = [
@@ -150,3 +277,8 @@ class ChatWidget:
                 for v in violations
             ]
             raise AssertionError(f"axe found {len(violations)} violation(s): {json.dumps(summary, indent=1)}")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

@@ -37,7 +37,6 @@ def browser_type_launch_args(browser_type_launch_args, browser_name):
 from widget_server.testing import ChatWidget  # noqa: E402
 
 from ..conftest import TEST_CONFIG  # noqa: E402
-from ..helpers import LiveServer  # noqa: E402
 from .hosting import HostSite  # noqa: E402
 
 
@@ -48,25 +47,24 @@ def host_site():
     site.stop()
 
 
+# Our chat servers are the plugin's (widget_server.pytest_plugin: the
+# fixtures site owners get), so every e2e test exercises the plugin and it
+# cannot rot. This override narrows the plugin's test defaults to what our
+# tests need: only the host site may embed (not `*`), fault injection on, a
+# quick demo pace. The plugin's own `chat_server` fixture, used as is, is
+# `chat_server_factory()` — this one.
+
+
 @pytest.fixture
-def chat_server_factory(host_site):
+def chat_server_factory(chat_server_factory, host_site):
     """A chat server that allows the host site to embed it, faults enabled."""
-    servers: list[LiveServer] = []
 
     def start(**config):
-        settings = {**TEST_CONFIG, "DEMO_DELAY_SECONDS": 0.02, "EMBED_ORIGINS": host_site.origin, "FAULTS": True, **config}
-        server = LiveServer(settings).start()
-        servers.append(server)
-        return server
+        return chat_server_factory(
+            **{**TEST_CONFIG, "DEMO_DELAY_SECONDS": 0.02, "EMBED_ORIGINS": host_site.origin, "FAULTS": True, **config}
+        )
 
-    yield start
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
-def chat_server(chat_server_factory):
-    return chat_server_factory()
+    return start
 
 
 @pytest.fixture
