@@ -9,7 +9,10 @@ event is checked against `itemSchema`, including the JSON inside `data`.
 
 Every case carries the bearer token of a real conversation; part of the
 cases aim at that conversation and one of its answers (their ids pinned),
-so the 200 paths are exercised, not only the 404 of an unknown id.
+so the 200 paths are exercised, not only the 404 of an unknown id. That
+answer proposes an action (its stream carries `action.proposed` and a
+`message.completed` listing it), which the confirm cases aim at; the dismiss
+cases aim at a second answer's action.
 """
 
 from __future__ import annotations
@@ -72,15 +75,23 @@ def _has_free_parameters(operation, fixed: set[str]) -> bool:
     return bool(operation.body) or any(parameter.name not in fixed for parameter in operation.iter_parameters())
 
 
-def test_every_response_conforms_to_the_document(live_server_factory):
-    server = live_server_factory(DEMO_DELAY_SECONDS=0)
+def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
+    server = live_server_factory(DEMO_DELAY_SECONDS=0, ACTIONS_RECORD_PATH=str(tmp_path / "actions.jsonl"))
     chat = ChatClient(server.url).new_conversation()
     try:
-        first = chat.send("hello", "schemathesis-seed")
+        first = chat.send("/scenario action", "schemathesis-seed")
+        second = chat.send("/scenario action", "schemathesis-seed-2")
     finally:
         chat.close()
     assert first.status == 200 and first.kinds[-1] == "message.completed"
-    real_ids = {"conversation_id": chat.conversation_id, "message_id": first.message_id}
+    assert "action.proposed" in first.kinds and second.kinds[-1] == "message.completed"
+    real_ids = {
+        "conversation_id": chat.conversation_id,
+        "message_id": first.message_id,
+        "action_id": first.payloads[-1]["actions"][0]["action_id"],
+    }
+    # Dismissing aims at another answer's action, so confirming can still succeed.
+    dismiss_ids = {"message_id": second.message_id, "action_id": second.payloads[-1]["actions"][0]["action_id"]}
     auth = {"Authorization": f"Bearer {chat.token}"}
 
     config = schemathesis.Config.from_dict(
@@ -96,7 +107,7 @@ def test_every_response_conforms_to_the_document(live_server_factory):
     assert schema.raw_schema == build_document()
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 7
+    assert len(operations) == 10
 
     sent = collections.Counter()
     statuses: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
@@ -104,7 +115,8 @@ def test_every_response_conforms_to_the_document(live_server_factory):
     for operation in operations:
         path_names = {parameter.name for parameter in operation.path_parameters}
         for (mode, ids), max_examples in EXAMPLES.items():
-            pinned = {name: value for name, value in real_ids.items() if name in path_names} if ids == "real ids" else {}
+            ids_here = {**real_ids, **dismiss_ids} if operation.label.endswith("/dismiss") else real_ids
+            pinned = {name: value for name, value in ids_here.items() if name in path_names} if ids == "real ids" else {}
             if ids == "real ids" and not path_names:
                 continue  # same as "generated ids" for an operation without ids
             if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth}):

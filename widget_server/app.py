@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from flask import Flask
 
-from . import api, errorhandlers, kb_routes, openapi, qa, web
+from . import actions_api, api, errorhandlers, kb_routes, openapi, qa, web
 from .backends.base import create_backend
 from .config import load_settings
 from .service import ChatService
@@ -53,4 +53,5 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     web.init_app(app)
     app.register_blueprint(qa.bp)  # /qa: 404 unless the QA setting is on
     kb_routes.init_app(app)  # /kb/<path>: the kb backend's sources (404 with another backend)
+    app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions.py)
     return app

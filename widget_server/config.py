@@ -172,6 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("KB_MAX_PASSAGES", _parse_int, 3, "`kb` backend: most passages quoted in one answer.", 1, 10),
     Setting("KB_BASE_URL", _parse_optional_url, "", "`kb` backend: URL prefix of the documents' pages for source links (empty: this server's /kb/<path>)."),
     Setting("KB_CONTACT", _parse_str, "contact the site's support team", "`kb` backend: how to reach a person, ending the \"I don't know\" answer (\"To ask a person, …\")."),
+    # Actions (widget_server/actions.py; see docs/backends.md, "Actions").
+    Setting("ACTIONS_RECORD_PATH", _parse_str, "widget-server-actions.jsonl", "The built-in `callback_request` action: the JSON Lines file each confirmed request is appended to (relative to the working directory)."),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

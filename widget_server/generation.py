@@ -13,7 +13,8 @@ import logging
 import threading
 from typing import Callable
 
-from .backends.base import Backend, CancelToken, Turn
+from .actions import propose
+from .backends.base import ActionProposal, Backend, CancelToken, Turn
 from .errors import ChatError, ErrorCode, ErrorInfo
 from .stores.base import Store
 
@@ -64,6 +65,12 @@ class GenerationRun:
                 self.cancel_token.cancel("ended elsewhere")
                 return
 
+    def _propose(self, proposal: ActionProposal, count: int):
+        record = propose(
+            proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count
+        )
+        return self.store.add_action(self.message_id, record)
+
     def run(self) -> None:
         timer = threading.Timer(self.time_limit, self._on_time_limit)
         timer.daemon = True
@@ -75,9 +82,18 @@ class GenerationRun:
             if self.store.start(self.message_id) is None:
                 return  # cancelled (or failed) before it began
             deltas = self.backend.stream(self.turn, self.cancel_token)
+            proposals = 0
             for delta in deltas:
                 if self.cancel_token.cancelled:
                     return
+                if isinstance(delta, ActionProposal):
+                    # Validated now (ChatError fails the answer); stored and
+                    # announced only while the answer still runs; actionable
+                    # only once it completes (widget_server.actions).
+                    if self._propose(delta, proposals) is None:
+                        return  # ended elsewhere: the proposal is never offered
+                    proposals += 1
+                    continue
                 if not isinstance(delta, str):
                     raise TypeError(f"backend yielded {type(delta).__name__}, expected str")
                 if delta and self.store.append_text(self.message_id, delta) is None:

@@ -48,6 +48,9 @@ class EventKind(str, Enum):
     COMPLETED = "message.completed"
     FAILED = "message.failed"
     CANCELLED = "message.cancelled"
+    # An action the backend proposed (widget_server.actions). Informational
+    # while the answer runs: only the list in `message.completed` is actionable.
+    ACTION_PROPOSED = "action.proposed"
 
     @property
     def terminal(self) -> bool:
@@ -146,6 +149,8 @@ class MessageLog:
         self._length = 0
         self._utf8_bytes = 0
         self._hash = hashlib.sha256()
+        # Proposals made while running, as public JSON ({action_id, name, …}).
+        self.actions: list[dict[str, Any]] = []
 
     @property
     def text(self) -> str:
@@ -185,13 +190,24 @@ class MessageLog:
         self._hash.update(encoded)
         return self._append(EventKind.DELTA, text=text)
 
+    def add_action(self, proposal: dict[str, Any]) -> StreamEvent:
+        """Record a validated action proposal; only while running."""
+        if self.state is not MessageState.RUNNING:
+            raise InvalidTransition(f"action in state {self.state.value}")
+        self.actions.append(dict(proposal))
+        return self._append(EventKind.ACTION_PROPOSED, **proposal)
+
     def complete(self) -> StreamEvent:
         self._transition(MessageState.COMPLETED)
+        # The completion lists the proposals: what it lists, and only that,
+        # becomes actionable (and only because the answer completed).
+        extra = {"actions": [dict(a) for a in self.actions]} if self.actions else {}
         return self._append(
             EventKind.COMPLETED,
             length=self._length,
             utf8_bytes=self._utf8_bytes,
             sha256=self._hash.hexdigest(),
+            **extra,
         )
 
     def fail(self, error: ErrorInfo) -> StreamEvent:

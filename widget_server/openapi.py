@@ -17,8 +17,10 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify
 
+from .actions import IDEMPOTENCY_KEY_PATTERN
 from .api import REQUEST_ID_PATTERN
 from .messages import EventKind, MessageState
+from .stores.base import ActionStatus
 
 bp = Blueprint("openapi", __name__)
 
@@ -80,6 +82,7 @@ _EVENT_DATA = {
     EventKind.COMPLETED: "CompletedData",
     EventKind.FAILED: "FailedData",
     EventKind.CANCELLED: "CancelledData",
+    EventKind.ACTION_PROPOSED: "ActionProposedData",
 }
 
 
@@ -101,13 +104,155 @@ _EVENT_DATA_SCHEMAS = {
     ),
     "CompletedData": _event_data(
         ["length", "utf8_bytes", "sha256"],
-        {"length": _COUNT, "utf8_bytes": _COUNT, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+        {
+            "length": _COUNT,
+            "utf8_bytes": _COUNT,
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            "actions": {
+                "description": "Present when the answer proposed actions: the only ones it offers, actionable now that it completed.",
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/components/schemas/ActionProposal"},
+            },
+        },
     ),
     "FailedData": _event_data(
         ["error", "incomplete", "length"],
         {"error": {"$ref": "#/components/schemas/ErrorInfo"}, "incomplete": {"const": True}, "length": _COUNT},
     ),
     "CancelledData": _event_data(["incomplete", "length"], {"incomplete": {"const": True}, "length": _COUNT}),
+    # An action proposal's fields (ActionProposal), next to message_id and seq.
+    "ActionProposedData": {
+        "allOf": [_event_data([], {}), {"$ref": "#/components/schemas/ActionProposal"}],
+    },
+}
+
+_ACTION_ID = {"name": "action_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
+_ACTION_RESPONSE = {
+    "description": "The action and what became of it.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Action"}}},
+}
+
+
+def _action_errors(*statuses: int) -> dict[str, Any]:
+    descriptions = {
+        400: "Malformed request: a missing, invalid or mismatched Idempotency-Key, a body that is not a JSON object, "
+        "or an unknown field.",
+        404: "Unknown conversation, message or action, an action of another message, or a missing or wrong token.",
+        409: "The action's answer did not complete (`message_not_completed`), the action was already confirmed with "
+        "another key (`action_already_confirmed`), dismissed (`action_dismissed`), is still being carried out "
+        "(`action_in_progress`, with Retry-After), or is no longer installed (`action_unavailable`).",
+        413: "Request body larger than the configured limit.",
+        415: "A body was sent, but not as application/json.",
+        422: "The action's arguments no longer pass its validation (`invalid_arguments`); nothing was carried out.",
+    }
+    return {str(status): _error_response(descriptions[status], retry_after=status == 409) for status in statuses}
+
+
+_ACTION_SCHEMAS = {
+    "ActionProposal": {
+        "type": "object",
+        "required": ["action_id", "name", "label", "description", "arguments"],
+        "properties": {
+            "action_id": _ID_SCHEMA,
+            "name": {"type": "string", "description": "The installed action's name, e.g. `callback_request`."},
+            "label": {"type": "string", "description": "What it does, briefly (\"Request a call back\")."},
+            "description": {"type": "string", "description": "One sentence saying exactly what confirming will do."},
+            "arguments": {"type": "object", "description": "The validated arguments it will run with."},
+        },
+    },
+    "Action": {
+        "allOf": [
+            {"$ref": "#/components/schemas/ActionProposal"},
+            {
+                "type": "object",
+                "required": ["message_id", "status"],
+                "properties": {
+                    "message_id": _ID_SCHEMA,
+                    "status": {"enum": list(ActionStatus.ALL)},
+                    "result": {"type": "object", "description": "What execute() returned (status `succeeded`)."},
+                    "error": {
+                        "type": "object",
+                        "required": ["code", "message"],
+                        "properties": {"code": {"const": "action_failed"}, "message": {"type": "string"}},
+                        "description": "Why it was not carried out (status `failed`; never retried).",
+                    },
+                },
+            },
+        ]
+    },
+    "ConfirmAction": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"idempotency_key": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}},
+    },
+    "ActionList": {
+        "type": "object",
+        "required": ["conversation_id", "actions"],
+        "properties": {
+            "conversation_id": _ID_SCHEMA,
+            "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
+        },
+    },
+}
+
+_ACTION_PATHS = {
+    "/api/v1/conversations/{conversation_id}/actions": {
+        "get": {
+            "operationId": "listActions",
+            "summary": "The actions proposed by this conversation's completed answers, and their status.",
+            "security": [{"bearer": []}],
+            "parameters": [{"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA}],
+            "responses": {
+                "200": {
+                    "description": "The actions, oldest first.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActionList"}}},
+                },
+                **_action_errors(404),
+            },
+        }
+    },
+    "/api/v1/conversations/{conversation_id}/messages/{message_id}/actions/{action_id}/confirm": {
+        "post": {
+            "operationId": "confirmAction",
+            "summary": "Carry out a completed answer's proposed action, exactly once.",
+            "description": "Send the action's own idempotency key (generated once per action by the client, reused on "
+            "every retry) in the Idempotency-Key header or the body. The first confirm executes it; a retry with the "
+            "same key gets the same outcome; another key gets 409. `status` `failed` is an outcome too (200): it is "
+            "never retried.",
+            "security": [{"bearer": []}],
+            "parameters": [
+                {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                _ACTION_ID,
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "description": "The action's idempotency key (or send it as the body's idempotency_key).",
+                    "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+                },
+            ],
+            "requestBody": {
+                "required": False,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConfirmAction"}}},
+            },
+            "responses": {"200": _ACTION_RESPONSE, **_action_errors(400, 404, 409, 413, 415, 422)},
+        }
+    },
+    "/api/v1/conversations/{conversation_id}/messages/{message_id}/actions/{action_id}/dismiss": {
+        "post": {
+            "operationId": "dismissAction",
+            "summary": "Decline a completed answer's proposed action; it can no longer be confirmed (idempotent).",
+            "security": [{"bearer": []}],
+            "parameters": [
+                {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                _ACTION_ID,
+            ],
+            "responses": {"200": _ACTION_RESPONSE, **_action_errors(404, 409)},
+        }
+    },
 }
 
 _STREAM_EVENT = {
@@ -278,6 +423,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     },
                 }
             },
+            **_ACTION_PATHS,
         },
         "components": {
             "securitySchemes": {
@@ -353,6 +499,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 },
                 "StreamEvent": _STREAM_EVENT,
                 **_EVENT_DATA_SCHEMAS,
+                **_ACTION_SCHEMAS,
                 "MessageState": {
                     "type": "object",
                     "required": ["message_id", "state", "last_seq"],

@@ -10,6 +10,10 @@ import { Announcer } from './announcer.js';
 import { createMarkdownView } from './markdown.js';
 import { format } from './i18n.js';
 
+// Action cards (actions.js) load only when an answer offers an action or a
+// restored conversation may have some: not part of the first open.
+const actionsModule = () => import('./actions.js');
+
 export class ChatWidgetError extends Error {
   constructor(message) {
     super(message);
@@ -148,6 +152,7 @@ export class ChatPanel {
         this.addUserTurn(message.text);
       } else if (message.state === 'completed') {
         const turn = this.addAssistantTurn();
+        turn.item.dataset.messageId = message.message_id; // its actions are restored by id
         const view = createMarkdownView(turn.body, this.viewOptions());
         view.update(message.text);
         view.finish();
@@ -157,6 +162,9 @@ export class ChatPanel {
         // (what was already there is not re-announced).
         this.startRun({ messageId: message.message_id, restored: true });
       }
+    }
+    if (messages.some((m) => m.role === 'assistant' && m.state === 'completed')) {
+      await actionsModule().then((m) => m.restoreActions(this), () => {});
     }
   }
 
@@ -504,6 +512,8 @@ class AnswerRun {
       if (await model.verify()) {
         this.panel.setTurnState(this.turn, 'completed');
         this.panel.announcer.finish(this.view, t.complete);
+        const offered = model.actionable; // only now: completed and verified
+        if (offered.length) (await actionsModule()).offerActions(this.panel, this.turn, model.messageId, offered);
       } else {
         this.fail({ code: 'integrity', message: t.errors.integrity, retryable: true });
       }

@@ -20,6 +20,7 @@ export class AnswerModel {
     this.completion = null;
     this.duplicates = 0;
     this.gaps = 0;
+    this.proposed = new Map(); // action.proposed, by action_id: informational only
   }
 
   get lastEventId() {
@@ -28,6 +29,14 @@ export class AnswerModel {
 
   get terminal() {
     return TERMINAL.has(this.state);
+  }
+
+  // The actions a user may confirm: only a completed answer's, as its
+  // `message.completed` lists them. A cancelled or failed answer has none,
+  // whatever `action.proposed` events arrived before it ended.
+  get actionable() {
+    const listed = this.state === 'completed' && this.completion && this.completion.actions;
+    return Array.isArray(listed) ? listed : [];
   }
 
   // Apply one parsed event ({type, data}); returns what happened:
@@ -67,6 +76,9 @@ export class AnswerModel {
         break;
       case 'message.cancelled':
         this.state = 'cancelled';
+        break;
+      case 'action.proposed':
+        this.proposed.set(data.action_id, data);
         break;
       default:
         break; // message.started and future kinds only advance the sequence

@@ -22,7 +22,10 @@ Rules a backend must follow (docs/backends.md says more):
 - check `cancel.cancelled` between pieces, and use `cancel.wait(seconds)`
   instead of `time.sleep` so a cancel or the time limit wakes it at once;
 - raise `widget_server.errors.ChatError(code, detail)` for a typed failure;
-  any other exception is logged and shown to the user as `internal`.
+  any other exception is logged and shown to the user as `internal`;
+- to propose an action (a call back, a booking), yield an
+  `ActionProposal(name, arguments)`: it is validated at once and offered
+  to the user only after the answer completes (docs/backends.md, "Actions").
 """
 
 from __future__ import annotations
@@ -67,11 +70,28 @@ class CancelToken:
         return self._event.wait(timeout)
 
 
+@dataclass(frozen=True)
+class ActionProposal:
+    """An action the backend proposes, yielded between text pieces.
+
+    `name` names an installed action (entry-point group
+    `widget_server.actions`, see widget_server.actions); `arguments` are
+    validated against that action's schema the moment it is yielded. The
+    proposal travels with the answer (`action.proposed`), but it becomes
+    actionable only once the answer completes: the user confirms it, and the
+    server executes it exactly once. A cancelled or failed answer never
+    offers its proposals.
+    """
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]: ...
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]: ...
 
 
 class UnknownBackend(LookupError):

@@ -9,14 +9,16 @@ token-like scenarios, at word starts; joined chunks always equal the text.
 from __future__ import annotations
 
 import json
+import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from typing import Callable, Iterator
 
 from ..chunking import split_sentences
 from ..errors import ChatError, ErrorCode
-from .base import CancelToken, Turn
+from .base import ActionProposal, CancelToken, Turn
 
 _WORD_START = re.compile(r"\s+(?=\S)")
 
@@ -84,6 +86,96 @@ Inline code such as `click(90)` plays four bars at 90 bpm.
 
 That is the whole plan. Good luck, and enjoy the music!
 """
+
+# -- bulk: a ~200 KB answer in ~5,000 deltas (bench/widget.py streams it) ------
+
+BULK_TARGET_CHARS = 200_000
+BULK_CHUNK_CHARS = 40
+BULK_SEED = 5000
+
+_BULK_WORDS = (
+    "scale chord arpeggio voicing tempo metronome bar beat groove phrase motif interval third fifth "
+    "seventh ninth root inversion string fret pick legato staccato accent rest rhythm swing triplet "
+    "mode dorian mixolydian minor major tension release cadence resolution melody harmony bass "
+    "practice routine slowly accurately listen record repeat relax breathe posture thumb wrist "
+    "hand finger position shift slide bend vibrato dynamics volume tone attack sustain decay "
+    "progression key signature sharp flat natural note octave unison pattern sequence exercise"
+).split()
+_BULK_HEADS = ("Warm-up", "Technique", "Theory", "Repertoire", "Ear training", "Improvisation", "Rhythm", "Review")
+
+
+def _bulk_sentence(rng: random.Random) -> str:
+    words = [rng.choice(_BULK_WORDS) for _ in range(rng.randint(6, 16))]
+    if rng.random() < 0.3:
+        i = rng.randrange(len(words))
+        mark = rng.choice(("**", "*", "`"))
+        words[i] = f"{mark}{words[i]}{mark}"
+    return " ".join(words).capitalize() + rng.choice((".", ".", ".", "!", "?"))
+
+
+def _bulk_paragraph(rng: random.Random) -> str:
+    return " ".join(_bulk_sentence(rng) for _ in range(rng.randint(3, 7))) + "\n\n"
+
+
+def _bulk_list(rng: random.Random) -> str:
+    items = []
+    for _ in range(rng.randint(3, 6)):
+        items.append(f"- {_bulk_sentence(rng)}\n")
+        if rng.random() < 0.25:
+            items.append(f"  - {_bulk_sentence(rng)}\n")
+    return "".join(items) + "\n"
+
+
+def _bulk_code(rng: random.Random, n: int) -> str:
+    bpm = rng.randint(60, 140)
+    lines = [f"def exercise_{n}(bpm: int = {bpm}) -> list[str]:", "    notes = []"]
+    for _ in range(rng.randint(6, 14)):
+        lines.append(f"    notes.append({rng.choice(_BULK_WORDS)!r})  # {rng.choice(_BULK_WORDS)}")
+    lines.append("    return notes")
+    return "```python\n" + "\n".join(lines) + "\n```\n\n"
+
+
+def _bulk_table(rng: random.Random) -> str:
+    rows = ["| Day | Focus | Minutes | Tempo (bpm) |", "| --- | :--- | ---: | ---: |"]
+    for day in range(1, 31):
+        rows.append(f"| {day} | {rng.choice(_BULK_HEADS)} | {rng.randint(10, 45)} | {rng.randint(60, 160)} |")
+    return "\n".join(rows) + "\n\n"
+
+
+@lru_cache(maxsize=1)
+def bulk_answer() -> str:
+    """The `bulk` answer: deterministic (a fixed seed), built on first use, cached."""
+    rng = random.Random(BULK_SEED)
+    parts = ["# A month of practice, in detail\n\n", _bulk_paragraph(rng)]
+    length, section, codes, table = sum(map(len, parts)), 0, 0, False
+    while length < BULK_TARGET_CHARS:
+        section += 1
+        block = [f"## {section}. {_BULK_HEADS[section % len(_BULK_HEADS)]}\n\n", _bulk_paragraph(rng), _bulk_list(rng)]
+        block.append(_bulk_paragraph(rng))
+        if section % 40 == 10 and codes < 5:
+            codes += 1
+            block.append(_bulk_code(rng, codes))
+        if not table and length > BULK_TARGET_CHARS // 2:
+            table = True
+            block.append(_bulk_table(rng))
+        parts.extend(block)
+        length += sum(map(len, block))
+    parts.append("That is the whole month. Good luck, and enjoy the music!\n")
+    return "".join(parts)
+
+
+def group_chunks(chunks: list[str], size: int) -> list[str]:
+    """Consecutive chunks joined into groups of about `size` characters (the nearest a cut gets)."""
+    groups, current = [], ""
+    for chunk in chunks:
+        if current and len(current) + len(chunk) - size > size - len(current):
+            groups.append(current)  # closer to `size` without this chunk than with it
+            current = ""
+        current += chunk
+    if current:
+        groups.append(current)
+    return groups
+
 
 SLOW_ANSWER = (
     "This answer arrives slowly, one sentence at a time. "
@@ -169,6 +261,12 @@ _register(
         lambda b, c: b.paced(split_words(LONG_MARKDOWN), c),
     ),
     Scenario(
+        "bulk",
+        "a ~200 KB answer (paragraphs, lists, code, a table) in ~5,000 deltas of ~40 characters "
+        "(at the default pace it outlasts the default time limit: lower `DEMO_DELAY_SECONDS`)",
+        lambda b, c: b.paced(group_chunks(split_words(bulk_answer()), BULK_CHUNK_CHARS), c),
+    ),
+    Scenario(
         "slow",
         "five sentences, a second or more apart",
         lambda b, c: b.paced(split_sentences(SLOW_ANSWER), c, delay=max(1.0, b.delay * 10)),
@@ -176,6 +274,54 @@ _register(
     *(_failure_scenario(code) for code in ErrorCode),
     Scenario("hang", "starts, then hangs until the time limit fails it with `timeout`", _hang),
 )
+
+
+# -- actions: scenarios that propose an action (widget_server.actions) -------
+# Kept out of SCENARIOS on purpose: they yield an ActionProposal besides
+# text, and SCENARIOS is played by tools that expect text only (the QA
+# page's expected scripts). `/scenario <name>` plays either kind.
+
+ACTION_SCENARIOS: dict[str, Scenario] = {}
+
+ACTION_ANSWER = (
+    "I can ask our team to call you back. "
+    "Check the details below, then confirm or dismiss the request.\n"
+)
+ACTION_ARGUMENTS = {"name": "Ana García", "phone": "+34 600 123 456", "preferred_time": "mornings"}
+
+
+def _action(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+    yield from backend.paced(split_sentences(ACTION_ANSWER), cancel)
+    if cancel.cancelled:
+        return
+    yield ActionProposal("callback_request", dict(ACTION_ARGUMENTS))
+
+
+def _action_slow(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+    yield "I can ask our team to call you back. Preparing the request… "
+    if cancel.wait(2.0):  # "preparing the action": a cancel here must leave no trace
+        return
+    yield ActionProposal("callback_request", dict(ACTION_ARGUMENTS))
+    if cancel.wait(2.0):  # proposed, not yet complete: a cancel here must never offer it
+        return
+    yield "Check the details below, then confirm or dismiss the request.\n"
+
+
+def _action_invalid(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+    yield "I can ask our team to call you back. "
+    yield ActionProposal("callback_request", {"name": "Ana García", "phone": "call me maybe"})
+
+
+for _scenario in (
+    Scenario("action", "proposes a call back after its text; confirm or dismiss it once the answer completes", _action),
+    Scenario(
+        "action-slow",
+        "a sentence, 2 s preparing a call-back proposal, the proposal, 2 s more, a last sentence (time to press Stop)",
+        _action_slow,
+    ),
+    Scenario("action-invalid", "proposes a call back with an invalid phone number: fails with `validation`", _action_invalid),
+):
+    ACTION_SCENARIOS[_scenario.name] = _scenario
 
 
 def _normalise_question(text: str) -> str:
@@ -206,7 +352,7 @@ class DemoBackend:
             yield chunk
 
     def help_text(self) -> str:
-        lines = [f"- `{s.name}` — {s.description}." for s in SCENARIOS.values()]
+        lines = [f"- `{s.name}` — {s.description}." for s in (*SCENARIOS.values(), *ACTION_SCENARIOS.values())]
         return HELP_ANSWER_HEAD + "\n".join(lines) + "\n"
 
     def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]:
@@ -220,9 +366,9 @@ class DemoBackend:
         if command == "/help":
             return self.paced(split_sentences(self.help_text()), cancel)
         if command == "/scenario":
-            scenario = SCENARIOS.get(argument.strip())
+            scenario = SCENARIOS.get(argument.strip()) or ACTION_SCENARIOS.get(argument.strip())
             if scenario is None:
-                known = ", ".join(f"`{name}`" for name in SCENARIOS)
+                known = ", ".join(f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS))
                 return self.paced([f"There is no scenario called `{argument.strip()}`. Known scenarios: {known}.\n"], cancel)
             return scenario.play(self, cancel)
         seed = self._questions.get(_normalise_question(text))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ErrorInfo
 from ..messages import MessageState, StreamEvent
@@ -48,6 +49,61 @@ class Claim:
     exchange: Exchange
     created: bool
     history: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ActionStatus:
+    """An action's life: proposed → executing → succeeded | failed; proposed → dismissed."""
+
+    PROPOSED = "proposed"
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DISMISSED = "dismissed"
+    ALL = (PROPOSED, EXECUTING, SUCCEEDED, FAILED, DISMISSED)
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One proposed action of one assistant message, and what became of it."""
+
+    action_id: str
+    conversation_id: str
+    message_id: str
+    name: str
+    arguments: dict[str, Any]
+    label: str
+    description: str
+    status: str = ActionStatus.PROPOSED
+    idempotency_key: str = ""  # the key of the confirm that claimed it
+    result: dict[str, Any] | None = None  # execute()'s result, when succeeded
+    error: dict[str, Any] | None = None  # {code, message}, when failed
+
+    def proposal(self) -> dict[str, Any]:
+        """What the stream says about it (`action.proposed`, `message.completed`)."""
+        return {
+            "action_id": self.action_id,
+            "name": self.name,
+            "label": self.label,
+            "description": self.description,
+            "arguments": self.arguments,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """What the actions API says about it."""
+        body = {**self.proposal(), "message_id": self.message_id, "status": self.status}
+        if self.result is not None:
+            body["result"] = self.result
+        if self.error is not None:
+            body["error"] = self.error
+        return body
+
+
+# Outcomes of Store.claim_action and Store.dismiss_action.
+CLAIMED = "claimed"  # this call moved it proposed → executing: run execute() now
+SAME_KEY = "same"  # already claimed with this idempotency key (a retry)
+OTHER_KEY = "other"  # already claimed with another key
+DISMISSED = "dismissed"  # dismissed (by this call or before)
+CONFIRMED = "confirmed"  # dismiss refused: it was confirmed
 
 
 class RequestConflict(Exception):
@@ -127,6 +183,42 @@ class Store(ABC):
     @abstractmethod
     def snapshot(self, message_id: str) -> StreamEvent | None:
         """A `message.snapshot` of the text so far (None for an unknown message)."""
+
+    # -- actions (widget_server.actions). Not abstract, so a store written
+    # before actions existed still loads; it cannot carry proposals.
+
+    def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
+        """Record a proposal and append its `action.proposed` event, atomically;
+        None (and nothing stored) if the message is no longer running."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def action(self, action_id: str) -> ActionRecord | None:
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def message_actions(self, message_id: str) -> list[ActionRecord]:
+        """A message's proposals, in the order they were made."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def claim_action(self, action_id: str, idempotency_key: str) -> tuple[str | None, ActionRecord | None]:
+        """Atomically: proposed → executing under this key (CLAIMED); else say
+        why not (SAME_KEY, OTHER_KEY, DISMISSED), with the current record.
+        (None, None) for an unknown action."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def finish_action(
+        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+    ) -> ActionRecord | None:
+        """executing → succeeded | failed, only for the key that claimed it."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def dismiss_action(self, action_id: str) -> tuple[str | None, ActionRecord | None]:
+        """Atomically: proposed → dismissed (DISMISSED, also if it already was);
+        CONFIRMED if a confirm claimed it first."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    def wait_action(self, action_id: str, timeout: float) -> ActionRecord | None:
+        """The record once it is no longer executing, or as it is after `timeout` s."""
+        raise NotImplementedError(f"{type(self).__name__} does not support actions")
 
     def close(self) -> None:
         """Release connections; the default store holds none."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import ErrorInfo
 from ..messages import InvalidTransition, MessageLog, MessageState, StreamEvent
 from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
+from .base import CLAIMED, CONFIRMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus
 
 
 @dataclass
@@ -40,6 +41,8 @@ class MemoryStore(Store):
         self._lock = threading.RLock()
         self._conversations: OrderedDict[str, _ConversationRecord] = OrderedDict()
         self._messages: dict[str, _MessageRecord] = {}
+        self._actions: dict[str, ActionRecord] = {}
+        self._action_changed = threading.Condition(self._lock)
 
     # -- conversations -----------------------------------------------------
 
@@ -61,7 +64,9 @@ class MemoryStore(Store):
                 break
             del self._conversations[cid]
             for exchange in record.exchanges:
-                self._messages.pop(exchange.assistant_message_id, None)
+                message = self._messages.pop(exchange.assistant_message_id, None)
+                for proposal in message.log.actions if message is not None else ():
+                    self._actions.pop(proposal["action_id"], None)
 
     def _record(self, conversation_id: str) -> _ConversationRecord | None:
         # Expire here too, not only on create: an idle conversation must be
@@ -183,3 +188,71 @@ class MemoryStore(Store):
                 if events or remaining <= 0:
                     return events
                 record.changed.wait(remaining)
+
+    # -- actions -----------------------------------------------------------
+    # Every transition happens under the store's lock, so two confirms
+    # racing for one action see one winner: it alone runs execute().
+
+    def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
+        with self._lock:
+            event = self._write(message_id, lambda log: log.add_action(action.proposal()))
+            if event is not None:
+                self._actions[action.action_id] = action
+            return event
+
+    def action(self, action_id: str) -> ActionRecord | None:
+        with self._lock:
+            return self._actions.get(action_id)
+
+    def message_actions(self, message_id: str) -> list[ActionRecord]:
+        with self._lock:
+            record = self._messages.get(message_id)
+            if record is None:
+                return []
+            found = (self._actions.get(p["action_id"]) for p in record.log.actions)
+            return [action for action in found if action is not None]
+
+    def claim_action(self, action_id: str, idempotency_key: str) -> tuple[str | None, ActionRecord | None]:
+        with self._lock:
+            action = self._actions.get(action_id)
+            if action is None:
+                return None, None
+            if action.status == ActionStatus.PROPOSED:
+                action = self._actions[action_id] = replace(
+                    action, status=ActionStatus.EXECUTING, idempotency_key=idempotency_key
+                )
+                return CLAIMED, action
+            if action.status == ActionStatus.DISMISSED:
+                return DISMISSED, action
+            return (SAME_KEY if action.idempotency_key == idempotency_key else OTHER_KEY), action
+
+    def finish_action(
+        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+    ) -> ActionRecord | None:
+        with self._lock:
+            action = self._actions.get(action_id)
+            if action is None or action.status != ActionStatus.EXECUTING or action.idempotency_key != idempotency_key:
+                return action
+            action = self._actions[action_id] = replace(action, status=status, result=result, error=error)
+            self._action_changed.notify_all()
+            return action
+
+    def dismiss_action(self, action_id: str) -> tuple[str | None, ActionRecord | None]:
+        with self._lock:
+            action = self._actions.get(action_id)
+            if action is None:
+                return None, None
+            if action.status == ActionStatus.PROPOSED:
+                action = self._actions[action_id] = replace(action, status=ActionStatus.DISMISSED)
+                self._action_changed.notify_all()
+            return (DISMISSED if action.status == ActionStatus.DISMISSED else CONFIRMED), action
+
+    def wait_action(self, action_id: str, timeout: float) -> ActionRecord | None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                action = self._actions.get(action_id)
+                remaining = deadline - time.monotonic()
+                if action is None or action.status != ActionStatus.EXECUTING or remaining <= 0:
+                    return action
+                self._action_changed.wait(remaining)

@@ -15,6 +15,13 @@ Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
   msg:{mid}             hash  conversation_id, state, last_seq, error
   msg:{mid}:text        string the answer so far
   msg:{mid}:events      stream field `e` = event JSON
+  msg:{mid}:actions     list  the message's action proposals (JSON), in order
+  action:{aid}          hash  conversation_id, message_id, name, proposal, status,
+                              key (the claiming idempotency key), result, error
+
+An action's execution is claimed by one Lua compare-and-set (proposed →
+executing, recording the idempotency key), so however many confirms race,
+on however many workers, exactly one runs it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 from ..errors import ErrorInfo
 from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
 from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
+from .base import ActionRecord, ActionStatus
 
 PREFIX = "cw:"
 
@@ -47,7 +55,7 @@ for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
 return {'created', ARGV[2]}
 """
 
-# KEYS: msg, text, events
+# KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`)
 # ARGV: op (start|text|complete|fail|cancel), payload_json, text (for op text), maxlen, ttl, message_id
 # Returns the event JSON, or nil when the transition is refused.
 _APPEND = """
@@ -77,9 +85,63 @@ else
   end
 end
 local encoded = cjson.encode(event)
+if op == 'complete' and KEYS[4] then
+  -- the proposals, as stored (raw JSON, not re-encoded by cjson)
+  local actions = redis.call('LRANGE', KEYS[4], 0, -1)
+  if #actions > 0 then
+    encoded = string.sub(encoded, 1, -2) .. ',"actions":[' .. table.concat(actions, ',') .. ']}'
+  end
+end
 redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
-for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
+for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[5]) end  -- the actions list too, if any
 return encoded
+"""
+
+# KEYS: msg, events, actions list, action
+# ARGV: proposal_json (an object), maxlen, ttl, message_id, conversation_id, name
+# Appends `action.proposed` (the proposal's fields spliced in as they are) and
+# stores the action, only while the message is running.
+_ADD_ACTION = """
+if redis.call('HGET', KEYS[1], 'state') ~= 'running' then return nil end
+local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
+local encoded = '{"kind":"action.proposed","message_id":"' .. ARGV[4] .. '","seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], seq .. '-1', 'e', encoded)
+redis.call('RPUSH', KEYS[3], ARGV[1])
+redis.call('HSET', KEYS[4], 'conversation_id', ARGV[5], 'message_id', ARGV[4], 'name', ARGV[6],
+  'proposal', ARGV[1], 'status', 'proposed', 'key', '')
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+return encoded
+"""
+
+# KEYS: action; ARGV: idempotency key, ttl → outcome
+_CLAIM_ACTION = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return nil end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if status == 'proposed' then
+  redis.call('HSET', KEYS[1], 'status', 'executing', 'key', ARGV[1])
+  return 'claimed'
+end
+if status == 'dismissed' then return 'dismissed' end
+if redis.call('HGET', KEYS[1], 'key') == ARGV[1] then return 'same' end
+return 'other'
+"""
+
+# KEYS: action; ARGV: idempotency key, status, result_json, error_json, ttl
+_FINISH_ACTION = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'executing' or redis.call('HGET', KEYS[1], 'key') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'error', ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+# KEYS: action → outcome
+_DISMISS_ACTION = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return nil end
+if status == 'proposed' then redis.call('HSET', KEYS[1], 'status', 'dismissed'); status = 'dismissed' end
+if status == 'dismissed' then return 'dismissed' end
+return 'confirmed'
 """
 
 # KEYS: msg, text  → {state, last_seq, text}
@@ -108,6 +170,10 @@ class RedisStore(Store):
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
+        self._add_action = self.redis.register_script(_ADD_ACTION)
+        self._claim_action = self.redis.register_script(_CLAIM_ACTION)
+        self._finish_action = self.redis.register_script(_FINISH_ACTION)
+        self._dismiss_action = self.redis.register_script(_DISMISS_ACTION)
 
     def close(self) -> None:
         self.redis.close()
@@ -193,7 +259,7 @@ class RedisStore(Store):
     def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
         key = self._msg(message_id)
         raw = self._append(
-            keys=[key, key + ":text", key + ":events"],
+            keys=[key, key + ":text", key + ":events", key + ":actions"],
             args=[op, json.dumps(payload, ensure_ascii=False), text, self.max_events, self._ttl, message_id],
         )
         return _event_from_json(raw) if raw is not None else None
@@ -258,3 +324,79 @@ class RedisStore(Store):
             return []
         later = self.redis.xrange(key, min=f"({snapshot.seq}-1", max="+")
         return [snapshot, *(_event_from_json(fields[b"e"]) for _, fields in later)]
+
+    # -- actions -----------------------------------------------------------
+
+    @staticmethod
+    def _action_key(action_id: str) -> str:
+        return f"{PREFIX}action:{action_id}"
+
+    def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
+        key = self._msg(message_id)
+        proposal = json.dumps(action.proposal(), ensure_ascii=False, separators=(",", ":"))
+        raw = self._add_action(
+            keys=[key, key + ":events", key + ":actions", self._action_key(action.action_id)],
+            args=[proposal, self.max_events, self._ttl, message_id, action.conversation_id, action.name],
+        )
+        return _event_from_json(raw) if raw is not None else None
+
+    def action(self, action_id: str) -> ActionRecord | None:
+        values = self.redis.hmget(
+            self._action_key(action_id), "conversation_id", "message_id", "proposal", "status", "key", "result", "error"
+        )
+        if values[0] is None:
+            return None
+        conversation_id, message_id, proposal, status, key, result, error = (
+            v.decode() if isinstance(v, bytes) else (v or "") for v in values
+        )
+        data = json.loads(proposal)
+        return ActionRecord(
+            action_id,
+            conversation_id,
+            message_id,
+            data["name"],
+            data["arguments"],
+            data["label"],
+            data["description"],
+            status,
+            key,
+            json.loads(result) if result else None,
+            json.loads(error) if error else None,
+        )
+
+    def message_actions(self, message_id: str) -> list[ActionRecord]:
+        ids = [json.loads(raw)["action_id"] for raw in self.redis.lrange(self._msg(message_id) + ":actions", 0, -1)]
+        found = (self.action(action_id) for action_id in ids)
+        return [action for action in found if action is not None]
+
+    def claim_action(self, action_id: str, idempotency_key: str) -> tuple[str | None, ActionRecord | None]:
+        outcome = self._claim_action(keys=[self._action_key(action_id)], args=[idempotency_key, self._ttl])
+        if outcome is None:
+            return None, None
+        return outcome.decode(), self.action(action_id)
+
+    def finish_action(
+        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+    ) -> ActionRecord | None:
+        encode = lambda value: json.dumps(value, ensure_ascii=False) if value is not None else ""  # noqa: E731
+        self._finish_action(
+            keys=[self._action_key(action_id)], args=[idempotency_key, status, encode(result), encode(error), self._ttl]
+        )
+        return self.action(action_id)
+
+    def dismiss_action(self, action_id: str) -> tuple[str | None, ActionRecord | None]:
+        outcome = self._dismiss_action(keys=[self._action_key(action_id)])
+        if outcome is None:
+            return None, None
+        return outcome.decode(), self.action(action_id)
+
+    # How often a confirm waiting for another worker's execution looks again.
+    ACTION_POLL_SECONDS = 0.05
+
+    def wait_action(self, action_id: str, timeout: float) -> ActionRecord | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            action = self.action(action_id)
+            if action is None or action.status != ActionStatus.EXECUTING or time.monotonic() >= deadline:
+                return action
+            time.sleep(min(self.ACTION_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
