@@ -114,6 +114,20 @@ export class Announcer {
     }
   }
 
+  // A live region is announced when its text changes: the same text again
+  // (the next answer's "Generating answer…") would be silent in Chromium,
+  // as Orca showed. Empty it first and write in a later task.
+  _write(text) {
+    if (this.region.textContent !== text) {
+      this.region.textContent = text;
+      return;
+    }
+    this.region.textContent = '';
+    setTimeout(() => {
+      this.region.textContent = text;
+    }, 100);
+  }
+
   _flush() {
     if (!this.queue.length) return;
     // Consecutive sentences go out together; a cue is always on its own.
@@ -122,7 +136,7 @@ export class Announcer {
     const text = this.queue.splice(0, count).map((item) => item.text).join(' ');
     // Observers hear of it first and may cancel it (onAnnounce → false).
     if (this.onAnnounce({ politeness: 'polite', text }) !== false) {
-      this.region.textContent = text;
+      this._write(text);
       this.lastAt = this.now();
     }
     this._schedule();
