@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from .backends.base import UnknownBackend, load_backend_class
+from .backends.base import UnknownBackend, create_backend
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings
 
 
@@ -49,7 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     explicit = {name: value for name, value in vars(args).items() if value is not None}
     try:
         settings = load_settings(explicit)
-        load_backend_class(settings["BACKEND"])
+        # Build the backend once here, before any worker starts, so its own
+        # configuration errors (a missing API key, an empty knowledge base)
+        # are this one line too, not a worker failing to boot.
+        create_backend(settings["BACKEND"], settings)
     except (ConfigError, UnknownBackend) as error:
         print(f"widget-server: error: {error}", file=sys.stderr)
         return 2
