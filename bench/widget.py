@@ -69,16 +69,7 @@ from tests.e2e.hosting import HostSite  # noqa: E402
 from widget_server.backends.demo import BULK_CHUNK_CHARS, bulk_answer, group_chunks, split_words  # noqa: E402
 
 HOST = "127.0.0.1"  # loopback only, by construction
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from widget_server.testing import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the same launch as the e2e tests)
 BULK_QUESTION = "/scenario bulk"
 SEED_QUESTION = "which arpeggio fits Am F C G"
 TTFT_DELAY = 0.05

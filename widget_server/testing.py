@@ -24,6 +24,22 @@ import threading
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+# Debian's system browsers, which Playwright drives where it cannot download
+# its own: Chromium by executable path, Firefox ESR through WebDriver BiDi
+# (any `moz-…` channel selects it).
+CHROMIUM = "/usr/bin/chromium"
+FIREFOX = "/usr/bin/firefox-esr"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    # Without these Chromium keeps trying to reach hosts a closed network refuses.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
 TERMINAL_STATES = ("completed", "cancelled", "failed", "incomplete")
 
 # Installed in every frame before any page script runs: records what the

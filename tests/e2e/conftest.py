@@ -10,19 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-FIREFOX = "/usr/bin/firefox-esr"
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    # Without these Chromium keeps trying to reach hosts this network refuses.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX  # noqa: F401  (test_orca imports them from here)
 
 
 @pytest.fixture(scope="session")
