@@ -9,7 +9,9 @@ from widget_server import create_app
 from .helpers import ChatClient, LiveServer, load_seed_answers
 
 # Tests run with a fast demo pace; tests that need pacing set their own.
-TEST_CONFIG = {"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING"}
+# Rate limits off: a test makes more requests from 127.0.0.1 in a second
+# than a visitor does in an hour (tests/test_rate_limits.py turns them on).
+TEST_CONFIG = {"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING", "RATE_LIMITS": False}
 
 
 @pytest.fixture

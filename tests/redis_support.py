@@ -48,6 +48,14 @@ class RedisServer:
         client.close()
         return self
 
+    def crash(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would; start() brings it back on
+        the same port, empty (no persistence)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()

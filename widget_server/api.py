@@ -202,6 +202,8 @@ def get_events(conversation_id: str, message_id: str):
     # injected faults, only `snapshot` applies to a resume.
     snapshot = request.args.get("snapshot", "") in ("1", "true") or _faults().snapshot
     slot = chat.reserve_stream(conversation_id)
+    if after_seq > 0:
+        chat.metrics.resumed()
     return _stream_response(EventStream(slot, message_id, after_seq, snapshot=snapshot))
 
 
@@ -219,6 +221,35 @@ def cancel_message(conversation_id: str, message_id: str):
     chat = service()
     chat.cancel(conversation_id, message_id)
     return jsonify(chat.message_state(conversation_id, message_id))
+
+
+# The most a report may claim per field: a widget repairs at most one
+# message's worth of events (LOG_MAX_EVENTS is the longest log).
+MAX_REPORTED = 1_000_000
+
+
+@bp.post("/conversations/<conversation_id>/messages/<message_id>/report")
+def report_message(conversation_id: str, message_id: str):
+    """What the client saw and repaired on this message's streams (counted in
+    /metrics): duplicate events it ignored, gaps (events never received) it
+    filled with a snapshot. Sent by the widget when a message ends, only if
+    something was repaired."""
+    _authorize(conversation_id)
+    _check_message_id(message_id)
+    body = _json_body()
+    unknown = sorted(set(body) - {"duplicates", "dropped"})
+    if unknown:
+        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped.")
+    counts = {}
+    for field in ("duplicates", "dropped"):
+        value = body.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED:
+            raise ApiError(400, "invalid_report", f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
+        counts[field] = value
+    chat = service()
+    chat.message_state(conversation_id, message_id)  # 404 for another conversation's message
+    chat.metrics.client_report(**counts)
+    return Response(status=204)
 
 
 @bp.after_request

@@ -8,9 +8,12 @@ from typing import Any, Mapping
 
 from flask import Flask
 
-from . import actions_api, api, errorhandlers, kb_routes, openapi, qa, web
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, qa, ratelimits, web
 from .backends.base import create_backend
 from .config import load_settings
+from .metrics import Metrics
 from .service import ChatService
 from .stores import create_store
 
@@ -43,11 +46,20 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if "*" in settings["EMBED_ORIGINS"]:
         log.warning("EMBED_ORIGINS is '*': any website may embed this chat panel")
 
+    if settings["PROXY_HOPS"]:
+        # The client address (rate limits, logs) from X-Forwarded-For, set by
+        # exactly this many trusted proxies; never trusted without them.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings["PROXY_HOPS"])  # type: ignore[method-assign]
+
     store = create_store(settings)
     backend = create_backend(settings["BACKEND"], settings)
-    app.extensions["widget_server.service"] = ChatService(store, backend, settings)
+    metrics = Metrics(enabled=settings["METRICS"])
+    app.extensions["widget_server.metrics"] = metrics
+    app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
 
     errorhandlers.init_app(app)
+    ratelimits.init_app(app)
+    monitoring.init_app(app)
     api.init_app(app)
     openapi.init_app(app)
     web.init_app(app)

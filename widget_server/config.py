@@ -107,6 +107,19 @@ def _parse_optional_url(raw: Any) -> str:
     return url
 
 
+def _parse_rate_limits(raw: Any) -> str:
+    """Empty (no limit), or flask-limiter's notation: `20/minute;500/day`."""
+    text = _parse_str(raw)
+    if text:
+        from limits import parse_many
+
+        try:
+            parse_many(text)
+        except ValueError:
+            raise ValueError("expected limits such as `20/minute` or `20/minute;500/day` (or empty for none)") from None
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -152,7 +165,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MAX_STREAMS", _parse_int, 1000, "Open event streams per worker process (more: 503 with Retry-After).", 1, 1_000_000),
     Setting("MAX_STREAMS_PER_CONVERSATION", _parse_int, 8, "Open event streams per conversation (more: 429 with Retry-After).", 1, 10_000),
     Setting("MAX_RUNNING_PER_CONVERSATION", _parse_int, 2, "Answers generating at once per conversation (more: 429 with Retry-After).", 1, 1000),
-    Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the memory store forgets a conversation.", 1, 31_536_000),
+    Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the store forgets a conversation (memory: on the next sweep; Redis: key expiry, refreshed on use).", 1, 31_536_000),
+    Setting("WORKER_LEASE_SECONDS", _parse_float, 5.0, "Shared store: how long a worker's claim on an answer it is generating lasts unless renewed (it renews every third of it). If the worker dies, readers get `worker_lost` within about 1.5 times this.", 1, 60),
+    Setting("SHUTDOWN_GRACE_SECONDS", _parse_float, 20.0, "On SIGTERM, how long a worker may take to stop: open streams end at once (resumably), answers being generated get this long to finish, then fail with `worker_lost`.", 1, 3600),
+    Setting("RATE_LIMITS", _parse_bool, True, "Apply the RATE_LIMIT_* limits (429 `rate_limited` with Retry-After). Counted in the store's Redis when the store is Redis, else in the process."),
+    Setting("RATE_LIMIT_CLIENT", _parse_rate_limits, "300/minute", "Requests to /api/v1 per client address, all endpoints together (stream resumes included)."),
+    Setting("RATE_LIMIT_NEW_CONVERSATIONS", _parse_rate_limits, "60/hour", "New conversations per client address."),
+    Setting("RATE_LIMIT_MESSAGES_CLIENT", _parse_rate_limits, "30/minute;1000/day", "Messages sent per client address (a retry with the same request_id counts too)."),
+    Setting("RATE_LIMIT_MESSAGES_CONVERSATION", _parse_rate_limits, "20/minute;300/day", "Messages sent per conversation: the conversation's quota."),
+    Setting("PROXY_HOPS", _parse_int, 0, "Reverse proxies in front of the server that set X-Forwarded-For; the client address for rate limits is taken that many hops back (0: the socket's peer).", 0, 10),
+    Setting("METRICS", _parse_bool, True, "Serve Prometheus metrics at `/metrics` (restrict it to your monitoring network at the proxy)."),
     Setting("DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10),
     Setting("EMBED_ORIGINS", _parse_origins, ("'self'",), "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning)."),
     Setting("FAULTS", _parse_bool, False, "Allow fault injection (`X-Chat-Faults`) for tests and QA; refused when ENV is production."),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, jsonify, request
+from flask import Flask, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .errors import ApiError
+from .stores.base import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,23 @@ def handle_http_exception(error: HTTPException):
     return response
 
 
+# Redis restarts in about a second; a client should not hammer it meanwhile.
+STORE_RETRY_AFTER_SECONDS = 2
+
+
+def handle_store_unavailable(error: StoreUnavailable):
+    log.warning("%s %s: the store is unavailable: %s", request.method, request.path, error)
+    metrics = current_app.extensions.get("widget_server.metrics")
+    if metrics is not None:
+        metrics.store_unavailable()
+    return _json_error(
+        503,
+        "store_unavailable",
+        "The chat service cannot reach its storage right now. Try again in a moment.",
+        STORE_RETRY_AFTER_SECONDS,
+    )
+
+
 def handle_unexpected(error: Exception):
     log.exception("unhandled error on %s %s", request.method, request.path)
     return _json_error(500, "internal", "Something went wrong on our side. Nothing was saved; try again.")
@@ -61,5 +79,6 @@ def handle_unexpected(error: Exception):
 
 def init_app(app: Flask) -> None:
     app.register_error_handler(ApiError, handle_api_error)
+    app.register_error_handler(StoreUnavailable, handle_store_unavailable)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)

@@ -19,6 +19,9 @@ class ErrorCode(str, Enum):
     SAFETY = "safety"
     VALIDATION = "validation"
     INTERNAL = "internal"
+    # The worker generating the answer stopped (crashed, killed, lost its
+    # host) and its ownership lease ran out: what arrived is all there is.
+    WORKER_LOST = "worker_lost"
 
     @property
     def retryable(self) -> bool:
@@ -29,7 +32,9 @@ class ErrorCode(str, Enum):
         return _USER_MESSAGES[self]
 
 
-_RETRYABLE = frozenset({ErrorCode.NETWORK, ErrorCode.TIMEOUT, ErrorCode.PROVIDER, ErrorCode.INTERNAL})
+_RETRYABLE = frozenset(
+    {ErrorCode.NETWORK, ErrorCode.TIMEOUT, ErrorCode.PROVIDER, ErrorCode.INTERNAL, ErrorCode.WORKER_LOST}
+)
 
 # English defaults. The widget shows its own translation keyed by `code`;
 # these are for API clients and logs (and are what the widget falls back to).
@@ -40,6 +45,7 @@ _USER_MESSAGES = {
     ErrorCode.SAFETY: "This request can't be answered. Try rephrasing your question.",
     ErrorCode.VALIDATION: "This request couldn't be processed as sent. Check your message and send it again.",
     ErrorCode.INTERNAL: "Something went wrong on our side. Nothing was saved; try again.",
+    ErrorCode.WORKER_LOST: "The server writing this answer stopped before it finished. What arrived is incomplete and was not saved; try again.",
 }
 
 

@@ -19,6 +19,7 @@ from flask import Blueprint, Flask, current_app, jsonify
 
 from .actions import IDEMPOTENCY_KEY_PATTERN
 from .api import REQUEST_ID_PATTERN
+from .errors import ErrorCode
 from .messages import EventKind, MessageState
 from .stores.base import ActionStatus
 
@@ -49,8 +50,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         409: "request_id already used with a different body.",
         413: "Request body or text larger than the configured limit.",
         415: "Content-Type is not application/json.",
-        429: "Too many streams or running answers in this conversation.",
-        503: "The server is at its limit of open streams.",
+        429: "Over a rate limit (`rate_limited`), or too many streams or running answers in this conversation.",
+        503: "The server is at its limit of open streams (`server_busy`), or its store is unreachable (`store_unavailable`).",
     }
     return {
         str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses
@@ -313,7 +314,25 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "200": {
                             "description": "The server is up.",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}},
-                        }
+                        },
+                        "503": {
+                            "description": "This worker cannot reach its store: route visitors elsewhere.",
+                            "headers": {"Retry-After": {"schema": {"type": "string"}}},
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}},
+                        },
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "operationId": "metrics",
+                    "summary": "Prometheus metrics, summed over the server's workers (docs/serving.md#metrics).",
+                    "responses": {
+                        "200": {
+                            "description": "Prometheus text exposition format.",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
+                        **_errors(404),
                     },
                 }
             },
@@ -423,6 +442,19 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     },
                 }
             },
+            "/api/v1/conversations/{conversation_id}/messages/{message_id}/report": {
+                "post": {
+                    "operationId": "reportMessage",
+                    "summary": "What the client repaired on this message's streams (counted at /metrics).",
+                    "security": _BEARER,
+                    "parameters": [_CONVERSATION_ID, _MESSAGE_ID],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ClientReport"}}},
+                    },
+                    "responses": {"204": {"description": "Counted."}, **_errors(400, 404, 413, 415)},
+                }
+            },
             **_ACTION_PATHS,
         },
         "components": {
@@ -431,6 +463,14 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 "queryToken": {"type": "apiKey", "in": "query", "name": "token", "description": "For EventSource, which cannot set headers."},
             },
             "schemas": {
+                "ClientReport": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "duplicates": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "description": "Events received again and ignored."},
+                        "dropped": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "description": "Sequence numbers never received (gaps repaired by a snapshot)."},
+                    },
+                },
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -450,7 +490,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "type": "object",
                     "required": ["code", "message", "retryable"],
                     "properties": {
-                        "code": {"enum": ["network", "timeout", "provider", "safety", "validation", "internal"]},
+                        "code": {"enum": [code.value for code in ErrorCode]},
                         "message": {"type": "string"},
                         "retryable": {"type": "boolean"},
                     },
@@ -458,7 +498,12 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 "Health": {
                     "type": "object",
                     "required": ["status"],
-                    "properties": {"status": {"const": "ok"}, "backend": {"type": "string"}, "open_streams": {"type": "integer"}},
+                    "properties": {
+                        "status": {"enum": ["ok", "unavailable"]},
+                        "backend": {"type": "string"},
+                        "open_streams": {"type": "integer"},
+                        "store": {"enum": ["ok", "unavailable"]},
+                    },
                 },
                 "NewConversation": {
                     "type": "object",
@@ -515,6 +560,12 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
     }
     if server_url:
         document["servers"] = [{"url": server_url}]
+    # Every API operation may be refused by a rate limit or an unreachable store.
+    for path, operations in document["paths"].items():
+        if path.startswith("/api/v1/"):
+            for operation in operations.values():
+                operation["responses"].setdefault("429", _errors(429)["429"])
+                operation["responses"].setdefault("503", _errors(503)["503"])
     return document
 
 

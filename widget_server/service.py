@@ -17,11 +17,12 @@ from typing import Any, Iterator
 
 from . import sse
 from .backends.base import Backend, Turn
-from .errors import ApiError
+from .errors import ApiError, ErrorCode, ErrorInfo
 from .faults import NO_FAULTS, FaultPlan
 from .generation import GenerationRun
-from .messages import MessageState, StreamEvent
-from .stores.base import Conversation, RequestConflict, Store, UnknownMessage
+from .messages import EventKind, MessageState, StreamEvent
+from .metrics import NO_METRICS, Metrics
+from .stores.base import Conversation, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +44,14 @@ NOT_FOUND_MESSAGE = "No such conversation, or the token does not match it."
 
 
 class ChatService:
-    def __init__(self, store: Store, backend: Backend, settings: dict[str, Any]) -> None:
+    def __init__(self, store: Store, backend: Backend, settings: dict[str, Any], metrics: Metrics = NO_METRICS) -> None:
         self.store = store
         self.backend = backend
         self.settings = settings
+        self.metrics = metrics
+        # Set on SIGTERM (serving.py): streams end resumably at their next
+        # wake-up, new answers are still accepted until the listener closes.
+        self.shutting_down = False
         self._lock = threading.Lock()
         # Serialises "may this conversation start another answer?" with the
         # claim that starts it, so racing new requests cannot all pass the
@@ -71,11 +76,25 @@ class ChatService:
             raise ApiError(404, "not_found", NOT_FOUND_MESSAGE)
         return conversation
 
-    def _message_in(self, conversation_id: str, message_id: str):
+    def _message_in(self, conversation_id: str, message_id: str) -> MessageInfo:
         info = self.store.message(message_id)
         if info is None or info.conversation_id != conversation_id:
             raise ApiError(404, "not_found", "No such message in this conversation.")
-        return info
+        return self.reap_if_lost(info)
+
+    def reap_if_lost(self, info: MessageInfo) -> MessageInfo:
+        """Fail a message whose generating worker died (its lease ran out).
+
+        Whoever looks first does it (a reader, a state or history request, a
+        new message in the conversation), once: the store's compare-and-set.
+        """
+        if info.state.terminal or not self.store.shared:
+            return info
+        if self.store.reap_if_lost(info.message_id, ErrorInfo.for_code(ErrorCode.WORKER_LOST)) is None:
+            return info
+        log.warning("message %s failed: its worker's lease ran out (worker_lost)", info.message_id)
+        self.metrics.ended("failed", code=ErrorCode.WORKER_LOST.value)
+        return self.store.message(info.message_id) or info
 
     # -- submitting --------------------------------------------------------
 
@@ -115,6 +134,7 @@ class ChatService:
                 Turn(text, claim.history, conversation_id, message_id),
                 time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
                 on_finish=self._forget_run,
+                metrics=self.metrics,
             )
             with self._lock:
                 self._runs[message_id] = run
@@ -125,7 +145,7 @@ class ChatService:
         count = 0
         for exchange in self.store.exchanges(conversation_id):
             info = self.store.message(exchange.assistant_message_id)
-            if info is not None and not info.state.terminal:
+            if info is not None and not self.reap_if_lost(info).state.terminal:
                 count += 1
         return count
 
@@ -149,11 +169,35 @@ class ChatService:
         with self._lock:
             self._runs.pop(run.message_id, None)
 
+    # -- shutdown ----------------------------------------------------------
+
+    def begin_shutdown(self) -> None:
+        """Streams end resumably at their next wake-up (at most a poll away)."""
+        self.shutting_down = True
+
+    def finish_runs(self, timeout: float) -> int:
+        """Let answers being generated finish for up to `timeout` s; end the
+        rest as `worker_lost`. Returns how many were abandoned."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            run.finished.wait(max(0.0, deadline - time.monotonic()))
+        abandoned = [run for run in runs if not run.finished.is_set()]
+        for run in abandoned:
+            run.abandon()
+        return len(abandoned)
+
     # -- cancel and history ------------------------------------------------
 
     def cancel(self, conversation_id: str, message_id: str) -> MessageState:
         self._message_in(conversation_id, message_id)
-        self.store.cancel(message_id)  # refused without effect if already terminal
+        # Refused without effect if already terminal: counted once, cluster-wide.
+        if self.store.cancel(message_id) is not None:
+            self.metrics.cancel_request("cancelled")
+            self.metrics.ended("cancelled")
+        else:
+            self.metrics.cancel_request("already_ended")
         with self._lock:
             run = self._runs.get(message_id)
         if run is not None:
@@ -173,6 +217,8 @@ class ChatService:
         messages: list[dict[str, Any]] = []
         for exchange in self.store.exchanges(conversation_id):
             info = self.store.message(exchange.assistant_message_id)
+            if info is not None:
+                info = self.reap_if_lost(info)
             if info is None or info.state in (MessageState.FAILED, MessageState.CANCELLED):
                 continue
             messages.append(
@@ -216,9 +262,11 @@ class ChatService:
                 )
             self._open_streams += 1
             self._streams_by_conversation[conversation_id] = per_conversation + 1
+        self.metrics.stream_opened()
         return StreamSlot(self, conversation_id)
 
     def _release_stream(self, conversation_id: str) -> None:
+        self.metrics.stream_closed()
         with self._lock:
             self._open_streams -= 1
             remaining = self._streams_by_conversation.get(conversation_id, 1) - 1
@@ -289,10 +337,35 @@ class EventStream:
         finally:
             self._slot.release()
 
-    def _events(self) -> Iterator[bytes]:
+    # How long a stream waits for events before looking around: for a dead
+    # worker's expired lease (shared store) and for a server shutdown. A
+    # heartbeat is sent only when HEARTBEAT_SECONDS pass without bytes.
+    IDLE_POLL_SECONDS = 1.0
+
+    def _poll_seconds(self) -> float:
         settings = self._service.settings
-        store = self._service.store
+        poll = self.IDLE_POLL_SECONDS
+        if self._service.store.shared:
+            poll = max(poll, settings["WORKER_LEASE_SECONDS"] / 2)
+        return min(settings["HEARTBEAT_SECONDS"], poll)
+
+    def _events(self) -> Iterator[bytes]:
+        try:
+            yield from self._read_log()
+        except StoreUnavailable as error:
+            # The response has begun (200): end it without a terminal event,
+            # so the client resumes; its resume gets 503 + Retry-After until
+            # the store is back.
+            log.warning("stream of %s ended: the store is unavailable: %s", self.message_id, error)
+            self._service.metrics.store_unavailable()
+            yield sse.encode_comment("store unavailable; resume shortly")
+
+    def _read_log(self) -> Iterator[bytes]:
+        service = self._service
+        settings = service.settings
+        store = service.store
         heartbeat = settings["HEARTBEAT_SECONDS"]
+        poll = self._poll_seconds()
         # First bytes at once: the client sees the stream open (and learns
         # the reconnection delay) before the backend has said anything.
         yield sse.encode_retry(settings["RETRY_MS"])
@@ -311,17 +384,34 @@ class EventStream:
             snapshot = store.snapshot(self.message_id)
             if snapshot is not None and snapshot.seq >= seq:
                 yield snapshot.encode()
+                service.metrics.snapshot_served()
                 seq = snapshot.seq
         sent = 0
+        quiet_since = time.monotonic()
         while True:
+            if service.shutting_down:
+                # This worker is stopping: close now, without a terminal
+                # event, so the client resumes on another worker (or on this
+                # server once restarted) exactly where it stopped.
+                yield sse.encode_comment("server restarting; resume")
+                return
             try:
-                events = store.read_events(self.message_id, seq, heartbeat)
+                events = store.read_events(self.message_id, seq, poll)
             except UnknownMessage:
                 return
             if not events:
-                yield sse.encode_comment("heartbeat")
+                info = store.message(self.message_id)
+                if info is not None:
+                    service.reap_if_lost(info)  # its failure event is read next time round
+                if time.monotonic() - quiet_since >= heartbeat:
+                    yield sse.encode_comment("heartbeat")
+                    quiet_since = time.monotonic()
                 continue
+            quiet_since = time.monotonic()
             last: StreamEvent = events[-1]
+            for event in events:
+                if event.kind is EventKind.SNAPSHOT:
+                    service.metrics.snapshot_served()  # the log was trimmed past our position
             if self.faults:
                 for event in events:
                     if event.seq in self.faults.skip:

@@ -1,10 +1,27 @@
-"""Production serving: gunicorn with gevent workers, configured from our settings."""
+"""Production serving: gunicorn with gevent workers, configured from our settings.
+
+Stopping (docs/serving.md): SIGINT/SIGQUIT leave at once; SIGTERM is the
+graceful stop — each worker marks its service as shutting down (open streams
+end within a poll, without a terminal event, so clients resume elsewhere),
+stops accepting, and before exiting gives the answers it is generating up to
+SHUTDOWN_GRACE_SECONDS to finish into the store, failing the rest as
+`worker_lost` rather than leaving readers to wait for their leases.
+
+Metrics (metrics.py): with prometheus-client's multi-process mode, each
+worker writes its series to files in PROMETHEUS_MULTIPROC_DIR; `serve`
+creates a fresh folder for that before any worker starts, and the master
+marks a dead worker's files so its live gauges stop counting.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
+import time
 from typing import Any, Mapping
 
 from gunicorn.app.base import BaseApplication
@@ -26,9 +43,9 @@ class WidgetServerApplication(BaseApplication):
             # Streams are long-lived by design; gevent workers heartbeat the
             # master from their own greenlet, so this only catches a stuck worker.
             "timeout": 60,
-            # SIGTERM: finish within this many seconds. Streams cut here are
-            # resumable (TCP close is never completion), so a short grace is safe.
-            "graceful_timeout": 10,
+            # SIGTERM: a worker stops within this many seconds (streams end at
+            # once, resumably; answers in progress get the rest to finish).
+            "graceful_timeout": math.ceil(settings["SHUTDOWN_GRACE_SECONDS"]),  # gunicorn takes whole seconds
             "keepalive": 5,
             "loglevel": settings["LOG_LEVEL"].lower(),
             "errorlog": "-",
@@ -37,7 +54,9 @@ class WidgetServerApplication(BaseApplication):
             # gunicorn 23+ opens a control socket under ~/.gunicorn; nothing
             # here uses it, and it fails where HOME is read-only.
             "control_socket_disable": True,
-            "post_worker_init": _quit_quietly,
+            "post_worker_init": _install_signal_handlers,
+            "worker_exit": _finish_answers,
+            "child_exit": _forget_worker_metrics,
         }
         for key, value in options.items():
             self.cfg.set(key, value)
@@ -52,11 +71,17 @@ def _bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _quit_quietly(worker) -> None:
-    """Ctrl-C (SIGINT, and the master's SIGQUIT): leave at once, no traceback.
+def _service(worker):
+    app = getattr(worker, "wsgi", None)
+    extensions = getattr(app, "extensions", None) or {}
+    return extensions.get("widget_server.service")
 
-    gunicorn's gevent worker raises SystemExit from a greenlet during
-    interpreter shutdown, which prints a traceback. Open streams lose
+
+def _install_signal_handlers(worker) -> None:
+    """SIGINT/SIGQUIT leave at once; SIGTERM begins the graceful stop.
+
+    Ctrl-C: gunicorn's gevent worker raises SystemExit from a greenlet
+    during interpreter shutdown, which prints a traceback. Open streams lose
     nothing by a quick exit: clients resume them (TCP close is never
     completion), so we flush our output and end the process.
     """
@@ -66,8 +91,40 @@ def _quit_quietly(worker) -> None:
         sys.stderr.flush()
         os._exit(0)
 
+    def stop_gracefully(signum, frame):
+        # Only flags here (a signal handler): streams see the flag at their
+        # next poll; gunicorn's loop sees `alive` within a second.
+        worker.widget_shutdown_started = time.monotonic()
+        service = _service(worker)
+        if service is not None:
+            service.begin_shutdown()
+        worker.alive = False
+
     signal.signal(signal.SIGINT, leave)
     signal.signal(signal.SIGQUIT, leave)
+    signal.signal(signal.SIGTERM, stop_gracefully)
+
+
+def _finish_answers(server, worker) -> None:
+    """In the exiting worker: answers still generating get the rest of the
+    grace to finish into the shared store; the rest end as `worker_lost`.
+    (With the memory store nothing outlives the process: nothing to wait for.)"""
+    service = _service(worker)
+    if service is None or not service.store.shared:
+        return
+    started = getattr(worker, "widget_shutdown_started", time.monotonic())
+    # Keep a second in hand before the master's SIGKILL at graceful_timeout.
+    remaining = server.cfg.graceful_timeout - (time.monotonic() - started) - 1.0
+    abandoned = service.finish_runs(max(0.0, remaining))
+    if abandoned:
+        server.log.warning("worker %s: %d answer(s) unfinished at shutdown ended as worker_lost", worker.pid, abandoned)
+
+
+def _forget_worker_metrics(server, worker) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
 
 
 def _announce_ready(server) -> None:
@@ -77,13 +134,29 @@ def _announce_ready(server) -> None:
         print(f"widget-server is ready: open http://{shown}:{port}/ in a browser (Ctrl-C stops it)", flush=True)
 
 
+def prepare_metrics_folder() -> str | None:
+    """A fresh PROMETHEUS_MULTIPROC_DIR for this server's workers (returned so
+    `serve` removes it), unless one is set already (then it is the operator's:
+    they must empty it between runs, as prometheus-client documents). Must run
+    before anything imports prometheus_client."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    folder = tempfile.mkdtemp(prefix="widget-server-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    return folder
+
+
 def serve(explicit_config: Mapping[str, Any], settings: Mapping[str, Any]) -> int:
     code = 0
+    metrics_folder = prepare_metrics_folder() if settings["METRICS"] else None
     try:
         WidgetServerApplication(explicit_config, settings).run()
     except KeyboardInterrupt:
         pass
     except SystemExit as exit:
         code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+    finally:
+        if metrics_folder is not None:
+            shutil.rmtree(metrics_folder, ignore_errors=True)
     print("widget-server stopped.", file=sys.stderr)
     return code

@@ -86,7 +86,9 @@ class ChatServer:
     process. Production serving (gunicorn + gevent) is tested elsewhere.
 
     Settings: `create_app`'s layers — defaults < `WIDGET_SERVER_*`
-    environment variables (`environ`, none by default) < `settings`.
+    environment variables (`environ`, none by default) < `settings`. Rate
+    limits are off unless `settings` turns them on: a test suite sends more
+    from one address in a minute than a visitor does in a day.
     """
 
     def __init__(self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None, host: str = "127.0.0.1") -> None:
@@ -94,7 +96,7 @@ class ChatServer:
 
         from .app import create_app
 
-        self.app = create_app(dict(settings or {}), environ={} if environ is None else environ)
+        self.app = create_app({"RATE_LIMITS": False, **(settings or {})}, environ={} if environ is None else environ)
         self.service = self.app.extensions["widget_server.service"]
         self._server = make_server(host, 0, self.app, threaded=True)
         self.host = host

@@ -154,12 +154,6 @@ def loader():
     return response.make_conditional(request)
 
 
-@bp.get("/healthz")
-def healthz():
-    chat = current_app.extensions["widget_server.service"]
-    return jsonify({"status": "ok", "backend": chat.backend.name, "open_streams": chat.open_streams})
-
-
 def security_headers(response: Response) -> Response:
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")

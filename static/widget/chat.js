@@ -335,6 +335,7 @@ class AnswerRun {
   async loop() {
     const config = this.panel.config;
     let backoff = 0;
+    let retryAfterMs = 0;
     let lastProgress = Date.now();
     while (!this.model.terminal) {
       if (!navigator.onLine) {
@@ -370,9 +371,14 @@ class AnswerRun {
       } catch (error) {
         if (error instanceof ApiError) {
           if ((error.status === 429 || error.status === 503) && !this.model.messageId) {
-            return this.failLocally(error.code === 'too_many_running' ? this.t.busy : error.message);
+            return this.failLocally(this.refusal(error));
           }
+          // The answer is gone from the server (a store restarted without
+          // persistence): say so, never show a raw 404.
+          if (error.status === 404 && this.model.messageId) return this.fail({ code: 'lost' });
           if (error.status < 500 && error.status !== 429) return this.failLocally(error.message);
+          // A 503 or 429 on resume says when to come back: not sooner.
+          if (error.retryAfter) retryAfterMs = error.retryAfter * 1000;
         }
         // Network errors, aborts and 5xx: resume below.
       } finally {
@@ -388,9 +394,18 @@ class AnswerRun {
       this.setConnection('reconnecting');
       const base = this.retryMs != null ? this.retryMs : config.retryMs;
       backoff = backoff ? Math.min(backoff * 2, config.maxBackoffMs) : base;
-      await this.waitForWake(backoff * (0.8 + Math.random() * 0.4));
+      await this.waitForWake(Math.max(backoff * (0.8 + Math.random() * 0.4), retryAfterMs));
+      retryAfterMs = 0;
     }
     await this.finish();
+  }
+
+  // What to tell the user when the server refuses to start an answer.
+  refusal(error) {
+    if (error.code === 'too_many_running') return this.t.busy;
+    if (error.code === 'rate_limited') return format(this.t.rateLimited, { seconds: error.retryAfter || 60 });
+    if (error.code === 'store_unavailable' || error.code === 'server_busy') return this.t.errors.unavailable;
+    return error.message;
   }
 
   consumeSnapshotWish() {
@@ -505,6 +520,7 @@ class AnswerRun {
   async finish() {
     const model = this.model;
     const t = this.t;
+    this.reportRepairs();
     this.render(true); // the whole text, exactly as verified below
     this.view.finish();
     this.done = true; // from here on, renders no longer feed the announcer
@@ -523,6 +539,14 @@ class AnswerRun {
     } else {
       this.fail(model.error || { code: 'internal', retryable: true });
     }
+  }
+
+  // Duplicates ignored and gaps repaired are invisible to the user by design;
+  // the server's /metrics counts them so operators see the network's health.
+  reportRepairs() {
+    const { duplicates, dropped, messageId } = this.model;
+    if (!messageId || (!duplicates && !dropped)) return;
+    this.panel.client.report(messageId, { duplicates, dropped }).catch(() => {});
   }
 
   fail(error) {

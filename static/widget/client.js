@@ -74,6 +74,15 @@ export class ChatClient {
     return response.json();
   }
 
+  // Tell the server what this client repaired on a message's streams (it
+  // counts them in /metrics). Best effort: a lost report loses nothing.
+  async report(messageId, { duplicates, dropped }) {
+    const url = `${this.apiBase}/conversations/${this.conversationId}/messages/${messageId}/report`;
+    const headers = this.headers({ 'Content-Type': 'application/json' });
+    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ duplicates, dropped }), keepalive: true });
+    if (!response.ok) throw await errorFrom(response);
+  }
+
   // One HTTP exchange: POST (send) or GET (resume). Calls onEvent(type, data)
   // per event; resolves when the body ends (or is aborted). Rejects with
   // ApiError for a non-stream response.

@@ -18,8 +18,9 @@ export class AnswerModel {
     this.state = 'running'; // running | completed | cancelled | failed | incomplete
     this.error = null;
     this.completion = null;
-    this.duplicates = 0;
-    this.gaps = 0;
+    this.duplicates = 0; // events received again and ignored
+    this.gaps = 0; // gaps seen (each repaired by a snapshot)
+    this.dropped = 0; // sequence numbers never received, summed over the gaps
     this.proposed = new Map(); // action.proposed, by action_id: informational only
   }
 
@@ -59,6 +60,7 @@ export class AnswerModel {
     }
     if (data.seq !== this.lastSeq + 1) {
       this.gaps += 1;
+      this.dropped += data.seq - this.lastSeq - 1;
       return 'gap';
     }
     this.lastSeq = data.seq;

@@ -209,6 +209,9 @@ _FAILURE_LEADS = {
     ErrorCode.SAFETY: "A safety filter blocks the rest after this sentence.",
     ErrorCode.VALIDATION: "The request is rejected as invalid after this sentence.",
     ErrorCode.INTERNAL: "The backend crashes after this sentence.",
+    # Simulated (a real one comes from a worker's expired lease): lets QA
+    # testers hear what a visitor hears when the server writing dies.
+    ErrorCode.WORKER_LOST: "The server writing this answer stops after this sentence.",
 }
 
 

@@ -15,4 +15,9 @@ def create_store(settings: dict[str, Any]) -> Store:
         return MemoryStore(max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
     from .redis import RedisStore
 
-    return RedisStore(url, max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
+    return RedisStore(
+        url,
+        max_events=settings["LOG_MAX_EVENTS"],
+        conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
+        lease_seconds=settings["WORKER_LEASE_SECONDS"],
+    )

@@ -118,6 +118,15 @@ class UnknownMessage(Exception):
     pass
 
 
+class StoreUnavailable(Exception):
+    """The store cannot be reached (Redis down, restarting, or loading).
+
+    Raised instead of the client library's own errors, so the transport can
+    answer 503 with Retry-After (or end a stream resumably) without knowing
+    which store is behind it.
+    """
+
+
 class Store(ABC):
     """What the chat service needs from storage. See MemoryStore for semantics."""
 
@@ -219,6 +228,25 @@ class Store(ABC):
     def wait_action(self, action_id: str, timeout: float) -> ActionRecord | None:
         """The record once it is no longer executing, or as it is after `timeout` s."""
         raise NotImplementedError(f"{type(self).__name__} does not support actions")
+
+    # -- ownership. A store shared by several processes must notice when the
+    # process generating a message dies: it holds a lease it renews, and a
+    # message whose lease ran out is failed with `worker_lost` by whoever
+    # notices first. A store inside one process dies with its generators, so
+    # these defaults say "never lost".
+
+    shared = False
+
+    def renew_lease(self, message_id: str) -> None:
+        """Extend the generating process's lease on the message."""
+
+    def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
+        """Fail the message with `error`, atomically, if it is still accepted
+        or running and its lease has run out; None (no effect) otherwise."""
+        return None
+
+    def ping(self) -> None:
+        """Raise StoreUnavailable if the store cannot be reached."""
 
     def close(self) -> None:
         """Release connections; the default store holds none."""

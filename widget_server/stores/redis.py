@@ -16,29 +16,46 @@ Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
   msg:{mid}:text        string the answer so far
   msg:{mid}:events      stream field `e` = event JSON
   msg:{mid}:actions     list  the message's action proposals (JSON), in order
+  msg:{mid}:lease       string the generating process's id; expires after the
+                              lease time unless renewed (NOT refreshed with the TTL)
   action:{aid}          hash  conversation_id, message_id, name, proposal, status,
                               key (the claiming idempotency key), result, error
 
 An action's execution is claimed by one Lua compare-and-set (proposed →
 executing, recording the idempotency key), so however many confirms race,
 on however many workers, exactly one runs it.
+
+Ownership: the claim that creates a message also creates its lease, in the
+same script, so there is no instant at which a new message looks orphaned.
+The generating process renews it (generation.py); when it dies, the lease
+expires, and the first reader or request that notices fails the message with
+`worker_lost` (one compare-and-set: the same script as every other ending).
+
+Redis errors (refused connection, reset, loading) become StoreUnavailable.
+Commands are never retried by the client library: a script whose reply was
+lost may have run, and running an APPEND twice would duplicate text. The next
+command reconnects, so the store recovers by itself when Redis is back.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import secrets
+import socket
 import time
 from typing import Any
 
 from ..errors import ErrorInfo
 from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
-from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
+from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
 from .base import ActionRecord, ActionStatus
 
 PREFIX = "cw:"
 
-# KEYS: conv, exchanges, requests, msg
-# ARGV: request_id, exchange_json, fingerprint, ttl
+# KEYS: conv, exchanges, requests, msg, lease
+# ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner
 _CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local existing = redis.call('HGET', KEYS[3], ARGV[1])
@@ -52,12 +69,14 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 local conversation = cjson.decode(ARGV[2])
 redis.call('HSET', KEYS[4], 'conversation_id', conversation['conversation_id'], 'state', 'accepted', 'last_seq', 0)
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
 return {'created', ARGV[2]}
 """
 
-# KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`)
-# ARGV: op (start|text|complete|fail|cancel), payload_json, text (for op text), maxlen, ttl, message_id
-# Returns the event JSON, or nil when the transition is refused.
+# KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease
+# ARGV: op (start|text|complete|fail|cancel|lost), payload_json, text (for op text), maxlen, ttl, message_id
+# Returns the event JSON, or nil when the transition is refused. `lost` is a
+# `fail` allowed only once the lease has expired.
 _APPEND = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return nil end
@@ -66,6 +85,7 @@ local allowed
 if op == 'start' then allowed = (state == 'accepted')
 elseif op == 'text' or op == 'complete' then allowed = (state == 'running')
 else allowed = (state == 'accepted' or state == 'running') end
+if op == 'lost' then allowed = allowed and redis.call('EXISTS', KEYS[5]) == 0 end
 if not allowed then return nil end
 local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
 local event = cjson.decode(ARGV[2])
@@ -78,7 +98,7 @@ else
   -- length in code points: count the bytes that do not continue a UTF-8 sequence
   local text = redis.call('GET', KEYS[2]) or ''
   event['length'] = select(2, string.gsub(text, '[^\\128-\\191]', ''))
-  if op == 'fail' then
+  if op == 'fail' or op == 'lost' then
     redis.call('HSET', KEYS[1], 'state', 'failed', 'error', cjson.encode(event['error']))
   else
     redis.call('HSET', KEYS[1], 'state', 'cancelled')
@@ -93,7 +113,8 @@ if op == 'complete' and KEYS[4] then
   end
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
-for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[5]) end  -- the actions list too, if any
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end  -- the actions list too, if any; never the lease
+if op ~= 'start' and op ~= 'text' then redis.call('DEL', KEYS[5]) end  -- ended: nobody owns it
 return encoded
 """
 
@@ -159,14 +180,37 @@ def _event_from_json(raw: bytes | str) -> StreamEvent:
 class RedisStore(Store):
     shared = True  # other processes write here too: cancellation must be polled
 
-    def __init__(self, url: str, *, max_events: int = 4096, conversation_ttl: float = 86400.0, client: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_events: int = 4096,
+        conversation_ttl: float = 86400.0,
+        lease_seconds: float = 5.0,
+        client: Any = None,
+    ) -> None:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         self.max_events = max_events
         self._ttl = max(1, int(conversation_ttl))
+        self.lease_seconds = lease_seconds
+        self._lease_ms = max(1, int(lease_seconds * 1000))
+        self._owner_pid = 0
+        self._owner = ""
         # Readers block in XREAD, one connection each: the pool must not be
-        # the limit on open streams (MAX_STREAMS is).
-        self.redis = client or redis.Redis.from_url(url, max_connections=100_000, health_check_interval=30)
+        # the limit on open streams (MAX_STREAMS is). No retries (see the
+        # module docstring); a short connect timeout so an unreachable Redis
+        # fails a request in about a second, not after the OS's minutes.
+        self.redis = client or redis.Redis.from_url(
+            url,
+            max_connections=100_000,
+            health_check_interval=30,
+            socket_connect_timeout=1.0,
+            socket_keepalive=True,
+            retry=Retry(NoBackoff(), 0),
+        )
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
@@ -177,6 +221,28 @@ class RedisStore(Store):
 
     def close(self) -> None:
         self.redis.close()
+
+    def ping(self) -> None:
+        self.redis.ping()
+
+    @property
+    def owner(self) -> str:
+        """This process's id as a lease holder (recomputed after a fork)."""
+        if self._owner_pid != os.getpid():
+            self._owner_pid = os.getpid()
+            self._owner = f"{socket.gethostname()}:{self._owner_pid}:{secrets.token_hex(4)}"
+        return self._owner
+
+    @staticmethod
+    def _lease(mid: str) -> str:
+        return f"{PREFIX}msg:{mid}:lease"
+
+    def renew_lease(self, message_id: str) -> None:
+        self.redis.set(self._lease(message_id), self.owner, px=self._lease_ms)
+
+    def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
+        payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}
+        return self._write(message_id, "lost", payload)
 
     @staticmethod
     def _conv(cid: str) -> str:
@@ -215,8 +281,14 @@ class RedisStore(Store):
         }
         conv = self._conv(conversation_id)
         outcome, *rest = self._claim(
-            keys=[conv, conv + ":exchanges", conv + ":requests", self._msg(new_assistant_message_id)],
-            args=[request_id, json.dumps(exchange, ensure_ascii=False), fingerprint, self._ttl],
+            keys=[
+                conv,
+                conv + ":exchanges",
+                conv + ":requests",
+                self._msg(new_assistant_message_id),
+                self._lease(new_assistant_message_id),
+            ],
+            args=[request_id, json.dumps(exchange, ensure_ascii=False), fingerprint, self._ttl, self._lease_ms, self.owner],
         )
         outcome = outcome.decode()
         if outcome == "unknown":
@@ -259,7 +331,7 @@ class RedisStore(Store):
     def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
         key = self._msg(message_id)
         raw = self._append(
-            keys=[key, key + ":text", key + ":events", key + ":actions"],
+            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease"],
             args=[op, json.dumps(payload, ensure_ascii=False), text, self.max_events, self._ttl, message_id],
         )
         return _event_from_json(raw) if raw is not None else None
@@ -400,3 +472,28 @@ class RedisStore(Store):
             if action is None or action.status != ActionStatus.EXECUTING or time.monotonic() >= deadline:
                 return action
             time.sleep(min(self.ACTION_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+
+def _unavailable_on_connection_errors(cls: type) -> type:
+    """Every public method raises StoreUnavailable for Redis connection trouble."""
+    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
+
+    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
+
+    def wrap(method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            try:
+                return method(*args, **kwargs)
+            except trouble as error:
+                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+
+        return wrapper
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
+RedisStore = _unavailable_on_connection_errors(RedisStore)

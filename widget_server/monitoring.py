@@ -1,0 +1,39 @@
+"""`/metrics` (Prometheus text format) and `/healthz` (is this worker usable?)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, Response, abort, current_app, jsonify
+
+from .stores.base import StoreUnavailable
+
+bp = Blueprint("monitoring", __name__)
+
+
+@bp.get("/metrics")
+def metrics():
+    registry = current_app.extensions["widget_server.metrics"]
+    if not registry.enabled:
+        abort(404)
+    body, content_type = registry.exposition()
+    return Response(body, content_type=content_type, headers={"Cache-Control": "no-store"})
+
+
+@bp.get("/healthz")
+def healthz():
+    """200 when this worker can serve; 503 when its store is unreachable, so a
+    load balancer sends visitors elsewhere until Redis is back."""
+    chat = current_app.extensions["widget_server.service"]
+    body = {"status": "ok", "backend": chat.backend.name, "open_streams": chat.open_streams, "store": "ok"}
+    try:
+        chat.store.ping()
+    except StoreUnavailable:
+        body.update(status="unavailable", store="unavailable")
+        response = jsonify(body)
+        response.status_code = 503
+        response.headers["Retry-After"] = "2"
+        return response
+    return jsonify(body)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)
