@@ -133,3 +133,65 @@ class ServerProcess:
             os.unlink(self._log.name)
         except OSError:
             pass
+
+
+class RoundRobinProxy:
+    """A TCP load balancer on loopback without sticky sessions: each new
+    connection goes to the next server in turn. `.connections` records which
+    server each one reached, so a test can show a visitor crossed servers."""
+
+    def __init__(self, upstreams: list[str]) -> None:
+        import socket
+
+        self.upstreams = [url.removeprefix("http://").rsplit(":", 1) for url in upstreams]
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.connections: list[int] = []
+        self._closed = False
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, name="round-robin", daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                index = len(self.connections) % len(self.upstreams)
+                self.connections.append(index)
+            host, port = self.upstreams[index]
+            try:
+                upstream = socket.create_connection((host, int(port)))
+            except OSError:
+                client.close()
+                continue
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, target) -> None:
+        import socket
+
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, target):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+
+    def stop(self) -> None:
+        self._closed = True
+        self._listener.close()

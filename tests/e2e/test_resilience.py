@@ -178,3 +178,26 @@ def test_hostile_markdown_through_echo_executes_nothing(embed, page: Page):
     assert dialogs == []
     # The text reached the user as text: the first one is shown literally.
     expect(widget.answers.first.locator(".turn__body")).to_contain_text("<script>alert(1)</script>")
+
+
+def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_server_factory, seed_answers):
+    """Duplicates ignored and gaps filled are invisible to the user; the
+    widget reports them, so /metrics shows operators the network's health."""
+    import httpx
+
+    from ..test_scale_out import metric_value
+    from .test_widget import wait_until
+
+    server = chat_server_factory()
+    for faults, kind in (("duplicate=3", "duplicate"), ("skip=3", "dropped")):
+        widget = embed(server, faults=faults)
+        widget.open()
+        widget.send(QUESTION)
+        assert_exact(widget, seed_answers)
+
+        def reported() -> float:
+            return metric_value(httpx.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind)
+
+        # The report is sent when the answer ends, without blocking it.
+        wait_until(lambda: reported() == 1, widget.page)
+        assert reported() == 1
