@@ -228,6 +228,27 @@ def test_sigterm_ends_streams_resumably_and_the_answer_completes_elsewhere(serve
     on_b.close()
 
 
+def test_sigterm_with_the_memory_store_lets_open_answers_finish(seed_answers):
+    """Nothing can resume elsewhere with the memory store: SIGTERM lets the
+    open stream run to its end (within the grace) instead of cutting it."""
+    server = ServerProcess({**SETTINGS, "STORE": "memory"}).start()
+    try:
+        chat = client_for(server)
+        result: dict[str, object] = {}
+        reader = threading.Thread(target=lambda: result.setdefault("answer", chat.send(QUESTION, "r1")))
+        reader.start()
+        time.sleep(1.0)
+        server.terminate()
+        reader.join(timeout=SETTINGS["SHUTDOWN_GRACE_SECONDS"])
+        answer = result["answer"]
+        assert answer.kinds[-1] == "message.completed"
+        assert answer.text == seed_answers["improvisation"]["answer"]
+        assert server.wait(timeout=10) == 0
+        chat.close()
+    finally:
+        server.stop()
+
+
 def metric_value(text: str, name: str, **labels: str) -> float:
     """The value of one series in Prometheus text format (0 if absent)."""
     wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))

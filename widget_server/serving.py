@@ -1,11 +1,13 @@
 """Production serving: gunicorn with gevent workers, configured from our settings.
 
 Stopping (docs/serving.md): SIGINT/SIGQUIT leave at once; SIGTERM is the
-graceful stop — each worker marks its service as shutting down (open streams
-end within a poll, without a terminal event, so clients resume elsewhere),
-stops accepting, and before exiting gives the answers it is generating up to
-SHUTDOWN_GRACE_SECONDS to finish into the store, failing the rest as
-`worker_lost` rather than leaving readers to wait for their leases.
+graceful stop. With a shared store each worker marks its service as shutting
+down (open streams end within a poll, without a terminal event, so clients
+resume elsewhere), stops accepting, and before exiting gives the answers it
+is generating up to SHUTDOWN_GRACE_SECONDS to finish into the store, failing
+the rest as `worker_lost` rather than leaving readers to wait for their
+leases. With the memory store nothing can resume elsewhere, so open streams
+keep running for up to SHUTDOWN_GRACE_SECONDS, then are cut.
 
 Metrics (metrics.py): with prometheus-client's multi-process mode, each
 worker writes its series to files in PROMETHEUS_MULTIPROC_DIR; `serve`
@@ -96,7 +98,10 @@ def _install_signal_handlers(worker) -> None:
         # next poll; gunicorn's loop sees `alive` within a second.
         worker.widget_shutdown_started = time.monotonic()
         service = _service(worker)
-        if service is not None:
+        # With a shared store, streams end now and resume elsewhere. With the
+        # memory store there is no elsewhere: streams keep running until the
+        # grace is over, so answers that finish in time arrive whole.
+        if service is not None and service.store.shared:
             service.begin_shutdown()
         worker.alive = False
 
