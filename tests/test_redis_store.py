@@ -177,3 +177,71 @@ def test_a_double_submit_across_servers_runs_once(two_servers, seed_answers):
     assert results["a"].text == results["b"].text == seed_answers["improvisation"]["answer"]
     on_a.close()
     on_b.close()
+
+
+# -- ownership: the lease ---------------------------------------------------
+
+
+def lost() -> ErrorInfo:
+    return ErrorInfo.for_code(ErrorCode.WORKER_LOST)
+
+
+def test_a_claim_takes_the_lease_and_reaping_waits_for_it_to_expire(redis_server):
+    redis_server.flush()
+    store = RedisStore(redis_server.url, lease_seconds=1)
+    running_message(store, ["some text "])
+    assert store.reap_if_lost("m_1", lost()) is None  # the owner's lease is alive
+    store.renew_lease("m_1")
+    assert wait_until(lambda: store.redis.exists("cw:msg:m_1:lease") == 0, timeout=3)
+    event = store.reap_if_lost("m_1", lost())
+    assert event.kind is EventKind.FAILED and event.payload["error"]["code"] == "worker_lost"
+    assert event.payload["incomplete"] is True and event.payload["length"] == len("some text ")
+    assert store.reap_if_lost("m_1", lost()) is None  # once
+    # The owner, if it was only slow, is refused from then on.
+    assert store.append_text("m_1", "late") is None
+    assert store.message("m_1").state.value == "failed"
+    store.close()
+
+
+def test_an_ending_releases_the_lease_and_a_terminal_message_is_never_reaped(redis_server):
+    redis_server.flush()
+    store = RedisStore(redis_server.url, lease_seconds=60)
+    running_message(store, ["done"])
+    assert store.complete("m_1") is not None
+    assert store.redis.exists("cw:msg:m_1:lease") == 0
+    assert store.reap_if_lost("m_1", lost()) is None
+    assert store.message("m_1").state.value == "completed"
+    store.close()
+
+
+def test_a_run_longer_than_its_lease_keeps_it_by_renewing(redis_server, seed_answers):
+    from widget_server.backends.base import Turn
+    from widget_server.backends.demo import DemoBackend
+    from widget_server.config import load_settings
+    from widget_server.generation import GenerationRun
+
+    redis_server.flush()
+    store = RedisStore(redis_server.url, lease_seconds=1)
+    store.create_conversation(Conversation("c_1", "hash", 0.0))
+    store.claim_request("c_1", "r1", "fp", QUESTION, "u_1", "m_1")
+    backend = DemoBackend.from_settings(load_settings({"DEMO_DELAY_SECONDS": 0.4}, environ={}))
+    run = GenerationRun(store, backend, Turn(QUESTION, [], "c_1", "m_1"), time_limit=30)
+    run.start()
+    # Meanwhile, a reader elsewhere keeps looking for an expired lease.
+    while not run.finished.wait(0.2):
+        assert store.reap_if_lost("m_1", lost()) is None
+    info = store.message("m_1")
+    assert info.state.value == "completed"  # 2.8 s of answer on a 1 s lease
+    assert info.text == seed_answers["improvisation"]["answer"]
+    store.close()
+
+
+def test_connection_trouble_is_store_unavailable(redis_server):
+    from widget_server.stores.base import StoreUnavailable
+    from .redis_support import free_port
+
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
+    for call in (store.ping, lambda: store.message("m_1"), lambda: store.get_conversation("c_1")):
+        with pytest.raises(StoreUnavailable, match="redis: ConnectionError"):
+            call()
+    store.close()
