@@ -366,7 +366,8 @@ class Server:
         self.port = free_port()
         self.redis = Redis() if setup.store == "redis" else None
         env = {**os.environ, "WIDGET_SERVER_DEMO_DELAY_SECONDS": str(PACE),
-               "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(CODE_DIR), str(REPO)]))}
+               "PYTHONPATH": os.pathsep.join(dict.fromkeys(
+                   [str(CODE_DIR), str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))}
         if setup.store is None:
             command = [sys.executable, "-m", "uvicorn", "bench.baseline_app:app", "--host", HOST,
                        "--port", str(self.port), "--loop", "uvloop", "--http", "httptools",
@@ -409,6 +410,9 @@ class Server:
             sizes["redis"] = rss_kib(self.redis.process.pid)
         sizes["total"] = sum(sizes.values())
         return sizes
+
+    def cpu_by_pid(self) -> dict[int, float]:
+        return {pid: cpu_seconds(pid) for pid in self.server_pids()}
 
     def cpu(self) -> dict[str, float]:
         times = {"server": sum(cpu_seconds(pid) for pid in self.server_pids())}
@@ -705,7 +709,7 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
     totals = Totals()
     sampler = Sampler(server, totals)
     sampling = asyncio.create_task(sampler.run())
-    cpu_server, cpu_client = server.cpu(), time.process_time()
+    cpu_server, cpu_client, cpu_pids = server.cpu(), time.process_time(), server.cpu_by_pid()
     hard = time.monotonic() + deadline_s
     try:
         # Phase 1: N conversations (not timed as streaming).
@@ -766,12 +770,14 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
         "kib_per_stream": None if per_stream is None else round(per_stream, 1),
         "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 1) for k in cpu_after},
         "client_cpu_s": round(time.process_time() - cpu_client, 1),
+        "cpu_per_server_process_s": sorted((round(v - cpu_pids.get(pid, 0.0), 1) for pid, v in server.cpu_by_pid().items()),
+                                           reverse=True),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:6]),
     }
     if server.redis:
         stats = server.redis.info("commandstats")
         row["redis_calls"] = {k.removeprefix("cmdstat_"): v["calls"] for k, v in
-                              sorted(stats.items(), key=lambda kv: -kv[1]["calls"])[:8]}
+                              sorted(stats.items(), key=lambda kv: -kv[1]["calls"])}
         row["redis_maxclients"] = server.redis.maxclients
         row["redis_peak_clients"] = max((s.get("redis_clients") or 0) for s in sampler.samples)
     row["passed"] = row["completed"] == n and row["exact"] == n and not row["lost_chars"] and not row["dup_chars"]
