@@ -3,10 +3,11 @@
 Run from the repository root (loopback only; every run has a hard deadline;
 every server it starts is killed when the run ends; it stops by itself):
 
-    .venv/bin/python bench/load.py --quick         # N = 100 and 500, no soak (~2 min)
-    .venv/bin/python bench/load.py                 # N = 100, 500, 1000, 2000 + a 2-minute soak (~10 min)
+    .venv/bin/python bench/load.py --quick         # N = 100 and 500, no soak (~1.5 min)
+    .venv/bin/python bench/load.py                 # N = 100, 500, 1000, 2000 + a 2-minute soak (~7 min)
     .venv/bin/python bench/load.py --n 100,500 --soak-seconds 60
     .venv/bin/python bench/load.py --server-env WIDGET_SERVER_MAX_STREAMS=1000   # try other limits
+    .venv/bin/python bench/load.py --n 0 --soak-seconds 300 --budget 480          # a longer soak only
 
 Needs sse-starlette and uvicorn (+ uvloop, httptools) in the venv for the baseline.
 Writes bench/results/load.json (rewritten after every run, so an interrupted
@@ -92,9 +93,11 @@ Soak (default 120 s, `redis, 2 workers`): 500 clients, each with one
 conversation, send an answer, read it to completion, check it, send the
 next, until the time is up (starts spread over one answer's length so they
 do not move in lock step). Reports answers, events, lost/dup characters, and
-RSS per process group at the start (first sample with all 500 open) and the
-end, plus the same when idle before and after, and redis `used_memory`
-(conversations are kept CONVERSATION_TTL_SECONDS, 24 h, by design).
+RSS (server processes / redis-server): idle before; under load at the start
+(mean of the samples 2-22 s after the first answer length) and at the end
+(mean of the last 20 s); idle after; the server's drift end - start per
+answer completed in between; and redis `used_memory` (redis grows by design:
+conversations are kept CONVERSATION_TTL_SECONDS, 24 h).
 """
 
 from __future__ import annotations
@@ -613,6 +616,7 @@ async def one_answer(port: int, cid: str, token: str, totals: Totals) -> dict:
                     text += data["text"]
                     if previous is None:
                         totals.ttfd.append(now - sent)
+                        result["ttfd"] = now - sent
                     else:
                         gaps.append(now - previous - PACE)
                     previous = now
@@ -809,6 +813,7 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
                 await asyncio.sleep(1)
                 continue
             result = await one_answer(port, *conversation, totals)
+            result["ended_at"] = time.monotonic() - sampler.started
             totals.results.append(result)
             if not result["completed"]:
                 conversation = None  # start afresh, after a pause
@@ -868,6 +873,18 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:6]),
         "rss_samples": sampler.samples[:: max(1, len(sampler.samples) // 60)],
     }
+    windows = {}
+    for r in results:
+        if r.get("ended_at") is not None:
+            windows.setdefault(int(r["ended_at"] // 30), []).append(r)
+    row["per_30s"] = [{"from_s": k * 30, "answers": len(v), "ttfd_p50_s": round(percentile([r["ttfd"] for r in v if r.get("ttfd")], 50) or 0, 3)}
+                      for k, v in sorted(windows.items())]
+    if early and late:
+        drift = row["rss_mean_late_kib"]["server"] - row["rss_mean_early_kib"]["server"]
+        between = sum(1 for r in results if r.get("ended_at") and early[-1]["t"] <= r["ended_at"] <= late[0]["t"])
+        row["server_drift_kib"] = drift
+        row["answers_between_windows"] = between
+        row["server_drift_bytes_per_answer"] = round(drift * 1024 / between) if between else None
     row["passed"] = (row["answers"] > 0 and row["completed"] == row["answers"] and row["exact"] == row["answers"]
                      and not row["lost_chars"] and not row["dup_chars"])
     return row
@@ -932,18 +949,22 @@ def markdown(rows: list[dict]) -> str:
 def soak_markdown(row: dict) -> str:
     if "answers" not in row:
         return f"soak: {row}"
-    mib = lambda s, k="total": "—" if not s or s.get(k) is None else f"{s[k] / 1024:.1f}"  # noqa: E731
+    mib = lambda s, k: "—" if not s or s.get(k) is None else f"{s[k] / 1024:.1f}"  # noqa: E731
+    pair = lambda s: f"{mib(s, 'server')} / {mib(s, 'redis')}"  # noqa: E731
     lines = [
         "| setup | clients | s | answers completed | exact | lost / dup chars | events | events/s "
-        "| extra gap p50 / p99 (ms) | RSS MiB server+redis: idle before → first full → last full → idle after |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| extra gap p50 / p99 (ms) | RSS MiB server / redis: idle before | loaded, start | loaded, end | idle after "
+        "| server drift end − start |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {row['label']} | {row['n']} | {row['seconds']:.0f} | {row['completed']}/{row['answers']} | {row['exact']} "
         f"| {row['lost_chars']} / {row['dup_chars']} | {row['events']} | {row['events_per_s']:.0f} "
         f"| {fmt(row['extra_gap_p50_ms'], '.1f')} / {fmt(row['extra_gap_p99_ms'], '.1f')} "
-        f"| {mib(row['rss_idle_before_kib'], 'server')}+{mib(row['rss_idle_before_kib'], 'redis')} → "
-        f"{mib(row['rss_first_full_kib'], 'server')}+{mib(row['rss_first_full_kib'], 'redis')} → "
-        f"{mib(row['rss_last_full_kib'], 'server')}+{mib(row['rss_last_full_kib'], 'redis')} → "
-        f"{mib(row['rss_idle_after_kib'], 'server')}+{mib(row['rss_idle_after_kib'], 'redis')} |",
+        f"| {pair(row['rss_idle_before_kib'])} | {pair(row['rss_mean_early_kib'])} | {pair(row['rss_mean_late_kib'])} "
+        f"| {pair(row['rss_idle_after_kib'])} | {fmt(row.get('server_drift_kib'), '+.0f')} KiB "
+        f"({fmt(row.get('server_drift_bytes_per_answer'), '+.0f')} B/answer) |",
+        "",
+        "answers completed per 30 s (TTFD p50): " + ", ".join(
+            f"{w['answers']} ({w['ttfd_p50_s']:.2f} s)" for w in row.get("per_30s", [])),
     ]
     return "\n".join(lines)
 
@@ -951,7 +972,7 @@ def soak_markdown(row: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 100 and 500, no soak")
-    parser.add_argument("--n", help="comma-separated N values (default 100,500,1000,2000)")
+    parser.add_argument("--n", help="comma-separated N values (default 100,500,1000,2000; 0: none, soak only)")
     parser.add_argument("--soak-seconds", type=float, default=None, help="soak length (default 120; 0: no soak)")
     parser.add_argument("--soak-n", type=int, default=500)
     parser.add_argument("--setups", default=",".join(s.key for s in SETUPS),
@@ -966,7 +987,7 @@ def main() -> int:
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "load.json"))
     args = parser.parse_args()
 
-    ns = [int(v) for v in args.n.split(",")] if args.n else ([100, 500] if args.quick else [100, 500, 1000, 2000])
+    ns = [int(v) for v in args.n.split(",") if int(v) > 0] if args.n else ([100, 500] if args.quick else [100, 500, 1000, 2000])
     soak_seconds = args.soak_seconds if args.soak_seconds is not None else (0 if args.quick else 120.0)
     budget = args.budget or (170.0 if args.quick else 900.0)
     start_watchdog(budget)

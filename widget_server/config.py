@@ -166,7 +166,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MAX_STREAMS_PER_CONVERSATION", _parse_int, 8, "Open event streams per conversation (more: 429 with Retry-After).", 1, 10_000),
     Setting("MAX_RUNNING_PER_CONVERSATION", _parse_int, 2, "Answers generating at once per conversation (more: 429 with Retry-After).", 1, 1000),
     Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the store forgets a conversation (memory: on the next sweep; Redis: key expiry, refreshed on use).", 1, 31_536_000),
-    Setting("WORKER_LEASE_SECONDS", _parse_float, 5.0, "Shared store: how long a worker's claim on an answer it is generating lasts unless renewed (it renews every third of it). If the worker dies, readers get `worker_lost` within about 1.5 times this.", 1, 60),
+    Setting("WORKER_LEASE_SECONDS", _parse_float, 10.0, "Shared store: how long a worker's claim on an answer it is generating lasts unless renewed (it renews every third of it). If the worker dies, readers get `worker_lost` within about 1.25 times this.", 1, 60),
     Setting("SHUTDOWN_GRACE_SECONDS", _parse_float, 20.0, "On SIGTERM, how long a worker may take to stop: open streams end at once (resumably), answers being generated get this long to finish, then fail with `worker_lost`.", 1, 3600),
     Setting("RATE_LIMITS", _parse_bool, True, "Apply the RATE_LIMIT_* limits (429 `rate_limited` with Retry-After). Counted in the store's Redis when the store is Redis, else in the process."),
     Setting("RATE_LIMIT_CLIENT", _parse_rate_limits, "300/minute", "Requests to /api/v1 per client address, all endpoints together (stream resumes included)."),

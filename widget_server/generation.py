@@ -86,23 +86,24 @@ class GenerationRun:
 
     # How often a run on a shared store looks for an ending written by
     # another process (a cancel sent to another host): the backend is told
-    # within this delay even while it waits for its upstream.
-    CANCEL_POLL_SECONDS = 0.2
+    # within this delay even while it waits for its upstream (a streaming
+    # backend learns sooner: its next delta is refused). One HGET each time.
+    CANCEL_POLL_SECONDS = 0.5
 
     def _watch_shared(self) -> None:
         """Renew the lease; notice an ending written by another process."""
-        renew_every = max(0.2, getattr(self.store, "lease_seconds", 5.0) / 3)
+        renew_every = max(0.2, getattr(self.store, "lease_seconds", 10.0) / 3)
         renewed_at = time.monotonic()
         while not self.cancel_token.wait(self.CANCEL_POLL_SECONDS):
             try:
                 if time.monotonic() - renewed_at >= renew_every:
                     self.store.renew_lease(self.message_id)
                     renewed_at = time.monotonic()
-                info = self.store.message(self.message_id)
+                state = self.store.message_state(self.message_id)
             except StoreUnavailable as error:
                 log.warning("message %s: store unavailable while generating: %s", self.message_id, error)
                 continue  # keep trying: the lease survives a short outage
-            if info is None or info.state.terminal:
+            if state is None or state.terminal:
                 self.cancel_token.cancel("ended elsewhere")
                 return
 

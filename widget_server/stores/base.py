@@ -161,6 +161,11 @@ class Store(ABC):
     @abstractmethod
     def message(self, message_id: str) -> MessageInfo | None: ...
 
+    def message_state(self, message_id: str) -> MessageState | None:
+        """Just the state; stores override it when `message` is costly (the text)."""
+        info = self.message(message_id)
+        return info.state if info is not None else None
+
     # -- writing a message's events (all refuse once the message is terminal)
 
     @abstractmethod
