@@ -245,6 +245,16 @@ class Store(ABC):
     def renew_lease(self, message_id: str) -> None:
         """Extend the generating process's lease on the message."""
 
+    def keep_runs(self, message_ids: list[str], *, renew: bool) -> dict[str, MessageState | None]:
+        """For answers this process generates: renew their leases (if
+        `renew`) and return their states. Shared stores do it in one round trip."""
+        states: dict[str, MessageState | None] = {}
+        for message_id in message_ids:
+            if renew:
+                self.renew_lease(message_id)
+            states[message_id] = self.message_state(message_id)
+        return states
+
     def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
         """Fail the message with `error`, atomically, if it is still accepted
         or running and its lease has run out; None (no effect) otherwise."""

@@ -250,6 +250,19 @@ class RedisStore(Store):
     def renew_lease(self, message_id: str) -> None:
         self.redis.set(self._lease(message_id), self.owner, px=self._lease_ms)
 
+    def keep_runs(self, message_ids: list[str], *, renew: bool) -> dict[str, MessageState | None]:
+        pipe = self.redis.pipeline(transaction=False)
+        for message_id in message_ids:
+            if renew:
+                pipe.set(self._lease(message_id), self.owner, px=self._lease_ms)
+            pipe.hget(self._msg(message_id), "state")
+        replies = pipe.execute()
+        states = replies[1::2] if renew else replies
+        return {
+            message_id: MessageState(state.decode()) if state is not None else None
+            for message_id, state in zip(message_ids, states)
+        }
+
     def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
         payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}
         return self._write(message_id, "lost", payload)
