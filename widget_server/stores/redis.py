@@ -8,6 +8,10 @@ ids are `<seq>-1`, trimmed to the newest `max_events`; readers on any worker
 tail it with `XREAD BLOCK`. The answer's text is a plain string key grown
 with APPEND, so a long answer costs O(1) per delta.
 
+Readers do not each block in Redis: one thread per process tails every log
+its readers wait on with a single XREAD and hands them the entries
+(redis_tail.py).
+
 Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
   conv:{cid}            hash  token_hash, created_at
   conv:{cid}:exchanges  list  exchange JSON, in order
@@ -177,14 +181,8 @@ def _event_from_json(raw: bytes | str) -> StreamEvent:
     return StreamEvent.from_json(json.loads(raw))
 
 
-def _stream_entries(reply: Any) -> list:
-    """The entries of a one-stream XREAD reply, in RESP2 or RESP3 shape."""
-    if not reply:
-        return []
-    if isinstance(reply, dict):  # RESP3: {key: [entries]}
-        (entries,) = reply.values()
-        return entries[0] if entries and isinstance(entries[0], list) else entries
-    return reply[0][1]  # RESP2: [[key, entries]]
+def _events(entries: list[tuple[int, bytes]]) -> list[StreamEvent]:
+    return [_event_from_json(raw) for _, raw in entries]
 
 
 class RedisStore(Store):
@@ -209,8 +207,9 @@ class RedisStore(Store):
         self._lease_ms = max(1, int(lease_seconds * 1000))
         self._owner_pid = 0
         self._owner = ""
-        # Readers block in XREAD, one connection each: the pool must not be
-        # the limit on open streams (MAX_STREAMS is). No retries (see the
+        # Connections are taken per command (readers wait in the process's
+        # one tailing XREAD); the pool is never the limit on open streams
+        # (MAX_STREAMS is). No retries (see the
         # module docstring); a short connect timeout so an unreachable Redis
         # fails a request in about a second, not after the OS's minutes.
         self.redis = client or redis.Redis.from_url(
@@ -221,6 +220,11 @@ class RedisStore(Store):
             socket_keepalive=True,
             retry=Retry(NoBackoff(), 0),
         )
+        from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+
+        from .redis_tail import TailHub
+
+        self._tail = TailHub(self.redis, (ConnectionError, TimeoutError, BusyLoadingError))
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
@@ -230,6 +234,7 @@ class RedisStore(Store):
         self._dismiss_action = self.redis.register_script(_DISMISS_ACTION)
 
     def close(self) -> None:
+        self._tail.close()
         self.redis.close()
 
     def ping(self) -> None:
@@ -392,22 +397,36 @@ class RedisStore(Store):
         return StreamEvent(message_id, seq, EventKind.SNAPSHOT, {"text": info.text, "state": state.value})
 
     def read_events(self, message_id: str, after_seq: int, timeout: float) -> list[StreamEvent]:
-        # One XREAD per batch: it returns at once what is already after our
-        # position (`<seq>-1` is event seq's own id; XREAD returns the ids
-        # after it) and otherwise blocks until another worker appends. The
-        # entries it returns are the events: no second read (the load bench
-        # measured the old XRANGE + EXISTS + XREAD + XRANGE at 2× the CPU).
+        # Readers wait in this process's one tailing XREAD (redis_tail.py)
+        # and take events from its buffer; a reader it cannot serve (behind
+        # the buffer, or a log not tailed yet) reads Redis itself first.
         key = self._msg(message_id) + ":events"
-        reply = self.redis.xread({key: f"{after_seq}-1"}, block=max(1, int(timeout * 1000)))
-        entries = _stream_entries(reply)
+        tail_key = key.encode()
+        buffered = self._tail.peek(tail_key, after_seq)
+        if buffered:
+            return _events(buffered)
+        if buffered is None:
+            events = self._events_after(message_id, key, after_seq)
+            if events:
+                return events
+        buffered = self._tail.wait(tail_key, after_seq, timeout)
+        if buffered:
+            return _events(buffered)
+        if buffered is None:
+            return self._events_after(message_id, key, after_seq)
+        if not self.redis.exists(self._msg(message_id)):
+            raise UnknownMessage(message_id)
+        return []
+
+    def _events_after(self, message_id: str, key: str, after_seq: int) -> list[StreamEvent]:
+        """Events after `after_seq`, read from Redis without waiting; a
+        snapshot first if the ones right after it were trimmed away."""
+        entries = self.redis.xrange(key, min=f"({after_seq}-1", max="+")
         if not entries:
-            if not self.redis.exists(self._msg(message_id)):
-                raise UnknownMessage(message_id)
             return []
         first_seq = int(entries[0][0].split(b"-")[0])
         if first_seq == after_seq + 1:
             return [_event_from_json(fields[b"e"]) for _, fields in entries]
-        # Events after our position were trimmed away: a snapshot, then the rest.
         snapshot = self.snapshot(message_id)
         if snapshot is None:
             return []
