@@ -224,7 +224,7 @@ class RedisStore(Store):
 
         from .redis_tail import TailHub
 
-        self._tail = TailHub(self.redis, (ConnectionError, TimeoutError, BusyLoadingError))
+        self._tail = TailHub(self.redis, (ConnectionError, TimeoutError, BusyLoadingError), max_events=max_events)
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)

@@ -38,9 +38,9 @@ IDLE_SECONDS = 5.0
 class _Tail:
     __slots__ = ("last_seq", "entries", "readers", "used_at", "changed")
 
-    def __init__(self, after_seq: int, lock: threading.Lock) -> None:
+    def __init__(self, after_seq: int, lock: threading.Lock, max_entries: int) -> None:
         self.last_seq = after_seq  # the newest seq read (or the position it started from)
-        self.entries: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=BUFFER_ENTRIES)
+        self.entries: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=max_entries)
         self.readers = 0
         self.used_at = time.monotonic()
         self.changed = threading.Condition(lock)
@@ -56,8 +56,11 @@ class _Tail:
 
 
 class TailHub:
-    def __init__(self, client: Any, trouble: tuple[type[BaseException], ...]) -> None:
+    def __init__(self, client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> None:
         self.client = client
+        # Never more than the store keeps (LOG_MAX_EVENTS): a position the
+        # store has evicted gets its snapshot here too, as documented.
+        self.max_entries = max(1, min(BUFFER_ENTRIES, max_events))
         self._trouble = trouble
         self._lock = threading.Lock()
         self._tails: dict[bytes, _Tail] = {}
@@ -94,7 +97,7 @@ class TailHub:
             failures_before = self._failures
             tail = self._tails.get(key)
             if tail is None:
-                tail = self._tails[key] = _Tail(after_seq, self._lock)
+                tail = self._tails[key] = _Tail(after_seq, self._lock, self.max_entries)
                 if not self._running:
                     self._running = True
                     threading.Thread(target=self._run, name="redis-tail", daemon=True).start()
