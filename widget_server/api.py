@@ -223,8 +223,8 @@ def cancel_message(conversation_id: str, message_id: str):
     return jsonify(chat.message_state(conversation_id, message_id))
 
 
-# The most a report may claim per field: a widget repairs at most one
-# message's worth of events (LOG_MAX_EVENTS is the longest log).
+# The most one report may claim per field: a bound, so a single request
+# cannot push the counters anywhere it likes.
 MAX_REPORTED = 1_000_000
 
 

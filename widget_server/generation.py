@@ -9,8 +9,8 @@ backend hangs.
 On a shared store the run also holds the message's ownership lease: the
 process's RunKeeper renews it (every third of the lease time) and looks for
 endings written by another process (a cancel sent to another host), for all
-the process's runs at once. If this process dies, the lease runs out and readers elsewhere fail
-the message with `worker_lost` (stores/base.py). If the store itself becomes
+the process's runs at once. If this process dies, the lease runs out and
+readers elsewhere fail the message with `worker_lost` (stores/base.py). If the store itself becomes
 unreachable, the run stops: nothing it generated could be recorded.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import Callable
 
 from .actions import propose
@@ -60,19 +61,19 @@ class GenerationRun:
         """Stop the backend promptly (the caller records the cancelled state)."""
         self.cancel_token.cancel("cancelled")
 
-    def _fail(self, code: ErrorCode) -> bool:
-        """Fail the message with `code` unless it already ended; True if this did it."""
+    def _fail(self, error: ErrorInfo) -> bool:
+        """Fail the message with `error` unless it already ended; True if this did it."""
         try:
-            if self.store.fail(self.message_id, ErrorInfo.for_code(code)) is None:
+            if self.store.fail(self.message_id, error) is None:
                 return False
-        except StoreUnavailable as error:
-            log.warning("message %s: could not record failure %s: %s", self.message_id, code.value, error)
+        except StoreUnavailable as trouble:
+            log.warning("message %s: could not record failure %s: %s", self.message_id, error.code, trouble)
             return False
-        self.metrics.ended("failed", code=code.value)
+        self.metrics.ended("failed", code=error.code)
         return True
 
     def _on_time_limit(self) -> None:
-        if self._fail(ErrorCode.TIMEOUT):
+        if self._fail(ErrorInfo.for_code(ErrorCode.TIMEOUT)):
             log.info("message %s stopped by the %.1f s time limit", self.message_id, self.time_limit)
         self.cancel_token.cancel("timeout")
 
@@ -80,7 +81,7 @@ class GenerationRun:
         """This process is going away with the answer unfinished (shutdown
         grace over): end it now as `worker_lost`, rather than leaving its
         readers to wait for the lease to run out."""
-        if self._fail(ErrorCode.WORKER_LOST):
+        if self._fail(ErrorInfo.for_code(ErrorCode.WORKER_LOST)):
             log.warning("message %s abandoned at shutdown (worker_lost)", self.message_id)
         self.cancel_token.cancel("shutdown")
 
@@ -133,19 +134,15 @@ class GenerationRun:
             log.error("message %s abandoned: the store is unavailable: %s", self.message_id, error)
         except ChatError as error:
             log.warning("message %s failed: %s", self.message_id, error)
-            try:
-                if self.store.fail(self.message_id, error.info()) is not None:
-                    self.metrics.ended("failed", code=error.code.value)
-            except StoreUnavailable:
-                log.error("message %s: could not record its failure: the store is unavailable", self.message_id)
+            self._fail(error.info())
         except Exception:
             log.exception("message %s: backend %s crashed", self.message_id, getattr(self.backend, "name", "?"))
-            self._fail(ErrorCode.INTERNAL)
+            self._fail(ErrorInfo.for_code(ErrorCode.INTERNAL))
         finally:
             if keeper is not None:
                 keeper.remove(self)
             timer.cancel()
-            self.cancel_token.cancel("finished")  # also ends the watcher
+            self.cancel_token.cancel("finished")
             close = getattr(deltas, "close", None)
             if close is not None:
                 try:
@@ -172,15 +169,16 @@ class RunKeeper:
     # delta is refused by the store).
     TICK_SECONDS = 0.5
 
-    _keepers: "dict[int, RunKeeper]" = {}
+    # Weak: a keeper goes with its store (tests make many).
+    _keepers: "weakref.WeakKeyDictionary[Store, RunKeeper]" = weakref.WeakKeyDictionary()
     _keepers_lock = threading.Lock()
 
     @classmethod
     def for_store(cls, store: Store) -> "RunKeeper":
         with cls._keepers_lock:
-            keeper = cls._keepers.get(id(store))
-            if keeper is None or keeper.store is not store:
-                keeper = cls._keepers[id(store)] = cls(store)
+            keeper = cls._keepers.get(store)
+            if keeper is None:
+                keeper = cls._keepers[store] = cls(store)
             return keeper
 
     def __init__(self, store: Store) -> None:

@@ -93,11 +93,12 @@ class ChatService:
         Whoever looks first does it (a reader, a state or history request, a
         new message in the conversation), once: the store's compare-and-set.
         """
-        if info.state.terminal or not self._reap(info.message_id):
+        if info.state.terminal or not self.reap_lost(info.message_id):
             return info
         return self.store.message(info.message_id) or info
 
-    def _reap(self, message_id: str) -> bool:
+    def reap_lost(self, message_id: str) -> bool:
+        """True if this call failed the message as `worker_lost` (see reap_if_lost)."""
         if not self.store.shared:
             return False
         with self._lock:
@@ -176,7 +177,7 @@ class ChatService:
         for exchange in self.store.exchanges(conversation_id):
             message_id = exchange.assistant_message_id
             state = self.store.message_state(message_id)
-            if state is None or state.terminal or self._reap(message_id):
+            if state is None or state.terminal or self.reap_lost(message_id):
                 continue
             count += 1
         return count
@@ -369,17 +370,16 @@ class EventStream:
         finally:
             self._slot.release()
 
-    # How long a stream waits for events before looking around: for a dead
-    # worker's expired lease (shared store) and for a server shutdown. A
-    # heartbeat is sent only when HEARTBEAT_SECONDS pass without bytes.
-    IDLE_POLL_SECONDS = 1.0
-
     def _poll_seconds(self) -> float:
+        """How long a stream waits for events before looking around. On a
+        shared store it looks for a dead worker's expired lease and for a
+        shutdown (only shared-store streams end at SIGTERM: serving.py);
+        otherwise only the heartbeat is due. A heartbeat is sent only when
+        HEARTBEAT_SECONDS pass without bytes."""
         settings = self._service.settings
-        poll = self.IDLE_POLL_SECONDS
-        if self._service.store.shared:
-            poll = max(poll, settings["WORKER_LEASE_SECONDS"] / 4)
-        return min(settings["HEARTBEAT_SECONDS"], poll)
+        if not self._service.store.shared:
+            return settings["HEARTBEAT_SECONDS"]
+        return min(settings["HEARTBEAT_SECONDS"], max(1.0, settings["WORKER_LEASE_SECONDS"] / 4))
 
     def _events(self) -> Iterator[bytes]:
         try:
@@ -432,18 +432,15 @@ class EventStream:
             except UnknownMessage:
                 return
             if not events:
-                state = store.message_state(self.message_id)
-                if state is not None and not state.terminal:
-                    service._reap(self.message_id)  # its failure event is read next time round
+                service.reap_lost(self.message_id)  # its failure event is read next time round
                 if time.monotonic() - quiet_since >= heartbeat:
                     yield sse.encode_comment("heartbeat")
                     quiet_since = time.monotonic()
                 continue
             quiet_since = time.monotonic()
             last: StreamEvent = events[-1]
-            for event in events:
-                if event.kind is EventKind.SNAPSHOT:
-                    service.metrics.snapshot_served()  # the log was trimmed past our position
+            if events[0].kind is EventKind.SNAPSHOT:  # the log was trimmed past our position
+                service.metrics.snapshot_served()
             if self.faults:
                 for event in events:
                     if event.seq in self.faults.skip:
