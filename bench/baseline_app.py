@@ -77,7 +77,9 @@ async def post_message(request: Request):
     async def events():
         yield ServerSentEvent(retry=RETRY_MS)
         seq = 1
-        yield ServerSentEvent(_dumps({"message_id": message_id, "seq": seq}), event="message.started", id=f"{message_id}:{seq}")
+        yield ServerSentEvent(
+            _dumps({"message_id": message_id, "seq": seq}), event="message.started", id=f"{message_id}:{seq}"
+        )
         answer = []
         for index, chunk in enumerate(chunks):
             if index and PACE:

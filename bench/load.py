@@ -133,8 +133,28 @@ from widget_server.sse import EventStreamParser, ServerSentEvent  # noqa: E402
 
 HOST = "127.0.0.1"  # loopback only, by construction
 PACE = 0.2  # DEMO_DELAY_SECONDS: the pause between two deltas
-WORDS = ["Arpeggio", "café", "naïve", "→", "señor", "—", "🎸", "日本語", "fa\u0301cil", "Ωmega",
-         "over", "Am", "F", "C", "G:", "play", "**slowly**,", "then", "`faster`", "tab\there"]
+WORDS = [
+    "Arpeggio",
+    "café",
+    "naïve",
+    "→",
+    "señor",
+    "—",
+    "🎸",
+    "日本語",
+    "fa\u0301cil",
+    "Ωmega",
+    "over",
+    "Am",
+    "F",
+    "C",
+    "G:",
+    "play",
+    "**slowly**,",
+    "then",
+    "`faster`",
+    "tab\there",
+]
 ECHOED = " ".join(WORDS[i % len(WORDS)] for i in range(47)) + "\nEnd."  # 50 word chunks (a tab cuts one), one newline
 QUESTION = "/echo " + ECHOED
 CHUNKS = split_words(ECHOED)
@@ -195,8 +215,11 @@ def start_watchdog(seconds: float) -> None:
     """The whole invocation's hard deadline: kill every server we started, then exit."""
 
     def fire() -> None:
-        print(f"\nload.py: hard deadline of {seconds:.0f} s reached; killing servers and exiting",
-              file=sys.stderr, flush=True)
+        print(
+            f"\nload.py: hard deadline of {seconds:.0f} s reached; killing servers and exiting",
+            file=sys.stderr,
+            flush=True,
+        )
         _kill_all()
         os._exit(3)
 
@@ -206,8 +229,15 @@ def start_watchdog(seconds: float) -> None:
 
 
 def spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    process = subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _CHILDREN.append(process)
     # Drain stderr in a thread (a full pipe would block the server); keep the tail.
     process.stderr_tail = []  # type: ignore[attr-defined]
@@ -274,10 +304,17 @@ def cpu_seconds(pid: int) -> float:
 
 def rate_limit_env() -> tuple[dict[str, str], list[str]]:
     """Turn off / raise any RATE_LIMIT setting of the server code under test (read in a subprocess)."""
-    script = ("import json; from widget_server.config import SETTINGS; print(json.dumps([[s.name, s.env_var, s.default, "
-              "s.minimum, s.maximum] for s in SETTINGS if 'RATE_LIMIT' in s.name], default=repr))")
-    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONPATH": str(CODE_DIR)}).stdout
+    script = (
+        "import json; from widget_server.config import SETTINGS; print(json.dumps([[s.name, s.env_var, s.default, "
+        "s.minimum, s.maximum] for s in SETTINGS if 'RATE_LIMIT' in s.name], default=repr))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(CODE_DIR)},
+    ).stdout
     env, notes = {}, []
     for name, env_var, default, minimum, maximum in json.loads(found):
         setting = argparse.Namespace(name=name, env_var=env_var, default=default, minimum=minimum, maximum=maximum)
@@ -312,13 +349,21 @@ def snapshot_code() -> Path:
 
 def code_state(code_dir: Path) -> dict:
     """Which server code was measured: HEAD, files changed since, a digest of the copy (read-only git)."""
-    git = lambda *a: subprocess.run(["git", "--no-optional-locks", *a], cwd=REPO, capture_output=True,  # noqa: E731
-                                    text=True).stdout.strip()
+    git = lambda *a: subprocess.run(
+        ["git", "--no-optional-locks", *a],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     digest = hashlib.sha256()
     for path in sorted((code_dir / "widget_server").rglob("*.py")):
         digest.update(str(path.relative_to(code_dir)).encode() + b"\0" + path.read_bytes())
-    return {"head": git("rev-parse", "HEAD"), "changed": git("status", "--porcelain", "--", "widget_server").splitlines(),
-            "widget_server_sha256": digest.hexdigest()[:16], "frozen_copy": code_dir != REPO}
+    return {
+        "head": git("rev-parse", "HEAD"),
+        "changed": git("status", "--porcelain", "--", "widget_server").splitlines(),
+        "widget_server_sha256": digest.hexdigest()[:16],
+        "frozen_copy": code_dir != REPO,
+    }
 
 
 class Redis:
@@ -327,8 +372,23 @@ class Redis:
 
         self.port = free_port()
         self.process = spawn(
-            ["/usr/bin/redis-server", "--port", str(self.port), "--bind", HOST, "--save", "", "--appendonly", "no",
-             "--maxclients", "10000", "--loglevel", "warning", "--daemonize", "no"],
+            [
+                "/usr/bin/redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                HOST,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--maxclients",
+                "10000",
+                "--loglevel",
+                "warning",
+                "--daemonize",
+                "no",
+            ],
             dict(os.environ),
         )
         self.client = redis.Redis(host=HOST, port=self.port, socket_timeout=2)
@@ -368,20 +428,53 @@ class Server:
         self.setup = setup
         self.port = free_port()
         self.redis = Redis() if setup.store == "redis" else None
-        env = {**os.environ, "WIDGET_SERVER_DEMO_DELAY_SECONDS": str(PACE),
-               "PYTHONPATH": os.pathsep.join(dict.fromkeys(
-                   [str(CODE_DIR), str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))}
+        env = {
+            **os.environ,
+            "WIDGET_SERVER_DEMO_DELAY_SECONDS": str(PACE),
+            "PYTHONPATH": os.pathsep.join(
+                dict.fromkeys(
+                    [str(CODE_DIR), str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+                )
+            ),
+        }
         if setup.store is None:
-            command = [sys.executable, "-m", "uvicorn", "bench.baseline_app:app", "--host", HOST,
-                       "--port", str(self.port), "--loop", "uvloop", "--http", "httptools",
-                       "--no-access-log", "--log-level", "warning", "--timeout-graceful-shutdown", "1"]
+            command = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "bench.baseline_app:app",
+                "--host",
+                HOST,
+                "--port",
+                str(self.port),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                "--timeout-graceful-shutdown",
+                "1",
+            ]
         else:
             store = self.redis.url if self.redis else "memory"
             env.update(SERVER_LIMITS)
             env.update(extra_env)
             env["WIDGET_SERVER_LOG_LEVEL"] = "WARNING"
-            command = [str(BIN / "widget-server"), "--host", HOST, "--port", str(self.port),
-                       "--store", store, "--workers", str(setup.workers), "--log-level", "warning"]
+            command = [
+                str(BIN / "widget-server"),
+                "--host",
+                HOST,
+                "--port",
+                str(self.port),
+                "--store",
+                store,
+                "--workers",
+                str(setup.workers),
+                "--log-level",
+                "warning",
+            ]
         self.process = spawn(command, env)
         self.base = f"http://{HOST}:{self.port}"
         assert self.base.startswith("http://127.0.0.1:")
@@ -433,6 +526,7 @@ class Server:
 
 # -- the client -------------------------------------------------------------------------
 
+
 class HttpError(Exception):
     pass
 
@@ -478,8 +572,12 @@ class RawResponse:
 async def raw_request(port: int, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> RawResponse:
     reader, writer = await asyncio.open_connection(HOST, port)
     try:
-        head = [f"{method} {path} HTTP/1.1", f"Host: {HOST}:{port}", "Connection: close",
-                f"Content-Length: {len(body)}"]
+        head = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {HOST}:{port}",
+            "Connection: close",
+            f"Content-Length: {len(body)}",
+        ]
         head += [f"{name}: {value}" for name, value in headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
         raw = await reader.readuntil(b"\r\n\r\n")
@@ -489,7 +587,9 @@ async def raw_request(port: int, method: str, path: str, headers: dict[str, str]
         for line in lines[1:]:
             name, _, value = line.partition(":")
             if name:
-                parsed[name.strip().lower()] = value.strip().lower() if name.lower() == "transfer-encoding" else value.strip()
+                parsed[name.strip().lower()] = (
+                    value.strip().lower() if name.lower() == "transfer-encoding" else value.strip()
+                )
         return RawResponse(reader, writer, status, parsed)
     except BaseException:
         writer.close()
@@ -695,8 +795,13 @@ async def warm_up(port: int) -> None:
     async def one() -> None:
         cid, token = await create_conversation(port)
         body = json.dumps({"text": "/echo warm up", "request_id": str(uuid.uuid4())}).encode()
-        response = await REQUEST(port, "POST", f"/api/v1/conversations/{cid}/messages",
-                                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, body)
+        response = await REQUEST(
+            port,
+            "POST",
+            f"/api/v1/conversations/{cid}/messages",
+            {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            body,
+        )
         try:
             await response.body()
         finally:
@@ -718,8 +823,10 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
     try:
         # Phase 1: N conversations (not timed as streaming).
         created_at = time.monotonic()
-        made = await asyncio.wait_for(asyncio.gather(*(create_conversation(port) for _ in range(n)),
-                                                     return_exceptions=True), max(5, hard - time.monotonic()))
+        made = await asyncio.wait_for(
+            asyncio.gather(*(create_conversation(port) for _ in range(n)), return_exceptions=True),
+            max(5, hard - time.monotonic()),
+        )
         create_s = time.monotonic() - created_at
         conversations = [c for c in made if isinstance(c, tuple)]
         create_errors = [f"{type(e).__name__}: {e}"[:120] for e in made if not isinstance(e, tuple)]
@@ -732,10 +839,13 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         results = [t.result() for t in done]
-        results += [{"completed": False, "exact": False, "lost": 0, "dup": 0, "seq_errors": 0, "events": 0,
-                     "error": "deadline"}] * len(pending)
-        results += [{"completed": False, "exact": False, "lost": 0, "dup": 0, "seq_errors": 0, "events": 0,
-                     "error": e} for e in create_errors]
+        results += [
+            {"completed": False, "exact": False, "lost": 0, "dup": 0, "seq_errors": 0, "events": 0, "error": "deadline"}
+        ] * len(pending)
+        results += [
+            {"completed": False, "exact": False, "lost": 0, "dup": 0, "seq_errors": 0, "events": 0, "error": e}
+            for e in create_errors
+        ]
     finally:
         sampling.cancel()
         await asyncio.gather(sampling, return_exceptions=True)
@@ -774,14 +884,16 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
         "kib_per_stream": None if per_stream is None else round(per_stream, 1),
         "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 1) for k in cpu_after},
         "client_cpu_s": round(time.process_time() - cpu_client, 1),
-        "cpu_per_server_process_s": sorted((round(v - cpu_pids.get(pid, 0.0), 1) for pid, v in server.cpu_by_pid().items()),
-                                           reverse=True),
+        "cpu_per_server_process_s": sorted(
+            (round(v - cpu_pids.get(pid, 0.0), 1) for pid, v in server.cpu_by_pid().items()), reverse=True
+        ),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:6]),
     }
     if server.redis:
         stats = server.redis.info("commandstats")
-        row["redis_calls"] = {k.removeprefix("cmdstat_"): v["calls"] for k, v in
-                              sorted(stats.items(), key=lambda kv: -kv[1]["calls"])}
+        row["redis_calls"] = {
+            k.removeprefix("cmdstat_"): v["calls"] for k, v in sorted(stats.items(), key=lambda kv: -kv[1]["calls"])
+        }
         row["redis_maxclients"] = server.redis.maxclients
         row["redis_peak_clients"] = max((s.get("redis_clients") or 0) for s in sampler.samples)
     row["passed"] = row["completed"] == n and row["exact"] == n and not row["lost_chars"] and not row["dup_chars"]
@@ -808,8 +920,17 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
             try:
                 conversation = conversation or await create_conversation(port)
             except Exception as error:
-                totals.results.append({"completed": False, "exact": False, "lost": 0, "dup": 0, "seq_errors": 0,
-                                       "events": 0, "error": f"create: {type(error).__name__}: {error}"[:120]})
+                totals.results.append(
+                    {
+                        "completed": False,
+                        "exact": False,
+                        "lost": 0,
+                        "dup": 0,
+                        "seq_errors": 0,
+                        "events": 0,
+                        "error": f"create: {type(error).__name__}: {error}"[:120],
+                    }
+                )
                 await asyncio.sleep(1)
                 continue
             result = await one_answer(port, *conversation, totals)
@@ -877,20 +998,32 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
     for r in results:
         if r.get("ended_at") is not None:
             windows.setdefault(int(r["ended_at"] // 30), []).append(r)
-    row["per_30s"] = [{"from_s": k * 30, "answers": len(v), "ttfd_p50_s": round(percentile([r["ttfd"] for r in v if r.get("ttfd")], 50) or 0, 3)}
-                      for k, v in sorted(windows.items())]
+    row["per_30s"] = [
+        {
+            "from_s": k * 30,
+            "answers": len(v),
+            "ttfd_p50_s": round(percentile([r["ttfd"] for r in v if r.get("ttfd")], 50) or 0, 3),
+        }
+        for k, v in sorted(windows.items())
+    ]
     if early and late:
         drift = row["rss_mean_late_kib"]["server"] - row["rss_mean_early_kib"]["server"]
         between = sum(1 for r in results if r.get("ended_at") and early[-1]["t"] <= r["ended_at"] <= late[0]["t"])
         row["server_drift_kib"] = drift
         row["answers_between_windows"] = between
         row["server_drift_bytes_per_answer"] = round(drift * 1024 / between) if between else None
-    row["passed"] = (row["answers"] > 0 and row["completed"] == row["answers"] and row["exact"] == row["answers"]
-                     and not row["lost_chars"] and not row["dup_chars"])
+    row["passed"] = (
+        row["answers"] > 0
+        and row["completed"] == row["answers"]
+        and row["exact"] == row["answers"]
+        and not row["lost_chars"]
+        and not row["dup_chars"]
+    )
     return row
 
 
 # -- driving it ---------------------------------------------------------------------
+
 
 def run_in_fresh_server(setup: Setup, extra_env: dict[str, str], coroutine_factory) -> tuple[dict, list[str]]:
     server = Server(setup, extra_env)
@@ -924,16 +1057,21 @@ def markdown(rows: list[dict]) -> str:
     baselines = {r["n"]: r for r in rows if r.get("setup") == "baseline" and "completed" in r}
     for row in rows:
         if "completed" not in row:
-            lines.append(f"| {row['label']} | {row['n']} | {row.get('failed_to_run', row.get('skipped', '?'))} "
-                         "| | | | | | | | |")
+            lines.append(
+                f"| {row['label']} | {row['n']} | {row.get('failed_to_run', row.get('skipped', '?'))} | | | | | | | | |"
+            )
             continue
         base = baselines.get(row["n"])
         ratios = "—"
         if base and row["setup"] != "baseline":
-            ratios = ", ".join([ratio(row["events_per_s"], base["events_per_s"]),
-                                ratio(row["extra_gap_p50_ms"], base["extra_gap_p50_ms"]),
-                                ratio(row["extra_gap_p99_ms"], base["extra_gap_p99_ms"]),
-                                ratio(row["kib_per_stream"], base["kib_per_stream"])])
+            ratios = ", ".join(
+                [
+                    ratio(row["events_per_s"], base["events_per_s"]),
+                    ratio(row["extra_gap_p50_ms"], base["extra_gap_p50_ms"]),
+                    ratio(row["extra_gap_p99_ms"], base["extra_gap_p99_ms"]),
+                    ratio(row["kib_per_stream"], base["kib_per_stream"]),
+                ]
+            )
         cpu = "+".join(f"{v:.0f}" for v in row["server_cpu_s"].values())
         lines.append(
             f"| {row['label']} | {row['n']} | {row['completed']}/{row['n']} | {row['exact']}/{row['n']} "
@@ -963,8 +1101,8 @@ def soak_markdown(row: dict) -> str:
         f"| {pair(row['rss_idle_after_kib'])} | {fmt(row.get('server_drift_kib'), '+.0f')} KiB "
         f"({fmt(row.get('server_drift_bytes_per_answer'), '+.0f')} B/answer) |",
         "",
-        "answers completed per 30 s (TTFD p50): " + ", ".join(
-            f"{w['answers']} ({w['ttfd_p50_s']:.2f} s)" for w in row.get("per_30s", [])),
+        "answers completed per 30 s (TTFD p50): "
+        + ", ".join(f"{w['answers']} ({w['ttfd_p50_s']:.2f} s)" for w in row.get("per_30s", [])),
     ]
     return "\n".join(lines)
 
@@ -975,19 +1113,32 @@ def main() -> int:
     parser.add_argument("--n", help="comma-separated N values (default 100,500,1000,2000; 0: none, soak only)")
     parser.add_argument("--soak-seconds", type=float, default=None, help="soak length (default 120; 0: no soak)")
     parser.add_argument("--soak-n", type=int, default=500)
-    parser.add_argument("--setups", default=",".join(s.key for s in SETUPS),
-                        help="comma-separated subset of " + ", ".join(s.key for s in SETUPS))
+    parser.add_argument(
+        "--setups",
+        default=",".join(s.key for s in SETUPS),
+        help="comma-separated subset of " + ", ".join(s.key for s in SETUPS),
+    )
     parser.add_argument("--soak-setup", default="redis-2w")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
-    parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="extra environment for the widget servers (after the raised limits)")
-    parser.add_argument("--live-code", action="store_true",
-                        help="run the servers from the work tree, not from a copy frozen at start")
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra environment for the widget servers (after the raised limits)",
+    )
+    parser.add_argument(
+        "--live-code", action="store_true", help="run the servers from the work tree, not from a copy frozen at start"
+    )
     parser.add_argument("--budget", type=float, default=None, help="hard deadline of the whole invocation, s")
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "load.json"))
     args = parser.parse_args()
 
-    ns = [int(v) for v in args.n.split(",") if int(v) > 0] if args.n else ([100, 500] if args.quick else [100, 500, 1000, 2000])
+    ns = (
+        [int(v) for v in args.n.split(",") if int(v) > 0]
+        if args.n
+        else ([100, 500] if args.quick else [100, 500, 1000, 2000])
+    )
     soak_seconds = args.soak_seconds if args.soak_seconds is not None else (0 if args.quick else 120.0)
     budget = args.budget or (170.0 if args.quick else 900.0)
     start_watchdog(budget)
@@ -1030,23 +1181,41 @@ def main() -> int:
     import gunicorn
     import redis as redis_py
 
-    versions = {"python": platform.python_version(), "gunicorn": gunicorn.__version__, "gevent": gevent.__version__,
-                "redis-py": redis_py.__version__, "redis-server": subprocess.run(
-                    ["/usr/bin/redis-server", "--version"], capture_output=True, text=True).stdout.split()[2].removeprefix("v=")}
+    versions = {
+        "python": platform.python_version(),
+        "gunicorn": gunicorn.__version__,
+        "gevent": gevent.__version__,
+        "redis-py": redis_py.__version__,
+        "redis-server": subprocess.run(["/usr/bin/redis-server", "--version"], capture_output=True, text=True)
+        .stdout.split()[2]
+        .removeprefix("v="),
+    }
     for name in ("uvicorn", "sse_starlette", "starlette", "uvloop", "httptools", "httpx"):
         try:
             versions[name] = __import__(name).__version__
         except Exception:
             versions[name] = None
     report = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "nofile": [soft, hard],
-                    "somaxconn": Path("/proc/sys/net/core/somaxconn").read_text().strip(), **versions},
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "nofile": [soft, hard],
+            "somaxconn": Path("/proc/sys/net/core/somaxconn").read_text().strip(),
+            **versions,
+        },
         "code": code_state(CODE_DIR),
         "rate_limit_overrides": limit_notes,
         "client": f"{args.client} on {loop_name}, one connection per request, in this process (shares the cores)",
-        "answer": {"question": QUESTION, "deltas": len(CHUNKS), "events": len(CHUNKS) + 2, "pace_s": PACE,
-                   "answer_s": ANSWER_SECONDS, "chars": len(ECHOED), "utf8_bytes": len(ECHOED.encode())},
+        "answer": {
+            "question": QUESTION,
+            "deltas": len(CHUNKS),
+            "events": len(CHUNKS) + 2,
+            "pace_s": PACE,
+            "answer_s": ANSWER_SECONDS,
+            "chars": len(ECHOED),
+            "utf8_bytes": len(ECHOED.encode()),
+        },
         "server_env": {**SERVER_LIMITS, **extra_env, "WIDGET_SERVER_DEMO_DELAY_SECONDS": str(PACE)},
         "definitions": {
             "events_per_s": "events received by all clients / wall time from the first message POST to the last stream end",
@@ -1075,7 +1244,9 @@ def main() -> int:
             if remaining < deadline_s + 15:
                 row = {"skipped": "skipped: out of time budget"}
             else:
-                row, tail = run_in_fresh_server(setup, extra_env, lambda server, n=n, d=deadline_s: load_run(server, n, d))
+                row, tail = run_in_fresh_server(
+                    setup, extra_env, lambda server, n=n, d=deadline_s: load_run(server, n, d)
+                )
                 if tail:
                     row["server_stderr_tail"] = tail[-15:]
             row.update({"setup": setup.key, "label": setup.label})
@@ -1083,19 +1254,27 @@ def main() -> int:
             report["rows"].append(row)
             save()
             if "completed" in row:
-                print(f"{setup.label:46} N={n:<5} completed {row['completed']}/{n} exact {row['exact']} "
-                      f"lost/dup {row['lost_chars']}/{row['dup_chars']} ev/s {row['events_per_s']:.0f} "
-                      f"gap p50/p99 {row['extra_gap_p50_ms']}/{row['extra_gap_p99_ms']} ms "
-                      f"KiB/stream {row['kib_per_stream']} cpu {row['server_cpu_s']}/{row['client_cpu_s']} "
-                      f"{row['errors'] or ''}", file=sys.stderr, flush=True)
+                print(
+                    f"{setup.label:46} N={n:<5} completed {row['completed']}/{n} exact {row['exact']} "
+                    f"lost/dup {row['lost_chars']}/{row['dup_chars']} ev/s {row['events_per_s']:.0f} "
+                    f"gap p50/p99 {row['extra_gap_p50_ms']}/{row['extra_gap_p99_ms']} ms "
+                    f"KiB/stream {row['kib_per_stream']} cpu {row['server_cpu_s']}/{row['client_cpu_s']} "
+                    f"{row['errors'] or ''}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             else:
-                print(f"{setup.label:46} N={n:<5} {row.get('failed_to_run') or row.get('skipped')}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{setup.label:46} N={n:<5} {row.get('failed_to_run') or row.get('skipped')}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if soak_seconds:
         setup = next(s for s in SETUPS if s.key == args.soak_setup)
         deadline_s = soak_seconds + ANSWER_SECONDS * 3 + 30
         row, tail = run_in_fresh_server(
-            setup, extra_env, lambda server: soak_run(server, args.soak_n, soak_seconds, deadline_s))
+            setup, extra_env, lambda server: soak_run(server, args.soak_n, soak_seconds, deadline_s)
+        )
         if tail:
             row["server_stderr_tail"] = tail[-15:]
         row.update({"setup": setup.key, "label": setup.label})
@@ -1107,9 +1286,11 @@ def main() -> int:
         print()
         print(soak_markdown(report["soak"]))
     m = report["machine"]
-    print(f"\n{report['date']}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}, gunicorn {m['gunicorn']}, "
-          f"gevent {m['gevent']}, redis {m['redis-server']}, uvicorn {m['uvicorn']}, sse-starlette {m['sse_starlette']}; "
-          f"client {report['client']}; total {report['total_seconds']} s")
+    print(
+        f"\n{report['date']}, {m['cpus']} CPUs, {m['platform']}, Python {m['python']}, gunicorn {m['gunicorn']}, "
+        f"gevent {m['gevent']}, redis {m['redis-server']}, uvicorn {m['uvicorn']}, sse-starlette {m['sse_starlette']}; "
+        f"client {report['client']}; total {report['total_seconds']} s"
+    )
     failed = [r for r in report["rows"] if not r.get("passed")]
     if report["soak"] and not report["soak"].get("passed"):
         failed.append(report["soak"])

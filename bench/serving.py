@@ -75,13 +75,26 @@ def start_server(gunicorn_args: list[str] | None, port: int) -> subprocess.Popen
         command = [sys.executable, "-m", "widget_server"]  # gunicorn + gevent, as shipped
     else:
         command = [
-            sys.executable, "-m", "gunicorn", "-w", "1", *gunicorn_args,
-            "-b", f"{HOST}:{port}", "--no-control-socket", "--log-level", "warning",
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-w",
+            "1",
+            *gunicorn_args,
+            "-b",
+            f"{HOST}:{port}",
+            "--no-control-socket",
+            "--log-level",
+            "warning",
             "widget_server.app:create_app()",
         ]
     return subprocess.Popen(
-        command, cwd=REPO, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        command,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -257,13 +270,17 @@ def main() -> int:
                 baseline = row["wall_s"] if row["completed"] == 1 else None
             row["ratio"] = None if baseline is None else round(row["wall_s"] / baseline, 2)
             rows.append(row)
-            print(f"{label:24} N={n:<4} wall {row['wall_s']:.2f}s  completed {row['completed']}/{n}"
-                  f"  exact {row['exact']}/{n}  {'; '.join(row['errors'])}", file=sys.stderr, flush=True)
+            print(
+                f"{label:24} N={n:<4} wall {row['wall_s']:.2f}s  completed {row['completed']}/{n}"
+                f"  exact {row['exact']}/{n}  {'; '.join(row['errors'])}",
+                file=sys.stderr,
+                flush=True,
+            )
     import gevent
     import gunicorn
 
     report = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
@@ -283,9 +300,11 @@ def main() -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(markdown(rows))
-    print(f"\n{report['date']}, {report['machine']['cpus']} CPUs, {report['machine']['platform']}, "
-          f"Python {report['machine']['python']}, gunicorn {report['machine']['gunicorn']}, "
-          f"gevent {report['machine']['gevent']}; total {report['total_seconds']} s")
+    print(
+        f"\n{report['date']}, {report['machine']['cpus']} CPUs, {report['machine']['platform']}, "
+        f"Python {report['machine']['python']}, gunicorn {report['machine']['gunicorn']}, "
+        f"gevent {report['machine']['gevent']}; total {report['total_seconds']} s"
+    )
     return 0
 
 

@@ -70,6 +70,7 @@ from widget_server.backends.demo import BULK_CHUNK_CHARS, bulk_answer, group_chu
 
 HOST = "127.0.0.1"  # loopback only, by construction
 from widget_server.testing import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the same launch as the e2e tests)
+
 BULK_QUESTION = "/scenario bulk"
 SEED_QUESTION = "which arpeggio fits Am F C G"
 TTFT_DELAY = 0.05
@@ -95,7 +96,7 @@ LONGTASK_SCRIPT = """
 
 # In the panel frame, before sending: wrap the next run's onEvent and render
 # with performance.now(); note Enter, the first answer text, and the end.
-INSTRUMENT_SCRIPT = """
+INSTRUMENT_SCRIPT = r"""
 () => {
   const panel = window.chatPanel;
   if (!panel) throw new Error('window.chatPanel is missing');
@@ -285,12 +286,16 @@ class ChatServer:
             **(extra or {}),
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "widget_server"], cwd=REPO, env=env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "widget_server"],
+            cwd=REPO,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         _live_servers.append(self)
 
-    def wait_ready(self, seconds: float = 20.0) -> "ChatServer":
+    def wait_ready(self, seconds: float = 20.0) -> ChatServer:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -475,7 +480,7 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
         drawn += chars
     # The same split by part of render (ms per KB drawn, first and last 10% of the text).
     part_kb: dict[str, list[float | None]] = {}
-    for key in (with_parts[0][0] if with_parts else {}):
+    for key in with_parts[0][0] if with_parts else {}:
         drawn, head_p, tail_p = 0, [0.0, 0], [0.0, 0]
         for parts, chars in with_parts:
             if drawn < total_chars * 0.1:
@@ -518,8 +523,10 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
             "ms_per_kb_last_10pct_text": r(tail_kb, 3),
             "ms_per_kb_last_over_first": r(tail_kb / head_kb, 2) if head_kb and tail_kb else None,
             "parts_ms_per_kb_first_last_10pct_text": part_kb,
-            "parts_ms_per_frame_median": {key: [v.get("first_median"), v.get("last_median"), v.get("last_over_first_median")]
-                                          for key, v in part_frame.items()},
+            "parts_ms_per_frame_median": {
+                key: [v.get("first_median"), v.get("last_median"), v.get("last_over_first_median")]
+                for key, v in part_frame.items()
+            },
         },
         "long_tasks": {
             "observer_error": data["longTaskError"],
@@ -542,15 +549,24 @@ def widget_first_text(browser, host: HostSite, server: ChatServer, deadline: Dea
         composer = frame.locator("[data-chat-input]")
         composer.fill(SEED_QUESTION, timeout=deadline.ms(10))
         composer.press("Enter", timeout=deadline.ms(10))
-        frame.wait_for_function("() => window.__bench.end !== null && window.__bench.firstFrame !== null",
-                                timeout=deadline.ms(20), polling=50)
+        frame.wait_for_function(
+            "() => window.__bench.end !== null && window.__bench.firstFrame !== null",
+            timeout=deadline.ms(20),
+            polling=50,
+        )
         bench = frame.evaluate("() => window.__bench")
     finally:
         context.close()
     enter = bench["enter"]
     steps = {}
     for path, begun, resolved in bench["fetches"]:
-        name = "message_post" if path.endswith("/messages") else "conversation_post" if path.endswith("/conversations") else path
+        name = (
+            "message_post"
+            if path.endswith("/messages")
+            else "conversation_post"
+            if path.endswith("/conversations")
+            else path
+        )
         steps.setdefault(f"{name}_start_ms", begun - enter)
         if resolved is not None:
             steps.setdefault(f"{name}_headers_ms", resolved - enter)
@@ -576,7 +592,12 @@ def bare_first_text(browser, server: ChatServer, deadline: Deadline) -> dict:
         result = page.evaluate(BARE_SCRIPT, SEED_QUESTION)
     finally:
         context.close()
-    return {"first_text_ms": result["first"], "first_frame_ms": result["firstFrame"], "state": result["last"], "chars": result["chars"]}
+    return {
+        "first_text_ms": result["first"],
+        "first_frame_ms": result["firstFrame"],
+        "state": result["last"],
+        "chars": result["chars"],
+    }
 
 
 def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, reps: int) -> dict:
@@ -589,7 +610,9 @@ def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, re
         if rep:
             widget.append(w)
             bare.append(b)
-    step_names = sorted({k for x in widget for k in x["steps"]}, key=lambda k: statistics.median(x["steps"].get(k, 0) for x in widget))
+    step_names = sorted(
+        {k for x in widget for k in x["steps"]}, key=lambda k: statistics.median(x["steps"].get(k, 0) for x in widget)
+    )
     steps = {k: round(statistics.median(x["steps"][k] for x in widget if k in x["steps"]), 1) for k in step_names}
     w_med = statistics.median(x["first_text_ms"] for x in widget)
     b_med = statistics.median(x["first_text_ms"] for x in bare)
@@ -607,7 +630,10 @@ def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, re
         "widget_over_bare": round(w_med / b_med, 2) if b_med else None,
         "bare_first_frame_median_ms": round(statistics.median(x["first_frame_ms"] for x in bare), 1),
         "widget_over_bare_next_frame": round(
-            statistics.median(x["first_frame_ms"] for x in widget) / statistics.median(x["first_frame_ms"] for x in bare), 2),
+            statistics.median(x["first_frame_ms"] for x in widget)
+            / statistics.median(x["first_frame_ms"] for x in bare),
+            2,
+        ),
         "widget_steps_median_ms": steps,
     }
 
@@ -621,35 +647,54 @@ def markdown(report: dict) -> str:
     lines = ["| measure | value |", "| --- | ---: |"]
     add = lambda name, value: lines.append(f"| {name} | {value} |")  # noqa: E731
     add("loader `/widget.js`, gzip -9", f"{b['loader_gzip_bytes']:,} B")
-    add("whole widget on first open, gzip -9 (browser-recorded / imports followed)",
-        f"{b['first_open_gzip_bytes']:,} B / {b['first_open_static_gzip_bytes']:,} B ({b['first_open_files']} files)")
+    add(
+        "whole widget on first open, gzip -9 (browser-recorded / imports followed)",
+        f"{b['first_open_gzip_bytes']:,} B / {b['first_open_static_gzip_bytes']:,} B ({b['first_open_files']} files)",
+    )
     for label, s in runs:
         e, rd, rr, lt = s["on_event_ms_per_delta"], s["read_ms_per_delta"], s["render"], s["long_tasks"]
-        add(f"{label}: deltas applied / snapshots / state", f"{s['deltas_applied']:,} of {s['deltas_sent']:,} / {s['snapshots']} / "
-            f"{s['state']}, {'exact' if s['exact'] else 'NOT exact'}")
-        add(f"{label}: onEvent ms per delta, first 10% → last 10% (mean; p95)",
-            f"{e['first_mean']} → {e['last_mean']} ({e['last_over_first']}×); {e['first_p95']} → {e['last_p95']}")
-        add(f"{label}: parse + apply ms per delta, first 10% → last 10% (mean)",
-            f"{rd['first_mean']} → {rd['last_mean']} ({rd['last_over_first']}×)")
+        add(
+            f"{label}: deltas applied / snapshots / state",
+            f"{s['deltas_applied']:,} of {s['deltas_sent']:,} / {s['snapshots']} / "
+            f"{s['state']}, {'exact' if s['exact'] else 'NOT exact'}",
+        )
+        add(
+            f"{label}: onEvent ms per delta, first 10% → last 10% (mean; p95)",
+            f"{e['first_mean']} → {e['last_mean']} ({e['last_over_first']}×); {e['first_p95']} → {e['last_p95']}",
+        )
+        add(
+            f"{label}: parse + apply ms per delta, first 10% → last 10% (mean)",
+            f"{rd['first_mean']} → {rd['last_mean']} ({rd['last_over_first']}×)",
+        )
         add(f"{label}: renders / total ms / longest", f"{rr['count']} / {rr['total_ms']} / {rr['max_ms']}")
         if rr["ms_per_kb_last_over_first"] is not None:
-            add(f"{label}: render ms per KB drawn, first 10% → last 10% of the text",
-                f"{rr['ms_per_kb_first_10pct_text']} → {rr['ms_per_kb_last_10pct_text']} ({rr['ms_per_kb_last_over_first']}×)")
+            add(
+                f"{label}: render ms per KB drawn, first 10% → last 10% of the text",
+                f"{rr['ms_per_kb_first_10pct_text']} → {rr['ms_per_kb_last_10pct_text']} ({rr['ms_per_kb_last_over_first']}×)",
+            )
         if rr["count"] > 10:
             parts, frame = rr["parts_ms_per_frame_median"], rr["per_frame_ms"]
-            add(f"{label}: render ms per frame (median), first 10% → last 10% of frames: all / markdown view / scrollToEnd (layout)",
+            add(
+                f"{label}: render ms per frame (median), first 10% → last 10% of frames: all / markdown view / scrollToEnd (layout)",
                 f"{frame['first_median']} → {frame['last_median']} ({frame['last_over_first_median']}×) / "
                 f"{parts['append'][0]} → {parts['append'][1]} ({parts['append'][2]}×) / "
-                f"{parts['scrollToEnd'][0]} → {parts['scrollToEnd'][1]} ({parts['scrollToEnd'][2]}×)")
-        add(f"{label}: long tasks while streaming (count / total ms / longest)",
-            f"{lt['while_streaming_count']} / {lt['while_streaming_total_ms']} / {lt['while_streaming_max_ms']}")
+                f"{parts['scrollToEnd'][0]} → {parts['scrollToEnd'][1]} ({parts['scrollToEnd'][2]}×)",
+            )
+        add(
+            f"{label}: long tasks while streaming (count / total ms / longest)",
+            f"{lt['while_streaming_count']} / {lt['while_streaming_total_ms']} / {lt['while_streaming_max_ms']}",
+        )
         add(f"{label}: Enter → completed", f"{s['enter_to_completed_ms']:.0f} ms")
     d = report["bulk_default_log"]
     add("bulk, no pacing, default LOG_MAX_EVENTS: deltas / snapshots", f"{d['deltas_applied']} / {d['snapshots']}")
-    add(f"first text in the DOM, median of {t['reps']}: widget / bare page",
-        f"{t['widget_median_ms']} / {t['bare_median_ms']} ms ({t['widget_over_bare']}×)")
-    add(f"first text, next animation frame, median of {t['reps']}: widget / bare page",
-        f"{t['widget_first_frame_median_ms']} / {t['bare_first_frame_median_ms']} ms ({t['widget_over_bare_next_frame']}×)")
+    add(
+        f"first text in the DOM, median of {t['reps']}: widget / bare page",
+        f"{t['widget_median_ms']} / {t['bare_median_ms']} ms ({t['widget_over_bare']}×)",
+    )
+    add(
+        f"first text, next animation frame, median of {t['reps']}: widget / bare page",
+        f"{t['widget_first_frame_median_ms']} / {t['bare_first_frame_median_ms']} ms ({t['widget_over_bare_next_frame']}×)",
+    )
     return "\n".join(lines)
 
 
@@ -657,9 +702,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7, help="timed first-text repetitions per path (default 7)")
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "widget.json"))
-    parser.add_argument("--log-max-events", type=int, default=10_000,
-                        help="LOG_MAX_EVENTS of the bulk server (default 10000: every delta stays in the log; "
-                             "a second bulk run uses the server's default, 4096)")
+    parser.add_argument(
+        "--log-max-events",
+        type=int,
+        default=10_000,
+        help="LOG_MAX_EVENTS of the bulk server (default 10000: every delta stays in the log; "
+        "a second bulk run uses the server's default, 4096)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -682,22 +731,34 @@ def main() -> int:
             try:
                 bulk = run_bulk(browser, host, bulk_server, Deadline("bulk"))
                 bulk_server.stop()
-                print(f"bulk: {bulk['deltas_applied']} deltas, {bulk['snapshots']} snapshots, {bulk['state']}; "
-                      f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"bulk: {bulk['deltas_applied']} deltas, {bulk['snapshots']} snapshots, {bulk['state']}; "
+                    f"{time.monotonic() - started:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 # The same, with the server's default log (4096 events): as shipped.
                 shipped_server = ChatServer(delay=0.0, embed_origin=host.origin).wait_ready()
                 shipped = run_bulk(browser, host, shipped_server, Deadline("bulk"))
                 shipped_server.stop()
                 shipped.pop("first_open_gzip_bytes")
-                print(f"bulk, default log: {shipped['deltas_applied']} deltas, {shipped['snapshots']} snapshots, "
-                      f"{shipped['state']}; {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"bulk, default log: {shipped['deltas_applied']} deltas, {shipped['snapshots']} snapshots, "
+                    f"{shipped['state']}; {time.monotonic() - started:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 # Paced: deltas spread over many frames, so the answer grows frame by frame.
                 paced_server = ChatServer(delay=PACED_DELAY, embed_origin=host.origin, extra=log_events).wait_ready()
                 paced = run_bulk(browser, host, paced_server, Deadline("bulk"))
                 paced_server.stop()
                 paced.pop("first_open_gzip_bytes")
-                print(f"bulk, paced: {paced['deltas_applied']} deltas, {paced['render']['count']} renders, "
-                      f"{paced['state']}; {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"bulk, paced: {paced['deltas_applied']} deltas, {paced['render']['count']} renders, "
+                    f"{paced['state']}; {time.monotonic() - started:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 ttft_server = ChatServer(delay=TTFT_DELAY, embed_origin=host.origin).wait_ready()
                 try:
                     first_text = run_ttft(browser, host, ttft_server, Deadline("ttft"), args.reps)
@@ -708,7 +769,7 @@ def main() -> int:
                 browser.close()
         first_open = bulk.pop("first_open_gzip_bytes")
         report = {
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "machine": {
                 "cpus": os.cpu_count(),
                 "platform": platform.platform(),
@@ -728,8 +789,19 @@ def main() -> int:
                 "first_open_static_by_file": static,
             },
             "bulk": bulk,
-            "bulk_default_log": {k: shipped[k] for k in (
-                "state", "exact", "deltas_applied", "snapshots", "events_applied", "enter_to_completed_ms", "render", "long_tasks")},
+            "bulk_default_log": {
+                k: shipped[k]
+                for k in (
+                    "state",
+                    "exact",
+                    "deltas_applied",
+                    "snapshots",
+                    "events_applied",
+                    "enter_to_completed_ms",
+                    "render",
+                    "long_tasks",
+                )
+            },
             "bulk_paced": {"demo_delay_seconds": PACED_DELAY, **paced},
             "first_text": first_text,
             "method": {
@@ -737,8 +809,8 @@ def main() -> int:
                 "render": "main-thread time of AnswerRun.render (once per animation frame); per KB = ms / KB of pending text drawn",
                 "long_tasks": "PerformanceObserver 'longtask' in the panel frame, between Enter and the terminal state",
                 "first_text": "Enter keydown → MutationObserver sees non-empty answer text (widget); "
-                              "fetch() call → first textContent set (bare page on the chat origin); "
-                              "both in a fresh browser context, first pair not counted",
+                "fetch() call → first textContent set (bare page on the chat origin); "
+                "both in a fresh browser context, first pair not counted",
             },
             "total_seconds": round(time.monotonic() - started, 1),
         }
@@ -751,8 +823,10 @@ def main() -> int:
     output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(markdown(report))
     machine = report["machine"]
-    print(f"\n{report['date']}, {machine['cpus']} CPUs, {machine['platform']}, Chromium {machine['chromium']}; "
-          f"load average {machine['load_average_1min_before_after']}; total {report['total_seconds']} s")
+    print(
+        f"\n{report['date']}, {machine['cpus']} CPUs, {machine['platform']}, Chromium {machine['chromium']}; "
+        f"load average {machine['load_average_1min_before_after']}; total {report['total_seconds']} s"
+    )
     return 0
 
 

@@ -106,9 +106,11 @@ class FakeOpenAI:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         self._thread.start()
         return self
 
@@ -185,11 +187,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _event(self, obj: Any, exchange: Exchange) -> None:
         payload = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-        self._chunk(f"data: {payload}\n\n".encode("utf-8"), exchange)
+        self._chunk(f"data: {payload}\n\n".encode(), exchange)
 
     # -- answering ------------------------------------------------------------
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         fake = self.server_fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -212,12 +214,27 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.header_delay:
             self._wait(reply.header_delay, exchange)
         if self.path != "/v1/chat/completions":
-            self._error(404, {"message": f"Invalid URL (POST {self.path})", "type": "invalid_request_error", "param": None, "code": None}, reply, exchange)
+            self._error(
+                404,
+                {
+                    "message": f"Invalid URL (POST {self.path})",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                },
+                reply,
+                exchange,
+            )
             return
         if reply.status != 200:
             self._error(reply.status, reply.error, reply, exchange)
             return
-        head = ["HTTP/1.1 200 OK", f"Content-Type: {reply.content_type}", "Transfer-Encoding: chunked", "Cache-Control: no-cache"]
+        head = [
+            "HTTP/1.1 200 OK",
+            f"Content-Type: {reply.content_type}",
+            "Transfer-Encoding: chunked",
+            "Cache-Control: no-cache",
+        ]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         self._write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"), exchange)
 
@@ -270,9 +287,15 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.body is not None:
             payload, content_type = reply.body, "text/plain; charset=utf-8"
         else:
-            payload = json.dumps({"error": error or {"message": "error", "type": "server_error", "param": None, "code": None}}).encode()
+            payload = json.dumps(
+                {"error": error or {"message": "error", "type": "server_error", "param": None, "code": None}}
+            ).encode()
             content_type = "application/json"
-        head = [f"HTTP/1.1 {status} {self.responses.get(status, ('Error',))[0]}", f"Content-Type: {content_type}", f"Content-Length: {len(payload)}"]
+        head = [
+            f"HTTP/1.1 {status} {self.responses.get(status, ('Error',))[0]}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(payload)}",
+        ]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         self._write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload, exchange)
 

@@ -9,23 +9,19 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 from werkzeug.serving import make_server
 
 from widget_server import create_app
+from widget_server.backends.demo import load_seed_answers as load_seed_answers  # the copy the package ships
 from widget_server.sse import EventStreamParser, ServerSentEvent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SEED_ANSWERS_PATH = REPO_ROOT.parent / "shared" / "fixtures" / "seed_answers.json"
-
-
-def load_seed_answers() -> dict:
-    """The seed answers from ../shared (the source of truth); the package ships a copy."""
-    return json.loads(SEED_ANSWERS_PATH.read_text(encoding="utf-8"))
 
 
 class LiveServer:
@@ -39,7 +35,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def start(self) -> "LiveServer":
+    def start(self) -> LiveServer:
         self._thread.start()
         return self
 
@@ -117,7 +113,7 @@ class ChatClient:
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
-    def new_conversation(self) -> "ChatClient":
+    def new_conversation(self) -> ChatClient:
         response = self.http.post("/api/v1/conversations")
         response.raise_for_status()
         body = response.json()
@@ -175,7 +171,9 @@ def iter_stream_events(raw_chunks: Iterator[bytes]) -> list[ServerSentEvent]:
 # -- added for the tests/test_api_*.py integration suite ---------------------
 
 
-def assert_sound_events(result: StreamResult, message_id: str | None = None, *, allow_snapshots: bool = False) -> list[int]:
+def assert_sound_events(
+    result: StreamResult, message_id: str | None = None, *, allow_snapshots: bool = False
+) -> list[int]:
     """Every event's SSE id is "<mid>:<seq>" and matches its data; seqs rise by exactly 1.
 
     Returns the seqs. The first seq is whatever the stream started at (1 for
@@ -195,7 +193,9 @@ def assert_sound_events(result: StreamResult, message_id: str | None = None, *, 
             if allow_snapshots and event.event == "message.snapshot":
                 assert data["seq"] > seqs[-1], f"snapshot goes back: {seqs[-1]} then {data['seq']}"
             else:
-                assert data["seq"] == seqs[-1] + 1, f"seqs not contiguous: {seqs[-1]} then {data['seq']} ({event.event})"
+                assert data["seq"] == seqs[-1] + 1, (
+                    f"seqs not contiguous: {seqs[-1]} then {data['seq']} ({event.event})"
+                )
         seqs.append(data["seq"])
     if not allow_snapshots:
         assert "message.snapshot" not in result.kinds[1:], result.kinds

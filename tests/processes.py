@@ -12,8 +12,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 READY = re.compile(r"open (http://[^/]+)/ in a browser")
 
@@ -30,13 +31,23 @@ class ServerProcess:
         self._log = tempfile.NamedTemporaryFile(prefix="widget-server-", suffix=".log", delete=False)
         self.output: list[str] = []
 
-    def start(self, timeout: float = 30.0) -> "ServerProcess":
+    def start(self, timeout: float = 30.0) -> ServerProcess:
         env = {key: value for key, value in os.environ.items() if not key.startswith("WIDGET_SERVER_")}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         env.update({f"WIDGET_SERVER_{key}": str(value) for key, value in self.settings.items()})
         env["PYTHONUNBUFFERED"] = "1"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "widget_server", "--host", "127.0.0.1", "--port", "0", "--workers", str(self.workers)],
+            [
+                sys.executable,
+                "-m",
+                "widget_server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--workers",
+                str(self.workers),
+            ],
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,

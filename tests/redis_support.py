@@ -21,17 +21,31 @@ class RedisServer:
     def __init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            raise RuntimeError("redis-server is not installed: `bash .ci/test` installs it (apt-get install redis-server)")
+            raise RuntimeError(
+                "redis-server is not installed: `bash .ci/test` installs it (apt-get install redis-server)"
+            )
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._dir = tempfile.TemporaryDirectory()
         self._binary = binary
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         # No persistence: each test run starts empty, as a restart without it would.
         self.process = subprocess.Popen(
-            [self._binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self._dir.name],
+            [
+                self._binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self._dir.name,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -1,10 +1,10 @@
 """Actions: proposed with an answer, actionable only once it completed, executed exactly once.
 
-The article (004_…): "Las respuestas parciales no deben activar acciones" — a
-tool's effect needs its own idempotent action id, a permission check and a
-visible confirmation, and a reconnection never runs the same effect again;
-and its test case 5, "Cancelar durante la preparación de una herramienta sin
-ejecutar ningún efecto".
+docs/design.md ("Partial answers never trigger actions"): a tool's effect
+needs its own idempotent action id, a permission check and a visible
+confirmation, and a reconnection never runs the same effect again; and case 5
+of "The cases every change must keep passing": cancel while an action is
+being prepared, with no effect executed.
 
 Named tests/test_api_*.py, so every test runs on the memory store and on a
 real redis-server. Effects are counted where they land: the built-in
@@ -116,7 +116,10 @@ def test_the_proposal_travels_with_the_answer_and_runs_once_when_confirmed(serve
     assert proposal["description"] == "Request a call back to Ana García at +34 600 123 456, preferably mornings."
     assert proposal["action_id"].startswith("a_")
     # The text is what was streamed, untouched by the proposal.
-    assert result.text == "I can ask our team to call you back. Check the details below, then confirm or dismiss the request.\n"
+    assert (
+        result.text
+        == "I can ask our team to call you back. Check the details below, then confirm or dismiss the request.\n"
+    )
     assert record_lines(record) == []  # proposing runs nothing
 
     listing = list_actions(chat)
@@ -145,7 +148,7 @@ def test_the_key_may_come_in_the_body(server, chat_factory, record):
     assert len(record_lines(record)) == 1
 
 
-# -- the article's case 5: cancel while the action is being prepared ----------------------------
+# -- docs/design.md case 5: cancel while the action is being prepared ----------------------------
 
 
 def test_cancel_while_the_backend_prepares_the_action_executes_nothing(server, chat_factory, record):
@@ -269,7 +272,9 @@ def test_a_confirm_with_another_key_after_success_is_refused_and_runs_nothing(se
     message_id, proposal = proposed(chat)
     first = confirm(chat, message_id, proposal["action_id"], "tab-1")
     assert first.status_code == 200
-    other = assert_json_error(confirm(chat, message_id, proposal["action_id"], "tab-2"), 409, "action_already_confirmed")
+    other = assert_json_error(
+        confirm(chat, message_id, proposal["action_id"], "tab-2"), 409, "action_already_confirmed"
+    )
     # It says what became of the action, so a client that lost its key can show it.
     assert other["error"]["details"]["action"] == first.json()
     assert_json_error(dismiss(chat, message_id, proposal["action_id"]), 409, "action_already_confirmed")
@@ -427,7 +432,9 @@ def test_the_idempotency_key_is_required_and_checked(server, chat_factory, recor
     chat = chat_factory(server)
     message_id, proposal = proposed(chat)
     kwargs = {"json": body} if body is not None else {}
-    response = chat.http.post(action_url(chat, message_id, proposal["action_id"], "confirm"), headers={**chat.auth, **headers}, **kwargs)
+    response = chat.http.post(
+        action_url(chat, message_id, proposal["action_id"], "confirm"), headers={**chat.auth, **headers}, **kwargs
+    )
     assert_json_error(response, status, code)
     assert record_lines(record) == []
 
@@ -523,7 +530,15 @@ def test_the_schema_subset():
     assert actions.validate_arguments(schema, {"n": 2, "x": 1.5, "flag": True, "size": "m"}) == {
         "n": 2, "x": 1.5, "flag": True, "size": "m"
     }  # fmt: skip
-    for bad in ({"n": True}, {"n": 0}, {"n": 4}, {"n": 1, "x": float("nan")}, {"n": 1, "flag": 1}, {"n": 1, "size": "l"}, {}):
+    for bad in (
+        {"n": True},
+        {"n": 0},
+        {"n": 4},
+        {"n": 1, "x": float("nan")},
+        {"n": 1, "flag": 1},
+        {"n": 1, "size": "l"},
+        {},
+    ):
         with pytest.raises(InvalidArguments):
             actions.validate_arguments(schema, bad)
     with pytest.raises(InvalidArguments, match="larger than"):

@@ -137,7 +137,9 @@ def _post(chat: ChatClient, body: bytes, content_type: str | None, **headers: st
     return chat.http.post(chat.messages_url(), content=body, headers=sent)
 
 
-@pytest.mark.parametrize(("body", "content_type", "status", "code"), [case[1:] for case in BAD_POSTS], ids=[case[0] for case in BAD_POSTS])
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"), [case[1:] for case in BAD_POSTS], ids=[case[0] for case in BAD_POSTS]
+)
 def test_bad_post_is_refused_with_a_json_error(server, chat_factory, body, content_type, status, code):
     chat = chat_factory(server)
     response = _post(chat, body, content_type)
@@ -167,7 +169,9 @@ def test_lone_surrogate_in_text_is_replaced_not_a_500(server, chat_factory):
 
 def test_token_is_checked_before_the_body(server, chat_factory):
     chat = chat_factory(server)
-    response = chat.http.post(chat.messages_url(), content=b"{", headers={"Authorization": "Bearer nope", "Content-Type": JSON})
+    response = chat.http.post(
+        chat.messages_url(), content=b"{", headers={"Authorization": "Bearer nope", "Content-Type": JSON}
+    )
     assert_json_error(response, 404, "not_found")
 
 
@@ -265,7 +269,9 @@ def test_post_retry_with_last_event_id_of_another_message_is_400(server, chat_fa
 # -- routing -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/nope", "/api/v1/nope", "/api/v1", "/api/v1/conversations/c_x/nope", "/api/v2/conversations"])
+@pytest.mark.parametrize(
+    "path", ["/nope", "/api/v1/nope", "/api/v1", "/api/v1/conversations/c_x/nope", "/api/v2/conversations"]
+)
 def test_unknown_path_is_json_404(server, path):
     response = httpx.get(server.url + path)
     assert_json_error(response, 404, "not_found")
@@ -293,7 +299,9 @@ def test_wrong_method_is_json_405_with_allow(server, method, path, allowed):
 
 def _hold_stream(chat: ChatClient, text: str, request_id: str):
     """Open a POST stream and read until its first event, leaving it open. Returns (context, response)."""
-    context = chat.http.stream("POST", chat.messages_url(), json={"request_id": request_id, "text": text}, headers=chat.auth)
+    context = chat.http.stream(
+        "POST", chat.messages_url(), json={"request_id": request_id, "text": text}, headers=chat.auth
+    )
     response = context.__enter__()
     assert response.status_code == 200
     chunks = response.iter_raw()
@@ -341,7 +349,9 @@ def test_too_many_streams_in_a_conversation_is_429(live_server_factory, chat_fac
     try:
         for response in (
             chat.http.get(chat.events_url(mid), headers=chat.auth),
-            chat.http.post(chat.messages_url(), json={"request_id": "r-hold", "text": "/scenario slow"}, headers=chat.auth),
+            chat.http.post(
+                chat.messages_url(), json={"request_id": "r-hold", "text": "/scenario slow"}, headers=chat.auth
+            ),
         ):
             assert_json_error(response, 429, "too_many_streams")
             assert int(response.headers["retry-after"]) > 0
@@ -392,9 +402,19 @@ def test_bad_input_changes_nothing_and_a_good_request_still_works(live_server_fa
     for name, body, content_type, status, code in BAD_POSTS:
         response = _post(chat, body, content_type)
         assert response.status_code == status, name
-    assert_json_error(chat.http.post(chat.messages_url(), json={"request_id": "r-first", "text": "/echo changed"}, headers=chat.auth), 409)
-    assert_json_error(chat.http.get(chat.events_url(first.message_id), headers={**chat.auth, "Last-Event-ID": "junk"}), 400)
-    assert_json_error(chat.http.post(chat.messages_url(), json={"request_id": "r-x", "text": "hi"}, headers={"Authorization": "Bearer no"}), 404)
+    assert_json_error(
+        chat.http.post(chat.messages_url(), json={"request_id": "r-first", "text": "/echo changed"}, headers=chat.auth),
+        409,
+    )
+    assert_json_error(
+        chat.http.get(chat.events_url(first.message_id), headers={**chat.auth, "Last-Event-ID": "junk"}), 400
+    )
+    assert_json_error(
+        chat.http.post(
+            chat.messages_url(), json={"request_id": "r-x", "text": "hi"}, headers={"Authorization": "Bearer no"}
+        ),
+        404,
+    )
 
     assert chat.history().json() == before
     assert counting.calls == 1

@@ -57,7 +57,9 @@ def test_skip_leaves_a_gap_that_a_snapshot_repairs(faulty, seed_answers):
     result = faulty.send(QUESTION, "r1", headers={"X-Chat-Faults": "skip=3"})
     assert seqs(result) == [1, 2, 4, 5, 6, 7]
     # The client saw 2 then 4: it asks for a snapshot from its last good position.
-    repaired = faulty.stream("GET", faulty.events_url(result.message_id) + "?snapshot=1", headers={"Last-Event-ID": result.events[1].id})
+    repaired = faulty.stream(
+        "GET", faulty.events_url(result.message_id) + "?snapshot=1", headers={"Last-Event-ID": result.events[1].id}
+    )
     assert repaired.kinds == ["message.snapshot", "message.completed"]
     assert repaired.payloads[0]["text"] == answer
     assert repaired.payloads[0]["seq"] == 6

@@ -252,7 +252,11 @@ def test_cancel_of_a_completed_message_leaves_it_completed(live_server, chat_fac
     response = chat.cancel(result.message_id)
 
     assert response.status_code == 200
-    assert response.json() == {"message_id": result.message_id, "state": "completed", "last_seq": result.payloads[-1]["seq"]}
+    assert response.json() == {
+        "message_id": result.message_id,
+        "state": "completed",
+        "last_seq": result.payloads[-1]["seq"],
+    }
     assert chat.resume(result.message_id, None).payloads == result.payloads
     history = chat.history().json()["messages"]
     assert history[-1]["text"] == seed_answers["voicings"]["answer"] and history[-1]["state"] == "completed"
@@ -327,7 +331,12 @@ def test_history_keeps_completed_turns_only(live_server, chat_factory):
     nxt = chat.send("/echo next", "r-next")
     assert nxt.text == "next"
     assert counting.turns[-1].history == [("user", "/echo kept answer"), ("assistant", "kept answer")]
-    assert [m["text"] for m in chat.history().json()["messages"]] == ["/echo kept answer", "kept answer", "/echo next", "next"]
+    assert [m["text"] for m in chat.history().json()["messages"]] == [
+        "/echo kept answer",
+        "kept answer",
+        "/echo next",
+        "next",
+    ]
     # The dropped turns are still in the store: retrying their request ids replays their endings.
     assert chat.send("/scenario fail-provider", "r-failed").payloads == failed.payloads
     assert chat.send("/scenario slow", "r-cancelled").kinds[-1] == "message.cancelled"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from .helpers import ChatClient, assert_json_error, wait_until
+from .helpers import assert_json_error, wait_until
 from .test_scale_out import metric_value
 
 QUESTION = "which arpeggio fits Am F C G"
@@ -33,7 +33,9 @@ def test_endings_latencies_resumes_and_snapshots_are_counted(live_server_factory
     cut = chat.send(QUESTION, "r4", max_events=2)
     resumed = chat.resume(cut.message_id, cut.events[-1].id)
     assert resumed.kinds[-1] == "message.completed"
-    snap = chat.stream("GET", chat.events_url(cut.message_id) + "?snapshot=1", headers={"Last-Event-ID": cut.events[-1].id})
+    snap = chat.stream(
+        "GET", chat.events_url(cut.message_id) + "?snapshot=1", headers={"Last-Event-ID": cut.events[-1].id}
+    )
     assert snap.kinds[0] == "message.snapshot"
 
     text = metrics(server)
@@ -73,7 +75,9 @@ def test_client_reports_are_counted_and_validated(live_server_factory, chat_fact
         assert_json_error(chat.http.post(url, json=body, headers=chat.auth), 400, code)
     assert_json_error(chat.http.post(url, json={"dropped": 1}), 404, "not_found")
     other = chat_factory(server)
-    assert_json_error(other.http.post(f"{other.messages_url()}/{done.message_id}/report", json={}, headers=other.auth), 404)
+    assert_json_error(
+        other.http.post(f"{other.messages_url()}/{done.message_id}/report", json={}, headers=other.auth), 404
+    )
     # Refused reports counted nothing.
     assert metric_value(metrics(server), "chat_client_sequence_anomalies_total", kind="dropped") == 4
 

@@ -100,7 +100,8 @@ def test_without_proxy_hops_the_forwarded_address_is_ignored(live_server_factory
     server = live_server_factory(RATE_LIMITS=True, RATE_LIMIT_NEW_CONVERSATIONS="1/hour", RATE_LIMIT_CLIENT="")
     with httpx.Client(base_url=server.url) as http:
         statuses = [
-            http.post("/api/v1/conversations", headers={"X-Forwarded-For": client_address()}).status_code for _ in range(2)
+            http.post("/api/v1/conversations", headers={"X-Forwarded-For": client_address()}).status_code
+            for _ in range(2)
         ]
     # Both came from 127.0.0.1, whatever the header claimed.
     assert statuses == [201, 429]
@@ -124,4 +125,7 @@ def test_limit_settings_are_validated():
 
     with pytest.raises(ConfigError, match="RATE_LIMIT_CLIENT"):
         load_settings({"RATE_LIMIT_CLIENT": "lots"}, environ={})
-    assert load_settings({"RATE_LIMIT_CLIENT": "5/second;100/hour"}, environ={})["RATE_LIMIT_CLIENT"] == "5/second;100/hour"
+    assert (
+        load_settings({"RATE_LIMIT_CLIENT": "5/second;100/hour"}, environ={})["RATE_LIMIT_CLIENT"]
+        == "5/second;100/hour"
+    )

@@ -13,7 +13,7 @@ import pytest
 from widget_server.backends.demo import LONG_MARKDOWN
 from widget_server.sse import EventStreamParser
 
-from .helpers import CountingBackend, StreamResult, assert_digest, assert_sound_events, assert_json_error, wait_until
+from .helpers import CountingBackend, StreamResult, assert_digest, assert_json_error, assert_sound_events, wait_until
 
 
 def test_resume_after_a_drop_at_every_position(live_server_factory, chat_factory, seed_answers):
@@ -88,7 +88,9 @@ def test_header_last_event_id_wins_over_query(live_server, chat_factory):
     chat = chat_factory(live_server)
     first = chat.send("/scenario improvisation", "r-1")
     mid = first.message_id
-    rest = chat.stream("GET", chat.events_url(mid), headers={"Last-Event-ID": f"{mid}:5"}, params={"last_event_id": f"{mid}:2"})
+    rest = chat.stream(
+        "GET", chat.events_url(mid), headers={"Last-Event-ID": f"{mid}:5"}, params={"last_event_id": f"{mid}:2"}
+    )
     assert rest.payloads[0]["seq"] == 6
 
 
@@ -166,7 +168,9 @@ def test_resume_after_eviction_of_a_finished_answer(live_server_factory, chat_fa
     chat = chat_factory(server)
     first = chat.send("/scenario markdown", "r-md", max_events=1)
     mid = first.message_id
-    assert wait_until(lambda: chat.http.get(f"{chat.messages_url()}/{mid}", headers=chat.auth).json()["state"] == "completed")
+    assert wait_until(
+        lambda: chat.http.get(f"{chat.messages_url()}/{mid}", headers=chat.auth).json()["state"] == "completed"
+    )
 
     rest = chat.resume(mid, f"{mid}:1")
 

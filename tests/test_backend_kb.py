@@ -182,7 +182,11 @@ def test_passages_cut_long_sections_and_table_rows():
     assert all(len(p.text) <= 1200 for p in passages)
     assert "\n\n".join(p.text for p in passages) == paragraphs
     plans = passages_of("faq.md", parse_markdown(FAQ, "Faq"))
-    assert [p.title for p in plans if p.doc == "faq.md"][-3:] == ["Help centre › Plans › Basic", "Help centre › Plans › Pro", "Help centre › Contact us"]
+    assert [p.title for p in plans if p.doc == "faq.md"][-3:] == [
+        "Help centre › Plans › Basic",
+        "Help centre › Plans › Pro",
+        "Help centre › Contact us",
+    ]
 
 
 def test_trim_keeps_whole_blocks_then_cuts_at_a_sentence():
@@ -203,13 +207,13 @@ def test_safe_markdown_links_images_and_html():
     text = (
         "See [x](javascript:alert(1)) and [y](other.md), ![img](http://e.example/a.png) <script>alert(1)</script>"
         " <https://ok.example> <javascript:alert(1)> `<b>code</b>` [w](<javascript:a>) [v](https://ok.example/a_(b) 'T')\n"
-        "[ref]: javascript:alert(1)\n[ok]: other.md \"Other\"\n"
+        '[ref]: javascript:alert(1)\n[ok]: other.md "Other"\n'
         "```html\n<b>fence</b> [z](javascript:x)\n```"
     )
     assert safe_markdown(text, resolve) == (
         "See x and [y](https://kb.example/other.md), img \\<script>alert(1)\\</script>"
         " <https://ok.example> \\<javascript:alert(1)> `<b>code</b>` w [v](https://ok.example/a_(b))\n"
-        "\n[ok]: https://kb.example/other.md \"Other\"\n"
+        '\n[ok]: https://kb.example/other.md "Other"\n'
         "```html\n<b>fence</b> [z](javascript:x)\n```"
     )
 
@@ -218,7 +222,9 @@ def test_safe_markdown_comments_and_links_the_patterns_miss():
     def resolve(target: str) -> str | None:
         return target if target.startswith("https:") else None
 
-    text = "a [x [y] z](javascript:alert(1)) b <!-- a note\nover two lines --> c [k](https://ok.example) [r](vbscript:x)"
+    text = (
+        "a [x [y] z](javascript:alert(1)) b <!-- a note\nover two lines --> c [k](https://ok.example) [r](vbscript:x)"
+    )
     assert safe_markdown(text, resolve) == "a [x [y] z]\\(javascript:alert(1)) b  c [k](https://ok.example) r"
 
 
@@ -237,7 +243,10 @@ def test_the_sample_is_the_docs_folder_in_a_checkout_and_the_wheel_ships_it():
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     force = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
     assert force["docs"] == "widget_server/kb_sample"
-    assert pyproject["project"]["entry-points"]["widget_server.backends"]["kb"] == "widget_server.backends.kb:KnowledgeBaseBackend"
+    assert (
+        pyproject["project"]["entry-points"]["widget_server.backends"]["kb"]
+        == "widget_server.backends.kb:KnowledgeBaseBackend"
+    )
 
 
 def test_the_sample_indexes_quickly_and_finds_sections():
@@ -250,7 +259,7 @@ def test_the_sample_indexes_quickly_and_finds_sections():
 
 
 def test_a_few_hundred_files_index_in_well_under_two_seconds(tmp_path):
-    words = "answer stream cancel resume widget panel origin token history heartbeat proxy".split()
+    words = ["answer", "stream", "cancel", "resume", "widget", "panel", "origin", "token", "history", "heartbeat", "proxy"]
     for n in range(300):
         body = []
         for s in range(6):
@@ -286,7 +295,9 @@ def test_embed_question_quotes_the_embed_origins_setting(live_server_factory, ch
     assert text.startswith("Here is what I found in the documentation:\n\n> ")
     assert "> - **Environment variable:** `WIDGET_SERVER_EMBED_ORIGINS`\n" in text
     assert "> - **Meaning:** Origins allowed to embed the chat panel in an iframe." in text
-    assert f"Source: [Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS]({server.url}/kb/configuration.md)\n" in text
+    assert (
+        f"Source: [Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS]({server.url}/kb/configuration.md)\n" in text
+    )
     # Streamed in pieces (zero-width cuts: the pieces are the text).
     assert result.kinds.count("text.delta") > 5
 
@@ -374,7 +385,9 @@ def test_a_folder_of_your_own(live_server_factory, chat_factory, faq_dir):
         f"Source: [Frequently asked questions › How do I reset my password?]({server.url}/kb/faq.md)\n"
     )
     # A relative link to another document goes to that document; a .txt file is not indexed.
-    server, result = _ask(live_server_factory, chat_factory, "When do parcels leave the warehouse?", KB_DIR=str(faq_dir))
+    server, result = _ask(
+        live_server_factory, chat_factory, "When do parcels leave the warehouse?", KB_DIR=str(faq_dir)
+    )
     assert f"See [the FAQ]({server.url}/kb/faq.md) and [our site](https://shop.example/)." in result.text
     assert f"Source: [Shipping]({server.url}/kb/guides/shipping.md)\n" in result.text
 

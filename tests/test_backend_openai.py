@@ -16,8 +16,8 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 
@@ -188,75 +188,264 @@ MISCONFIGURED = "set up correctly"
 
 ERROR_CASES = [
     pytest.param(
-        Reply(status=401, error={"message": f"Incorrect API key provided: {API_KEY}. You can find your API key at https://platform.openai.com/account/api-keys.", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}),
-        "provider", False, MISCONFIGURED, "", id="401-invalid-key",
+        Reply(
+            status=401,
+            error={
+                "message": f"Incorrect API key provided: {API_KEY}. You can find your API key at https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            },
+        ),
+        "provider",
+        False,
+        MISCONFIGURED,
+        "",
+        id="401-invalid-key",
     ),
     pytest.param(
-        Reply(status=403, error={"message": "Country, region, or territory not supported", "type": "request_forbidden", "param": None, "code": "unsupported_country_region_territory"}),
-        "provider", False, MISCONFIGURED, "", id="403-forbidden",
+        Reply(
+            status=403,
+            error={
+                "message": "Country, region, or territory not supported",
+                "type": "request_forbidden",
+                "param": None,
+                "code": "unsupported_country_region_territory",
+            },
+        ),
+        "provider",
+        False,
+        MISCONFIGURED,
+        "",
+        id="403-forbidden",
     ),
     pytest.param(
-        Reply(status=404, error={"message": "The model `gpt-9` does not exist or you do not have access to it.", "type": "invalid_request_error", "param": None, "code": "model_not_found"}),
-        "provider", False, MISCONFIGURED, "", id="404-model-not-found",
+        Reply(
+            status=404,
+            error={
+                "message": "The model `gpt-9` does not exist or you do not have access to it.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "model_not_found",
+            },
+        ),
+        "provider",
+        False,
+        MISCONFIGURED,
+        "",
+        id="404-model-not-found",
     ),
     pytest.param(
-        Reply(status=429, headers={"Retry-After": "7"}, error={"message": "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.", "type": "requests", "param": None, "code": "rate_limit_exceeded"}),
-        "provider", True, "try again in 7 seconds", "", id="429-rate-limited",
+        Reply(
+            status=429,
+            headers={"Retry-After": "7"},
+            error={
+                "message": "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+                "type": "requests",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            },
+        ),
+        "provider",
+        True,
+        "try again in 7 seconds",
+        "",
+        id="429-rate-limited",
     ),
     pytest.param(
-        Reply(status=307, headers={"Location": "https://elsewhere.example/v1/chat/completions"}, error={"message": "moved"}),
-        "provider", False, MISCONFIGURED, "", id="307-redirect-not-followed",
+        Reply(
+            status=307,
+            headers={"Location": "https://elsewhere.example/v1/chat/completions"},
+            error={"message": "moved"},
+        ),
+        "provider",
+        False,
+        MISCONFIGURED,
+        "",
+        id="307-redirect-not-followed",
     ),
     pytest.param(
-        Reply(status=429, error={"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}),
-        "provider", False, MISCONFIGURED, "", id="429-insufficient-quota",
+        Reply(
+            status=429,
+            error={
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "type": "insufficient_quota",
+                "param": None,
+                "code": "insufficient_quota",
+            },
+        ),
+        "provider",
+        False,
+        MISCONFIGURED,
+        "",
+        id="429-insufficient-quota",
     ),
     pytest.param(
-        Reply(status=500, error={"message": "The server had an error while processing your request. Sorry about that!", "type": "server_error", "param": None, "code": None}),
-        "provider", True, "having trouble", "", id="500",
+        Reply(
+            status=500,
+            error={
+                "message": "The server had an error while processing your request. Sorry about that!",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            },
+        ),
+        "provider",
+        True,
+        "having trouble",
+        "",
+        id="500",
     ),
-    pytest.param(Reply(status=503, body=b"upstream connect error or disconnect/reset before headers. overflow"), "provider", True, "having trouble", "", id="503-overloaded-text-body"),
+    pytest.param(
+        Reply(status=503, body=b"upstream connect error or disconnect/reset before headers. overflow"),
+        "provider",
+        True,
+        "having trouble",
+        "",
+        id="503-overloaded-text-body",
+    ),
     pytest.param(
         Reply(status=529, error={"type": "overloaded_error", "message": "Overloaded"}),
-        "provider", True, "having trouble", "", id="529-overloaded",
+        "provider",
+        True,
+        "having trouble",
+        "",
+        id="529-overloaded",
     ),
     pytest.param(
-        Reply(status=400, error={"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}),
-        "validation", False, "too long", "", id="400-context-length",
+        Reply(
+            status=400,
+            error={
+                "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            },
+        ),
+        "validation",
+        False,
+        "too long",
+        "",
+        id="400-context-length",
     ),
     pytest.param(
-        Reply(status=400, error={"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}),
-        "validation", False, "too long", "", id="400-llama-cpp-context-size",
+        Reply(
+            status=400,
+            error={
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+            },
+        ),
+        "validation",
+        False,
+        "too long",
+        "",
+        id="400-llama-cpp-context-size",
     ),
     pytest.param(
-        Reply(status=400, error={"message": "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.", "type": None, "param": "prompt", "code": "content_filter"}),
-        "safety", False, "can't be answered", "", id="400-content-filter",
+        Reply(
+            status=400,
+            error={
+                "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
+                "type": None,
+                "param": "prompt",
+                "code": "content_filter",
+            },
+        ),
+        "safety",
+        False,
+        "can't be answered",
+        "",
+        id="400-content-filter",
     ),
     pytest.param(
-        Reply(status=400, error={"message": "Invalid type for 'messages[0].content'.", "type": "invalid_request_error", "param": "messages[0].content", "code": "invalid_type"}),
-        "validation", False, "couldn't be processed", "", id="400-invalid-request",
+        Reply(
+            status=400,
+            error={
+                "message": "Invalid type for 'messages[0].content'.",
+                "type": "invalid_request_error",
+                "param": "messages[0].content",
+                "code": "invalid_type",
+            },
+        ),
+        "validation",
+        False,
+        "couldn't be processed",
+        "",
+        id="400-invalid-request",
     ),
-    pytest.param(Reply(content=["Some text, then "], finish_reason="content_filter"), "safety", False, "can't be answered", "Some text, then ", id="finish-content-filter"),
-    pytest.param(Reply(content=[], refusal=["I'm sorry, ", "I can't help with that."], finish_reason="stop"), "safety", False, "can't be answered", "", id="refusal"),
-    pytest.param(Reply(content=["Fine so far. "], raw_events=[b"data: {not json\n\n"]), "provider", True, "having trouble", "Fine so far. ", id="malformed-non-json"),
     pytest.param(
-        Reply(content=["Fine so far. "], raw_events=[b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m"}\n\n']),
-        "provider", True, "having trouble", "Fine so far. ", id="malformed-missing-choices",
+        Reply(content=["Some text, then "], finish_reason="content_filter"),
+        "safety",
+        False,
+        "can't be answered",
+        "Some text, then ",
+        id="finish-content-filter",
     ),
     pytest.param(
-        Reply(content=["Fine so far. "], raw_events=[b'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n']),
-        "provider", True, "having trouble", "Fine so far. ", id="error-event-mid-stream",
+        Reply(content=[], refusal=["I'm sorry, ", "I can't help with that."], finish_reason="stop"),
+        "safety",
+        False,
+        "can't be answered",
+        "",
+        id="refusal",
+    ),
+    pytest.param(
+        Reply(content=["Fine so far. "], raw_events=[b"data: {not json\n\n"]),
+        "provider",
+        True,
+        "having trouble",
+        "Fine so far. ",
+        id="malformed-non-json",
+    ),
+    pytest.param(
+        Reply(
+            content=["Fine so far. "],
+            raw_events=[b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m"}\n\n'],
+        ),
+        "provider",
+        True,
+        "having trouble",
+        "Fine so far. ",
+        id="malformed-missing-choices",
+    ),
+    pytest.param(
+        Reply(
+            content=["Fine so far. "],
+            raw_events=[
+                b'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n'
+            ],
+        ),
+        "provider",
+        True,
+        "having trouble",
+        "Fine so far. ",
+        id="error-event-mid-stream",
     ),
     pytest.param(
         Reply(content_type="application/json", content=[], finish_reason=None, done=False, role_chunk=False),
-        "provider", True, "having trouble", "", id="200-not-an-event-stream",
+        "provider",
+        True,
+        "having trouble",
+        "",
+        id="200-not-an-event-stream",
     ),
-    pytest.param(Reply(content=["Cut ", "short"], finish_reason=None, done=False), "network", True, "interrupted", "Cut short", id="ended-without-done"),
+    pytest.param(
+        Reply(content=["Cut ", "short"], finish_reason=None, done=False),
+        "network",
+        True,
+        "interrupted",
+        "Cut short",
+        id="ended-without-done",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("reply", "code", "retryable", "message", "partial"), ERROR_CASES)
-def test_upstream_failures_map_onto_the_taxonomy(openai_server, fake, chat_factory, caplog, reply, code, retryable, message, partial):
+def test_upstream_failures_map_onto_the_taxonomy(
+    openai_server, fake, chat_factory, caplog, reply, code, retryable, message, partial
+):
     fake.reply("please fail", reply)
     chat = chat_factory(openai_server())
     with caplog.at_level(logging.WARNING, logger="widget_server"):
@@ -278,7 +467,14 @@ def test_upstream_failures_map_onto_the_taxonomy(openai_server, fake, chat_facto
 
 
 def test_retry_after_and_upstream_error_are_in_the_log(openai_server, fake, chat_factory, caplog):
-    fake.reply("busy", Reply(status=429, headers={"Retry-After": "7"}, error={"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}))
+    fake.reply(
+        "busy",
+        Reply(
+            status=429,
+            headers={"Retry-After": "7"},
+            error={"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"},
+        ),
+    )
     chat = chat_factory(openai_server())
     with caplog.at_level(logging.WARNING, logger="widget_server"):
         chat.send("busy", request_id())
@@ -287,8 +483,17 @@ def test_retry_after_and_upstream_error_are_in_the_log(openai_server, fake, chat
 
 
 @pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
-def test_mid_stream_disconnect_fails_as_network_with_the_partial_text_incomplete(openai_server, fake, chat_factory, reset):
-    fake.reply("drop", Reply(content=["The first sentence. ", "The second sentence. ", "Never sent."], disconnect_after=2, disconnect_with_reset=reset))
+def test_mid_stream_disconnect_fails_as_network_with_the_partial_text_incomplete(
+    openai_server, fake, chat_factory, reset
+):
+    fake.reply(
+        "drop",
+        Reply(
+            content=["The first sentence. ", "The second sentence. ", "Never sent."],
+            disconnect_after=2,
+            disconnect_with_reset=reset,
+        ),
+    )
     result = chat_factory(openai_server()).send("drop", request_id())
     assert result.kinds[-1] == "message.failed"
     failed = result.payloads[-1]
@@ -403,7 +608,18 @@ def test_the_time_limit_also_closes_the_upstream(openai_server, fake, chat_facto
 
 def test_the_api_key_is_sent_as_bearer_and_never_logged(openai_server, fake, chat_factory, caplog):
     caplog.set_level(logging.DEBUG)  # everything: widget_server, httpx, httpcore, werkzeug
-    fake.reply("wrong key", Reply(status=401, error={"message": f"Incorrect API key provided: {API_KEY}.", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}))
+    fake.reply(
+        "wrong key",
+        Reply(
+            status=401,
+            error={
+                "message": f"Incorrect API key provided: {API_KEY}.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            },
+        ),
+    )
     server = openai_server(LOG_LEVEL="DEBUG")
     chat = chat_factory(server)
     ok = chat.send("hello", request_id())
@@ -423,7 +639,9 @@ def test_the_api_key_is_sent_as_bearer_and_never_logged(openai_server, fake, cha
     assert API_KEY not in str(vars(backend).get("api_key", ""))
 
 
-def test_without_a_key_a_local_server_gets_no_authorization_header(live_server_factory, fake, chat_factory, monkeypatch):
+def test_without_a_key_a_local_server_gets_no_authorization_header(
+    live_server_factory, fake, chat_factory, monkeypatch
+):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = live_server_factory(BACKEND="openai", OPENAI_BASE_URL=fake.url + "/v1", OPENAI_MODEL="llama3.2")
     result = chat_factory(server).send("hello", request_id())

@@ -1,4 +1,4 @@
-"""The zero-width sentence split (PR #743's rule) and the demo's word split."""
+"""The zero-width sentence split (docs/design.md, "Sentence chunks split at a position") and the demo's word split."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from widget_server.backends.demo import split_words
 from widget_server.chunking import iter_sentences, split_sentences
 
 _CHAR = st.characters(exclude_categories=("Cs",))
-_PIECES = st.sampled_from([".", "!", "?", "...", " ", "\n", "\n\n", "\t", "\r\n", "\u00a0", "\u2003", "a", "B", "- ", "é", "**"])
+_PIECES = st.sampled_from(
+    [".", "!", "?", "...", " ", "\n", "\n\n", "\t", "\r\n", "\u00a0", "\u2003", "a", "B", "- ", "é", "**"]
+)
 TEXT = st.one_of(st.text(_CHAR), st.lists(st.one_of(_PIECES, st.text(_CHAR, max_size=3)), max_size=30).map("".join))
 
 

@@ -143,7 +143,15 @@ def test_memory_store_with_several_workers_is_refused():
     assert load_settings({"WORKERS": 1}, environ={})["WORKERS"] == 1
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("*", ("*",)), ("'self'", ("'self'",)), ("https://a.example/", ("https://a.example",)), ("https://*.a.example https://[::1]:8443", ("https://*.a.example", "https://[::1]:8443"))])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("*", ("*",)),
+        ("'self'", ("'self'",)),
+        ("https://a.example/", ("https://a.example",)),
+        ("https://*.a.example https://[::1]:8443", ("https://*.a.example", "https://[::1]:8443")),
+    ],
+)
 def test_embed_origins_accepted_forms(raw, expected):
     assert load_settings({"EMBED_ORIGINS": raw}, environ={})["EMBED_ORIGINS"] == expected
 

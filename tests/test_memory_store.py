@@ -21,9 +21,18 @@ def make_store(**kwargs) -> MemoryStore:
     return store
 
 
-def claim(store: MemoryStore, request_id: str, text: str = "hi", fingerprint: str | None = None, n: int | None = None, conversation_id: str = "c_1"):
+def claim(
+    store: MemoryStore,
+    request_id: str,
+    text: str = "hi",
+    fingerprint: str | None = None,
+    n: int | None = None,
+    conversation_id: str = "c_1",
+):
     suffix = request_id if n is None else f"{request_id}_{n}"
-    return store.claim_request(conversation_id, request_id, fingerprint or f"fp:{text}", text, f"u_{suffix}", f"m_{suffix}")
+    return store.claim_request(
+        conversation_id, request_id, fingerprint or f"fp:{text}", text, f"u_{suffix}", f"m_{suffix}"
+    )
 
 
 def answer(store: MemoryStore, message_id: str, *parts: str, end: str = "complete"):
@@ -90,7 +99,13 @@ def test_new_message_starts_accepted_and_empty():
     claim(store, "r1")
     info = store.message("m_r1")
     assert info is not None
-    assert (info.conversation_id, info.state, info.text, info.last_seq, info.error) == ("c_1", MessageState.ACCEPTED, "", 0, None)
+    assert (info.conversation_id, info.state, info.text, info.last_seq, info.error) == (
+        "c_1",
+        MessageState.ACCEPTED,
+        "",
+        0,
+        None,
+    )
 
 
 def test_history_has_only_completed_exchanges_in_order():

@@ -130,7 +130,11 @@ def test_max_events_must_be_positive():
 
 
 def test_terminal_flags():
-    assert {s for s in MessageState if s.terminal} == {MessageState.COMPLETED, MessageState.CANCELLED, MessageState.FAILED}
+    assert {s for s in MessageState if s.terminal} == {
+        MessageState.COMPLETED,
+        MessageState.CANCELLED,
+        MessageState.FAILED,
+    }
     assert {k for k in EventKind if k.terminal} == {EventKind.COMPLETED, EventKind.CANCELLED, EventKind.FAILED}
 
 
@@ -294,7 +298,7 @@ def test_rebuilding_text_from_any_resume_point_is_exact():
         for piece in pieces:
             log.add_text(piece)
         done = log.complete()
-        for after in range(0, log.last_seq + 1):
+        for after in range(log.last_seq + 1):
             # A client that read every event up to `after` has these deltas
             # (seq 1 is message.started, deltas are seq 2 .. len(pieces)+1).
             known = "".join(pieces[: max(0, min(after, len(pieces) + 1) - 1)])

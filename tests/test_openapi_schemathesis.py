@@ -116,7 +116,9 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
         path_names = {parameter.name for parameter in operation.path_parameters}
         for (mode, ids), max_examples in EXAMPLES.items():
             ids_here = {**real_ids, **dismiss_ids} if operation.label.endswith("/dismiss") else real_ids
-            pinned = {name: value for name, value in ids_here.items() if name in path_names} if ids == "real ids" else {}
+            pinned = (
+                {name: value for name, value in ids_here.items() if name in path_names} if ids == "real ids" else {}
+            )
             if ids == "real ids" and not path_names:
                 continue  # same as "generated ids" for an operation without ids
             if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth}):

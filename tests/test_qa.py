@@ -30,7 +30,10 @@ from widget_server.expected import (
 from .conftest import TEST_CONFIG
 from .helpers import REPO_ROOT
 
-QA_STRINGS = {lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "es")}
+QA_STRINGS = {
+    lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
+    for lang in ("en", "es")
+}
 WIDGET = {lang: widget_strings(lang) for lang in ("en", "es")}
 
 # What the contract test A5 hears for the improvisation answer (tests/e2e/test_accessibility_contract.py).
@@ -58,7 +61,9 @@ def get(client, path):
 # -- the setting ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/qa", "/qa?lang=es", "/qa/script?scenario=improvisation", "/static/qa/qa.js", "/static/qa/i18n/en.json"])
+@pytest.mark.parametrize(
+    "path", ["/qa", "/qa?lang=es", "/qa/script?scenario=improvisation", "/static/qa/qa.js", "/static/qa/i18n/en.json"]
+)
 def test_qa_is_404_when_off_as_any_unknown_path(path):
     client = qa_client()
     response, _ = get(client, path)
@@ -128,11 +133,20 @@ def test_csp_is_as_strict_as_the_panels_and_nothing_is_inline(path):
     response, body = get(client, path)
     csp = response.headers["Content-Security-Policy"]
     panel, _ = get(client, "/panel")
-    for directive in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"):
+    for directive in (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ):
         assert directive in csp
     assert "unsafe" not in csp
     # The panel's own policy, plus the panel itself in a frame.
-    assert set(csp.split("; ")) - set(panel.headers["Content-Security-Policy"].split("; ")) <= {"frame-ancestors 'none'", "frame-src 'self'"}
+    assert set(csp.split("; ")) - set(panel.headers["Content-Security-Policy"].split("; ")) <= {
+        "frame-ancestors 'none'",
+        "frame-src 'self'",
+    }
     page = parse(body)
     assert page.styles == 0 and page.style_attributes == 0
     for script in page.scripts:
@@ -154,7 +168,9 @@ def test_the_page_offers_every_scenario_and_the_seed_questions(seed_answers):
     for name in SCENARIOS:
         assert name in options
     assert {"question-improvisation", "question-voicings"} <= set(options)
-    config = json.loads(re.search(r'<script type="application/json" id="qa-config">(.*?)</script>', body, re.S).group(1))
+    config = json.loads(
+        re.search(r'<script type="application/json" id="qa-config">(.*?)</script>', body, re.S).group(1)
+    )
     commands = {item["id"]: item["command"] for item in config["items"]}
     assert commands["improvisation"] == "/scenario improvisation"
     assert commands["question-improvisation"] == seed_answers["improvisation"]["question"]
@@ -222,7 +238,9 @@ def test_every_string_the_qa_code_uses_exists():
 
 def panel_config(client, query: str) -> tuple[dict, str]:
     _, body = get(client, "/panel?" + query)
-    config = json.loads(re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', body, re.S).group(1))
+    config = json.loads(
+        re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', body, re.S).group(1)
+    )
     return config, body
 
 
@@ -273,7 +291,9 @@ def test_improvisation_in_spanish(seed_answers):
 def test_improvisation_joined_is_what_the_contract_test_hears(seed_answers):
     # test_A5_one_polite_region_speaks_sentences_then_the_cue: one batch at full speed.
     contract = Path(REPO_ROOT / "tests" / "e2e" / "test_accessibility_contract.py").read_text(encoding="utf-8")
-    spoken = "".join(re.findall(r'^\s+"(.*)"$', contract.split("IMPROVISATION_SPOKEN = (", 1)[1].split(")\n\n", 1)[0], re.M))
+    spoken = "".join(
+        re.findall(r'^\s+"(.*)"$', contract.split("IMPROVISATION_SPOKEN = (", 1)[1].split(")\n\n", 1)[0], re.M)
+    )
     assert " ".join(expected_script(seed_answers["improvisation"]["answer"], "en").sentences) == spoken
 
 
@@ -297,7 +317,9 @@ def test_voicings_in_english(seed_answers):
 def test_voicings_in_spanish(seed_answers):
     script = expected_script(seed_answers["voicings"]["answer"], "es")
     assert script.generating == "Generando respuesta…"
-    assert script.sentences == [s.replace("Code block, vextab, 1 line.", "Bloque de código, vextab, 1 línea.") for s in VOICINGS_EN]
+    assert script.sentences == [
+        s.replace("Code block, vextab, 1 line.", "Bloque de código, vextab, 1 línea.") for s in VOICINGS_EN
+    ]
     assert script.completion == "Respuesta completa."
 
 
@@ -394,13 +416,21 @@ def test_the_script_page_is_a_checklist_of_what_to_hear(lang, seed_answers):
     assert WIDGET[lang]["generating"] in text and WIDGET[lang]["complete"] in text
     assert "/scenario improvisation" in text
     assert WIDGET[lang]["reconnecting"] in text  # the note on the drop fault
-    assert text.index(WIDGET[lang]["generating"]) < text.index(IMPROVISATION_SENTENCES[0]) < text.index(WIDGET[lang]["complete"])
+    assert (
+        text.index(WIDGET[lang]["generating"])
+        < text.index(IMPROVISATION_SENTENCES[0])
+        < text.index(WIDGET[lang]["complete"])
+    )
 
 
 def test_the_script_page_for_every_item_and_an_unknown_one():
     client = qa_client(QA=True, FAULTS=True)
     _, body = get(client, "/qa")
-    ids = [attrs["value"] for tag, attrs in parse(body).tags if tag == "option" and "value" in attrs and attrs["value"] not in ("en", "es")]
+    ids = [
+        attrs["value"]
+        for tag, attrs in parse(body).tags
+        if tag == "option" and "value" in attrs and attrs["value"] not in ("en", "es")
+    ]
     for item in ids:
         for lang in ("en", "es"):
             response, _ = get(client, f"/qa/script?scenario={item}&lang={lang}")

@@ -52,7 +52,9 @@ def test_concurrent_claims_create_one_exchange(store):
     store.create_conversation(Conversation("c_1", "hash", 0.0))
     results = []
     threads = [
-        threading.Thread(target=lambda i=i: results.append(store.claim_request("c_1", "r1", "fp", "q", f"u_{i}", f"m_{i}")))
+        threading.Thread(
+            target=lambda i=i: results.append(store.claim_request("c_1", "r1", "fp", "q", f"u_{i}", f"m_{i}"))
+        )
         for i in range(8)
     ]
     for thread in threads:
@@ -238,6 +240,7 @@ def test_a_run_longer_than_its_lease_keeps_it_by_renewing(redis_server, seed_ans
 
 def test_connection_trouble_is_store_unavailable(redis_server):
     from widget_server.stores.base import StoreUnavailable
+
     from .redis_support import free_port
 
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")

@@ -164,7 +164,9 @@ def test_a_redis_restart_gives_clear_errors_then_recovers_by_itself(redis_server
     chat = client_for(a)
     first = chat.send("/scenario slow", "r1", max_events=2)
     result: dict[str, object] = {}
-    reader = threading.Thread(target=lambda: result.setdefault("rest", chat.resume(first.message_id, first.events[-1].id)))
+    reader = threading.Thread(
+        target=lambda: result.setdefault("rest", chat.resume(first.message_id, first.events[-1].id))
+    )
     reader.start()
     time.sleep(0.3)
     redis_server.crash()
@@ -183,7 +185,9 @@ def test_a_redis_restart_gives_clear_errors_then_recovers_by_itself(redis_server
             assert time.monotonic() - started < 5
             assert_json_error(refused, 503, "store_unavailable")
             assert refused.headers["Retry-After"] == "2"
-            resume = http.get(chat.events_url(first.message_id), headers={**chat.auth, "Last-Event-ID": first.events[-1].id})
+            resume = http.get(
+                chat.events_url(first.message_id), headers={**chat.auth, "Last-Event-ID": first.events[-1].id}
+            )
             assert_json_error(resume, 503, "store_unavailable")
             health = http.get("/healthz")
             assert health.status_code == 503 and health.json()["store"] == "unavailable"

@@ -10,7 +10,13 @@ def test_seed_answer_streams_exactly(live_server, chat_factory, seed_answers):
 def test_every_page_renders(client):
     """The demo home page, the panel, the full-page chat, health and metrics
     (a page links to other endpoints by name: a renamed endpoint is a 500)."""
-    for path, kind in (("/", "text/html"), ("/chat", "text/html"), ("/panel", "text/html"), ("/healthz", "application/json"), ("/metrics", "text/plain")):
+    for path, kind in (
+        ("/", "text/html"),
+        ("/chat", "text/html"),
+        ("/panel", "text/html"),
+        ("/healthz", "application/json"),
+        ("/metrics", "text/plain"),
+    ):
         response = client.get(path)
         assert response.status_code == 200, (path, response.data[:200])
         assert response.headers["content-type"].startswith(kind), path

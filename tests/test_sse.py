@@ -115,7 +115,9 @@ def test_encode_comment_rejects_line_breaks(bad):
         encode_comment(bad)
 
 
-@pytest.mark.parametrize(("ms", "expected"), [(0, b"retry: 0\n\n"), (2000, b"retry: 2000\n\n"), (600000, b"retry: 600000\n\n")])
+@pytest.mark.parametrize(
+    ("ms", "expected"), [(0, b"retry: 0\n\n"), (2000, b"retry: 2000\n\n"), (600000, b"retry: 600000\n\n")]
+)
 def test_encode_retry_bytes(ms, expected):
     assert encode_retry(ms) == expected
 
@@ -176,7 +178,7 @@ def _feeds(raw: bytes):
         yield f"random{n}", chunks
 
 
-def M(data, event="message", id="", retry=None):  # noqa: N802 - reads like the spec
+def M(data, event="message", id="", retry=None):
     return ServerSentEvent(data=data, event=event, id=id, retry=retry)
 
 
@@ -418,8 +420,30 @@ def test_parse_stream_yields_as_chunks_arrive():
 # Any text without surrogates (which have no UTF-8 form), biased towards the
 # characters and substrings that break naive writers and readers.
 _TRICKY = st.sampled_from(
-    ["\r", "\n", "\r\n", "\n\r", "\n\n", "\r\r", " ", "  ", ":", ":comment", "data: x", "id: y", "event: z",
-     "retry: 5", "\ufeff", "\x00", "\u2028", "\x85", "\u00e9", "\U0001f3b8", "data", ""]
+    [
+        "\r",
+        "\n",
+        "\r\n",
+        "\n\r",
+        "\n\n",
+        "\r\r",
+        " ",
+        "  ",
+        ":",
+        ":comment",
+        "data: x",
+        "id: y",
+        "event: z",
+        "retry: 5",
+        "\ufeff",
+        "\x00",
+        "\u2028",
+        "\x85",
+        "\u00e9",
+        "\U0001f3b8",
+        "data",
+        "",
+    ]
 )
 _CHAR = st.characters(exclude_categories=("Cs",))
 ANY_TEXT = st.one_of(
@@ -470,7 +494,9 @@ def _httpx_sse_events(raw: bytes, cuts: list[int]) -> list:
     kinds=st.lists(st.one_of(st.none(), SINGLE_LINE), min_size=4, max_size=4),
     seed=st.integers(0, 2**32 - 1),
 )
-@example(texts=["a\r\n\r\nb", "\r\n", " lead", "data: x\nid: y\n:comment\n\n"], ids=[None] * 4, kinds=[None] * 4, seed=0)
+@example(
+    texts=["a\r\n\r\nb", "\r\n", " lead", "data: x\nid: y\n:comment\n\n"], ids=[None] * 4, kinds=[None] * 4, seed=0
+)
 @example(texts=["\ufeffbom", "x\r"], ids=["\ufeff", " "], kinds=[" ", "message"], seed=1)
 def test_writer_to_our_parser_and_httpx_sse_round_trip(texts, ids, kinds, seed):
     raw = encode_retry(1000) + encode_comment("hi")

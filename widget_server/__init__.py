@@ -2,5 +2,5 @@
 
 from .app import create_app
 
-__all__ = ["create_app", "__version__"]
+__all__ = ["__version__", "create_app"]
 __version__ = "0.1.0"

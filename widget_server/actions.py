@@ -1,7 +1,6 @@
 """Actions: what a backend may propose and a user may confirm, executed exactly once.
 
-The article (004_…, "Las respuestas parciales no deben activar acciones")
-asks that streamed text never trigger anything: an action runs only after
+docs/design.md ("Partial answers never trigger actions") asks that streamed text never trigger anything: an action runs only after
 the answer completed, after its own validation, with a visible confirmation,
 under its own idempotent id, and a reconnection never runs it twice. So:
 
@@ -43,14 +42,14 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import os
 import re
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import entry_points
-from typing import Any, Mapping
+from typing import Any
 
 from .backends.base import ActionProposal
 from .errors import ApiError, ChatError, ErrorCode
@@ -252,7 +251,7 @@ class CallbackRequest(Action):
         path = context.settings.get("ACTIONS_RECORD_PATH") or "widget-server-actions.jsonl"
         line = json.dumps(
             {
-                "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
                 "action": self.name,
                 "action_id": context.action_id,
                 "conversation_id": context.conversation_id,
@@ -323,7 +322,9 @@ def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, 
     try:
         arguments = handler.validate(proposal.arguments)
     except InvalidArguments as error:
-        raise ChatError(ErrorCode.VALIDATION, f"action {proposal.name!r} proposed with invalid arguments: {error}") from None
+        raise ChatError(
+            ErrorCode.VALIDATION, f"action {proposal.name!r} proposed with invalid arguments: {error}"
+        ) from None
     return ActionRecord(
         action_id=new_action_id(),
         conversation_id=conversation_id,
@@ -400,7 +401,9 @@ def confirm(
         # installed handler — what was shown is what runs, or nothing does.
         handler = registry().get(action.name)
         if handler is None:
-            raise ApiError(409, "action_unavailable", "This action is no longer available on this server; it was not carried out.")
+            raise ApiError(
+                409, "action_unavailable", "This action is no longer available on this server; it was not carried out."
+            )
         try:
             handler.validate(action.arguments)
         except InvalidArguments as error:
@@ -479,7 +482,9 @@ def parse_idempotency_key(header: str | None, body_key: Any) -> str:
         raise ApiError(400, "invalid_idempotency_key", "idempotency_key must be a string.")
     if header is not None and body_key is not None and header != body_key:
         raise ApiError(
-            400, "idempotency_key_mismatch", "The Idempotency-Key header and the body's idempotency_key differ; send one."
+            400,
+            "idempotency_key_mismatch",
+            "The Idempotency-Key header and the body's idempotency_key differ; send one.",
         )
     key = header if header is not None else body_key
     if not key:

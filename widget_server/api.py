@@ -66,7 +66,9 @@ def _check_message_id(message_id: str) -> None:
 
 def _json_body() -> dict[str, Any]:
     if request.mimetype != "application/json":
-        raise ApiError(415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json.")
+        raise ApiError(
+            415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."
+        )
     raw = request.get_data(cache=False)
     try:
         body = json.loads(raw)
@@ -107,7 +109,9 @@ def _faults() -> FaultPlan:
     if not header:
         return NO_FAULTS
     if not current_app.config["WIDGET_SERVER"]["FAULTS"]:
-        raise ApiError(403, "faults_disabled", "Fault injection is disabled on this server (it is for tests and QA only).")
+        raise ApiError(
+            403, "faults_disabled", "Fault injection is disabled on this server (it is for tests and QA only)."
+        )
     try:
         return parse_faults(header)
     except InvalidFaults as error:
@@ -153,7 +157,9 @@ def post_message(conversation_id: str):
     request_id = body.get("request_id")
     text = body.get("text")
     if not isinstance(request_id, str) or not request_id:
-        raise ApiError(400, "missing_request_id", "request_id is required: a string the client generates once per message.")
+        raise ApiError(
+            400, "missing_request_id", "request_id is required: a string the client generates once per message."
+        )
     if not _REQUEST_ID.fullmatch(request_id):
         raise ApiError(
             400,
@@ -170,12 +176,20 @@ def post_message(conversation_id: str):
         raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
     limit = settings["MAX_TEXT_CHARS"]
     if len(text) > limit:
-        raise ApiError(413, "text_too_long", f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.")
+        raise ApiError(
+            413,
+            "text_too_long",
+            f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.",
+        )
     faults = _faults()
     raw_last_event_id = request.headers.get("Last-Event-ID")
     if raw_last_event_id and parse_event_id(raw_last_event_id) is None:
         # Refused before anything is claimed: a bad header starts nothing.
-        raise ApiError(400, "invalid_last_event_id", "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.")
+        raise ApiError(
+            400,
+            "invalid_last_event_id",
+            "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.",
+        )
     chat = service()
     chat.check_can_start(conversation_id, request_id)
     slot = chat.reserve_stream(conversation_id)  # refuse before starting any work
@@ -239,7 +253,9 @@ def report_message(conversation_id: str, message_id: str):
     body = _json_body()
     unknown = sorted(set(body) - {"duplicates", "dropped"})
     if unknown:
-        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped.")
+        raise ApiError(
+            400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped."
+        )
     counts = {}
     for field in ("duplicates", "dropped"):
         value = body.get(field, 0)

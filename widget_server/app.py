@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Flask
-
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, qa, ratelimits, web

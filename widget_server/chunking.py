@@ -1,9 +1,9 @@
 """Sentence-sized chunks of a whole text, for backends that have the full answer.
 
-The seed lesson (000_…, "Frases") shows why the split must be zero-width:
-`Regex.Split` on `(?<=[.!?])\\s+` threw away the whitespace between
-sentences, so list items merged into one bullet. PR #743's expression
-`(?<=[.!?]\\s+)(?=\\S)` matches a position only, so every chunk keeps the
+docs/design.md ("Sentence chunks split at a position, never on whitespace")
+says why the split must be zero-width: splitting on `(?<=[.!?])\\s+` throws
+away the whitespace between sentences, so list items merge into one bullet.
+The expression `(?<=[.!?]\\s+)(?=\\S)` matches a position only, so every chunk keeps the
 whitespace after it. Python's `re` refuses variable-width look-behind, so we
 find the same positions with a forward scan: after a run of
 `[.!?]` followed by whitespace, just before the next non-whitespace.
@@ -12,10 +12,10 @@ find the same positions with a forward scan: after a run of
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 # A sentence end, then the whitespace after it, up to the next visible
-# character. Splitting at m.end() is exactly #743's position.
+# character. Splitting at m.end() is exactly that zero-width position.
 _SENTENCE_BOUNDARY = re.compile(r"[.!?]\s+(?=\S)")
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .backends.base import UnknownBackend, create_backend
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings

@@ -10,8 +10,9 @@ Every setting is documented in docs/configuration.md (a test checks).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 ENV_PREFIX = "WIDGET_SERVER_"
 
@@ -102,7 +103,9 @@ def _parse_optional_url(raw: Any) -> str:
     """Empty, or an absolute http(s) URL (links in answers must be absolute)."""
     url = _parse_str(raw)
     scheme, sep, rest = url.partition("://")
-    if url and (not sep or scheme.lower() not in {"http", "https"} or not rest.split("/", 1)[0] or any(c.isspace() for c in url)):
+    if url and (
+        not sep or scheme.lower() not in {"http", "https"} or not rest.split("/", 1)[0] or any(c.isspace() for c in url)
+    ):
         raise ValueError("expected empty or an http:// or https:// URL such as https://www.example.com/help/")
     return url
 
@@ -152,56 +155,240 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("HOST", _parse_str, "127.0.0.1", "Address the server listens on."),
     Setting("PORT", _parse_int, 8000, "TCP port the server listens on (0 picks a free one).", 0, 65535),
     Setting("BACKEND", _parse_str, "demo", "Answer backend: a registered name (`demo`) or `package.module:Class`."),
-    Setting("STORE", _parse_str, "memory", "Where conversations and message logs live: `memory` (one worker process only) or `redis://HOST:PORT/DB` (shared by workers and hosts)."),
+    Setting(
+        "STORE",
+        _parse_str,
+        "memory",
+        "Where conversations and message logs live: `memory` (one worker process only) or `redis://HOST:PORT/DB` (shared by workers and hosts).",
+    ),
     Setting("WORKERS", _parse_int, 1, "Worker processes for `widget-server` (the memory store allows only 1).", 1, 64),
     Setting("WORKER_CONNECTIONS", _parse_int, 2000, "Concurrent connections each gevent worker accepts.", 10, 100_000),
-    Setting("ENV", _parse_str, "development", "`production` refuses test and QA switches such as fault injection.", choices=("development", "production")),
-    Setting("HEARTBEAT_SECONDS", _parse_float, 15.0, "Idle time after which a stream sends a comment heartbeat.", 0.05, 300),
-    Setting("RETRY_MS", _parse_int, 2000, "Reconnection delay the stream advises clients (`retry:` field).", 0, 600_000),
-    Setting("MESSAGE_TIME_LIMIT_SECONDS", _parse_float, 120.0, "Longest an answer may run; then it fails with code `timeout`.", 0.1, 3600),
-    Setting("LOG_MAX_EVENTS", _parse_int, 4096, "Events kept per message for resume; an older position gets a snapshot.", 1, 10_000_000),
+    Setting(
+        "ENV",
+        _parse_str,
+        "development",
+        "`production` refuses test and QA switches such as fault injection.",
+        choices=("development", "production"),
+    ),
+    Setting(
+        "HEARTBEAT_SECONDS", _parse_float, 15.0, "Idle time after which a stream sends a comment heartbeat.", 0.05, 300
+    ),
+    Setting(
+        "RETRY_MS", _parse_int, 2000, "Reconnection delay the stream advises clients (`retry:` field).", 0, 600_000
+    ),
+    Setting(
+        "MESSAGE_TIME_LIMIT_SECONDS",
+        _parse_float,
+        120.0,
+        "Longest an answer may run; then it fails with code `timeout`.",
+        0.1,
+        3600,
+    ),
+    Setting(
+        "LOG_MAX_EVENTS",
+        _parse_int,
+        4096,
+        "Events kept per message for resume; an older position gets a snapshot.",
+        1,
+        10_000_000,
+    ),
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
-    Setting("MAX_STREAMS", _parse_int, 1000, "Open event streams per worker process (more: 503 with Retry-After).", 1, 1_000_000),
-    Setting("MAX_STREAMS_PER_CONVERSATION", _parse_int, 8, "Open event streams per conversation (more: 429 with Retry-After).", 1, 10_000),
-    Setting("MAX_RUNNING_PER_CONVERSATION", _parse_int, 2, "Answers generating at once per conversation (more: 429 with Retry-After).", 1, 1000),
-    Setting("CONVERSATION_TTL_SECONDS", _parse_float, 86400.0, "Idle time after which the store forgets a conversation (memory: on the next sweep; Redis: key expiry, refreshed on use).", 1, 31_536_000),
-    Setting("WORKER_LEASE_SECONDS", _parse_float, 10.0, "Shared store: how long a worker's claim on an answer it is generating lasts unless renewed (it renews every third of it). If the worker dies, readers get `worker_lost` within about 1.25 times this.", 1, 60),
-    Setting("SHUTDOWN_GRACE_SECONDS", _parse_float, 20.0, "On SIGTERM, how long a worker may take to stop: open streams end at once (resumably), answers being generated get this long to finish, then fail with `worker_lost`.", 1, 3600),
-    Setting("RATE_LIMITS", _parse_bool, True, "Apply the RATE_LIMIT_* limits (429 `rate_limited` with Retry-After). Counted in the store's Redis when the store is Redis, else in the process."),
-    Setting("RATE_LIMIT_CLIENT", _parse_rate_limits, "300/minute", "Requests to /api/v1 per client address, all endpoints together (stream resumes included)."),
+    Setting(
+        "MAX_STREAMS",
+        _parse_int,
+        1000,
+        "Open event streams per worker process (more: 503 with Retry-After).",
+        1,
+        1_000_000,
+    ),
+    Setting(
+        "MAX_STREAMS_PER_CONVERSATION",
+        _parse_int,
+        8,
+        "Open event streams per conversation (more: 429 with Retry-After).",
+        1,
+        10_000,
+    ),
+    Setting(
+        "MAX_RUNNING_PER_CONVERSATION",
+        _parse_int,
+        2,
+        "Answers generating at once per conversation (more: 429 with Retry-After).",
+        1,
+        1000,
+    ),
+    Setting(
+        "CONVERSATION_TTL_SECONDS",
+        _parse_float,
+        86400.0,
+        "Idle time after which the store forgets a conversation (memory: on the next sweep; Redis: key expiry, refreshed on use).",
+        1,
+        31_536_000,
+    ),
+    Setting(
+        "WORKER_LEASE_SECONDS",
+        _parse_float,
+        10.0,
+        "Shared store: how long a worker's claim on an answer it is generating lasts unless renewed (it renews every third of it). If the worker dies, readers get `worker_lost` within about 1.25 times this.",
+        1,
+        60,
+    ),
+    Setting(
+        "SHUTDOWN_GRACE_SECONDS",
+        _parse_float,
+        20.0,
+        "On SIGTERM, how long a worker may take to stop: open streams end at once (resumably), answers being generated get this long to finish, then fail with `worker_lost`.",
+        1,
+        3600,
+    ),
+    Setting(
+        "RATE_LIMITS",
+        _parse_bool,
+        True,
+        "Apply the RATE_LIMIT_* limits (429 `rate_limited` with Retry-After). Counted in the store's Redis when the store is Redis, else in the process.",
+    ),
+    Setting(
+        "RATE_LIMIT_CLIENT",
+        _parse_rate_limits,
+        "300/minute",
+        "Requests to /api/v1 per client address, all endpoints together (stream resumes included).",
+    ),
     Setting("RATE_LIMIT_NEW_CONVERSATIONS", _parse_rate_limits, "60/hour", "New conversations per client address."),
-    Setting("RATE_LIMIT_MESSAGES_CLIENT", _parse_rate_limits, "30/minute;1000/day", "Messages sent per client address (a retry with the same request_id counts too)."),
-    Setting("RATE_LIMIT_MESSAGES_CONVERSATION", _parse_rate_limits, "20/minute;300/day", "Messages sent per conversation: the conversation's quota."),
-    Setting("PROXY_HOPS", _parse_int, 0, "Reverse proxies in front of the server that set X-Forwarded-For; the client address for rate limits is taken that many hops back (0: the socket's peer).", 0, 10),
-    Setting("METRICS", _parse_bool, True, "Serve Prometheus metrics at `/metrics` (restrict it to your monitoring network at the proxy)."),
-    Setting("DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10),
-    Setting("EMBED_ORIGINS", _parse_origins, ("'self'",), "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning)."),
-    Setting("FAULTS", _parse_bool, False, "Allow fault injection (`X-Chat-Faults`) for tests and QA; refused when ENV is production."),
-    Setting("QA", _parse_bool, False, "Serve the QA page for screen-reader testers at `/qa`; refused when ENV is production."),
-    Setting("LOG_LEVEL", lambda raw: _parse_str(raw).upper(), "INFO", "Server log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    Setting(
+        "RATE_LIMIT_MESSAGES_CLIENT",
+        _parse_rate_limits,
+        "30/minute;1000/day",
+        "Messages sent per client address (a retry with the same request_id counts too).",
+    ),
+    Setting(
+        "RATE_LIMIT_MESSAGES_CONVERSATION",
+        _parse_rate_limits,
+        "20/minute;300/day",
+        "Messages sent per conversation: the conversation's quota.",
+    ),
+    Setting(
+        "PROXY_HOPS",
+        _parse_int,
+        0,
+        "Reverse proxies in front of the server that set X-Forwarded-For; the client address for rate limits is taken that many hops back (0: the socket's peer).",
+        0,
+        10,
+    ),
+    Setting(
+        "METRICS",
+        _parse_bool,
+        True,
+        "Serve Prometheus metrics at `/metrics` (restrict it to your monitoring network at the proxy).",
+    ),
+    Setting(
+        "DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10
+    ),
+    Setting(
+        "EMBED_ORIGINS",
+        _parse_origins,
+        ("'self'",),
+        "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning).",
+    ),
+    Setting(
+        "FAULTS",
+        _parse_bool,
+        False,
+        "Allow fault injection (`X-Chat-Faults`) for tests and QA; refused when ENV is production.",
+    ),
+    Setting(
+        "QA",
+        _parse_bool,
+        False,
+        "Serve the QA page for screen-reader testers at `/qa`; refused when ENV is production.",
+    ),
+    Setting(
+        "LOG_LEVEL",
+        lambda raw: _parse_str(raw).upper(),
+        "INFO",
+        "Server log level.",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    ),
     # The `openai` backend (OpenAI-compatible chat completions); the API key is
     # the environment variable OPENAI_API_KEY, never a setting (see docs/backends.md).
-    Setting("OPENAI_BASE_URL", _parse_http_url, "https://api.openai.com/v1", "`openai` backend: the provider's base URL (…/v1); requests go to <base>/chat/completions."),
+    Setting(
+        "OPENAI_BASE_URL",
+        _parse_http_url,
+        "https://api.openai.com/v1",
+        "`openai` backend: the provider's base URL (…/v1); requests go to <base>/chat/completions.",
+    ),
     Setting("OPENAI_MODEL", _parse_str, "gpt-4o-mini", "`openai` backend: the model name sent upstream."),
-    Setting("OPENAI_SYSTEM_PROMPT", _parse_str, "", "`openai` backend: a system message sent first in every request (empty: none)."),
-    Setting("OPENAI_TEMPERATURE", _parse_temperature, None, "`openai` backend: sampling temperature 0–2 (empty: not sent, the provider's default)."),
-    Setting("OPENAI_MAX_TOKENS", _parse_int, 0, "`openai` backend: most tokens an answer may have (0: not sent, the provider's default).", 0, 10_000_000),
-    Setting("OPENAI_TIMEOUT_SECONDS", _parse_float, 60.0, "`openai` backend: connect and read timeout for the upstream, the first token included.", 0.1, 3600),
+    Setting(
+        "OPENAI_SYSTEM_PROMPT",
+        _parse_str,
+        "",
+        "`openai` backend: a system message sent first in every request (empty: none).",
+    ),
+    Setting(
+        "OPENAI_TEMPERATURE",
+        _parse_temperature,
+        None,
+        "`openai` backend: sampling temperature 0–2 (empty: not sent, the provider's default).",
+    ),
+    Setting(
+        "OPENAI_MAX_TOKENS",
+        _parse_int,
+        0,
+        "`openai` backend: most tokens an answer may have (0: not sent, the provider's default).",
+        0,
+        10_000_000,
+    ),
+    Setting(
+        "OPENAI_TIMEOUT_SECONDS",
+        _parse_float,
+        60.0,
+        "`openai` backend: connect and read timeout for the upstream, the first token included.",
+        0.1,
+        3600,
+    ),
     # The `kb` backend (answers from a folder of Markdown documents; see docs/backends.md).
-    Setting("KB_DIR", _parse_folder, "", "`kb` backend: folder of Markdown (.md) documents to answer from (empty: the sample, the project's docs)."),
-    Setting("KB_MIN_SCORE", _parse_float, 0.3, "`kb` backend: least relevance (0–1) of the best passage; below it the answer is \"I don't know\".", 0, 1),
+    Setting(
+        "KB_DIR",
+        _parse_folder,
+        "",
+        "`kb` backend: folder of Markdown (.md) documents to answer from (empty: the sample, the project's docs).",
+    ),
+    Setting(
+        "KB_MIN_SCORE",
+        _parse_float,
+        0.3,
+        '`kb` backend: least relevance (0–1) of the best passage; below it the answer is "I don\'t know".',
+        0,
+        1,
+    ),
     Setting("KB_MAX_PASSAGES", _parse_int, 3, "`kb` backend: most passages quoted in one answer.", 1, 10),
-    Setting("KB_BASE_URL", _parse_optional_url, "", "`kb` backend: URL prefix of the documents' pages for source links (empty: this server's /kb/<path>)."),
-    Setting("KB_CONTACT", _parse_str, "contact the site's support team", "`kb` backend: how to reach a person, ending the \"I don't know\" answer (\"To ask a person, …\")."),
+    Setting(
+        "KB_BASE_URL",
+        _parse_optional_url,
+        "",
+        "`kb` backend: URL prefix of the documents' pages for source links (empty: this server's /kb/<path>).",
+    ),
+    Setting(
+        "KB_CONTACT",
+        _parse_str,
+        "contact the site's support team",
+        '`kb` backend: how to reach a person, ending the "I don\'t know" answer ("To ask a person, …").',
+    ),
     # Actions (widget_server/actions.py; see docs/backends.md, "Actions").
-    Setting("ACTIONS_RECORD_PATH", _parse_str, "widget-server-actions.jsonl", "The built-in `callback_request` action: the JSON Lines file each confirmed request is appended to (relative to the working directory)."),
+    Setting(
+        "ACTIONS_RECORD_PATH",
+        _parse_str,
+        "widget-server-actions.jsonl",
+        "The built-in `callback_request` action: the JSON Lines file each confirmed request is appended to (relative to the working directory).",
+    ),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def load_settings(
+    explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Defaults < environment < explicit; validated. Unknown explicit keys are an error."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}

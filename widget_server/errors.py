@@ -1,7 +1,6 @@
 """The error taxonomy: what went wrong, what the user is told, and whether to retry.
 
-The article (004_…, "Hacer que los errores sean comprensibles y
-repetibles") asks for at least network, timeout, provider, safety and
+docs/design.md ("Errors that say what to do next") asks for at least network, timeout, provider, safety and
 validation, each with a message that names the next safe step and never
 reveals internals. Internal details go to the server log only.
 """
@@ -61,7 +60,7 @@ class ErrorInfo:
         return {"code": self.code, "message": self.message, "retryable": self.retryable}
 
     @classmethod
-    def for_code(cls, code: ErrorCode) -> "ErrorInfo":
+    def for_code(cls, code: ErrorCode) -> ErrorInfo:
         return cls(code.value, code.user_message, code.retryable)
 
 

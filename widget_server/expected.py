@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from .errors import ChatError, ErrorCode
 from .i18n import load_strings
@@ -132,7 +132,16 @@ def _delim(text: str) -> list[str] | None:
         return None
     cells = _cells(text)
     if all(_DELIM_CELL.match(cell) for cell in cells):
-        return ["center" if c[0] == ":" and c.endswith(":") else "left" if c[0] == ":" else "right" if c.endswith(":") else "" for c in cells]
+        return [
+            "center"
+            if c[0] == ":" and c.endswith(":")
+            else "left"
+            if c[0] == ":"
+            else "right"
+            if c.endswith(":")
+            else ""
+            for c in cells
+        ]
     return None
 
 
@@ -371,7 +380,9 @@ def _feed(st: _State, raw: str) -> None:
     if blank:
         return _end(st)
     while True:
-        para = leaf is not None and leaf.kind in ("paragraph", "list-item") and (bool(leaf.lines) or depth == len(stack))
+        para = (
+            leaf is not None and leaf.kind in ("paragraph", "list-item") and (bool(leaf.lines) or depth == len(stack))
+        )
         strict = para and bool(leaf.lines) and depth == len(stack)
         i = _indent(s)
         t = _js_trim_start(s) if i < 4 else ""
@@ -385,11 +396,15 @@ def _feed(st: _State, raw: str) -> None:
                 return _start(st, depth, _Block("table", [header, t], align=align))
             fence = _FENCE.match(t)
             if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
-                return _start(st, depth, _Block("code", fence=fence.group(1), fence_indent=i, info=fence.group(2).strip()))
+                return _start(
+                    st, depth, _Block("code", fence=fence.group(1), fence_indent=i, info=fence.group(2).strip())
+                )
             atx = _ATX.match(t)
             if atx or _HR.match(t):
                 if atx:
-                    _start(st, depth, _Block("heading", [_ATX_CLOSE.sub("", atx.group(2) or "")], level=len(atx.group(1))))
+                    _start(
+                        st, depth, _Block("heading", [_ATX_CLOSE.sub("", atx.group(2) or "")], level=len(atx.group(1)))
+                    )
                 else:
                     _start(st, depth, _Block("rule"))
                 return _end(st)
@@ -400,7 +415,9 @@ def _feed(st: _State, raw: str) -> None:
                     return None
                 return _start(st, depth, _Block("quote", [quoted]))
             item = _LI.match(t)
-            if item and not (strict and (not _TEXT.search(item.group(4) or "") or (item.group(2) and int(item.group(2)) != 1))):
+            if item and not (
+                strict and (not _TEXT.search(item.group(4) or "") or (item.group(2) and int(item.group(2)) != 1))
+            ):
                 previous = stack[depth] if depth < len(stack) else None
                 marker = item.group(1)[-1]
                 width = len((item.group(3) or "").replace("\t", "    "))
@@ -562,7 +579,12 @@ class ExpectedScript:
         steps: list[dict] = [{"politeness": "polite", "text": self.generating}]
         if self.sentences:
             steps.append(
-                {"politeness": "polite", "sentences": list(self.sentences), "grouped": True, "optional": self.sentences_may_be_dropped}
+                {
+                    "politeness": "polite",
+                    "sentences": list(self.sentences),
+                    "grouped": True,
+                    "optional": self.sentences_may_be_dropped,
+                }
             )
         if self.error:
             steps.append({"politeness": "assertive", "text": self.error})

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 from .actions import propose
 from .backends.base import ActionProposal, Backend, CancelToken, Turn
@@ -39,7 +39,7 @@ class GenerationRun:
         turn: Turn,
         *,
         time_limit: float,
-        on_finish: Callable[["GenerationRun"], None] | None = None,
+        on_finish: Callable[[GenerationRun], None] | None = None,
         metrics: Metrics = NO_METRICS,
     ) -> None:
         self.store = store
@@ -86,9 +86,7 @@ class GenerationRun:
         self.cancel_token.cancel("shutdown")
 
     def _propose(self, proposal: ActionProposal, count: int):
-        record = propose(
-            proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count
-        )
+        record = propose(proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count)
         return self.store.add_action(self.message_id, record)
 
     def run(self) -> None:
@@ -170,11 +168,11 @@ class RunKeeper:
     TICK_SECONDS = 0.5
 
     # Weak: a keeper goes with its store (tests make many).
-    _keepers: "weakref.WeakKeyDictionary[Store, RunKeeper]" = weakref.WeakKeyDictionary()
+    _keepers: weakref.WeakKeyDictionary[Store, RunKeeper] = weakref.WeakKeyDictionary()
     _keepers_lock = threading.Lock()
 
     @classmethod
-    def for_store(cls, store: Store) -> "RunKeeper":
+    def for_store(cls, store: Store) -> RunKeeper:
         with cls._keepers_lock:
             keeper = cls._keepers.get(store)
             if keeper is None:

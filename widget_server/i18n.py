@@ -4,13 +4,13 @@ feed the server-rendered panel, the panel's JS and the loader."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DEFAULT_LANGUAGE = "en"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_strings(static_dir: str) -> dict[str, dict]:
     folder = Path(static_dir) / "widget" / "i18n"
     return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}

@@ -1,7 +1,6 @@
 """Messages: their state machine, their events, and the bounded log of one answer.
 
-The article (004_…) asks to treat streaming "as a state machine, not an
-animation": accepted → running → completed | cancelled | failed, with
+docs/design.md ("A state machine, not an animation"): accepted → running → completed | cancelled | failed, with
 terminal states final, and only an explicit completion event binding. This
 module is pure (no I/O, no locking); stores wrap it with their own
 concurrency and persistence.
@@ -102,7 +101,7 @@ class StreamEvent:
         return {"kind": self.kind.value, **self.data()}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "StreamEvent":
+    def from_json(cls, value: dict[str, Any]) -> StreamEvent:
         value = dict(value)
         kind = EventKind(value.pop("kind"))
         return cls(value.pop("message_id"), value.pop("seq"), kind, value)

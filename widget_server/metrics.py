@@ -60,10 +60,14 @@ class Metrics:
             registry=registry,
         )
         self._resumes = Counter(
-            "chat_resumes", "Streams opened to resume a message from a position (GET …/events after seq 0).", registry=registry
+            "chat_resumes",
+            "Streams opened to resume a message from a position (GET …/events after seq 0).",
+            registry=registry,
         )
         self._snapshots = Counter(
-            "chat_snapshots_served", "message.snapshot events sent (asked for after a gap, or after eviction).", registry=registry
+            "chat_snapshots_served",
+            "message.snapshot events sent (asked for after a gap, or after eviction).",
+            registry=registry,
         )
         self._client_reports = Counter(
             "chat_client_sequence_anomalies",

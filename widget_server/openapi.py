@@ -53,9 +53,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         429: "Over a rate limit (`rate_limited`), or too many streams or running answers in this conversation.",
         503: "The server is at its limit of open streams (`server_busy`), or its store is unreachable (`store_unavailable`).",
     }
-    return {
-        str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses
-    }
+    return {str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses}
 
 
 # `<message_id>:<seq>`, as messages.parse_event_id accepts it.
@@ -157,7 +155,7 @@ _ACTION_SCHEMAS = {
         "properties": {
             "action_id": _ID_SCHEMA,
             "name": {"type": "string", "description": "The installed action's name, e.g. `callback_request`."},
-            "label": {"type": "string", "description": "What it does, briefly (\"Request a call back\")."},
+            "label": {"type": "string", "description": 'What it does, briefly ("Request a call back").'},
             "description": {"type": "string", "description": "One sentence saying exactly what confirming will do."},
             "arguments": {"type": "object", "description": "The validated arguments it will run with."},
         },
@@ -390,9 +388,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "The state.",
-                            "content": {
-                                "application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}
-                            },
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}},
                         },
                         **_errors(404, 405),
                     },
@@ -434,9 +430,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "The message's state after the request.",
-                            "content": {
-                                "application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}
-                            },
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/MessageState"}}},
                         },
                         **_errors(404),
                     },
@@ -460,15 +454,30 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
         "components": {
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "The conversation's token."},
-                "queryToken": {"type": "apiKey", "in": "query", "name": "token", "description": "For EventSource, which cannot set headers."},
+                "queryToken": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": "token",
+                    "description": "For EventSource, which cannot set headers.",
+                },
             },
             "schemas": {
                 "ClientReport": {
                     "type": "object",
                     "additionalProperties": False,
                     "properties": {
-                        "duplicates": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "description": "Events received again and ignored."},
-                        "dropped": {"type": "integer", "minimum": 0, "maximum": 1_000_000, "description": "Sequence numbers never received (gaps repaired by a snapshot)."},
+                        "duplicates": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 1_000_000,
+                            "description": "Events received again and ignored.",
+                        },
+                        "dropped": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 1_000_000,
+                            "description": "Sequence numbers never received (gaps repaired by a snapshot).",
+                        },
                     },
                 },
                 "Error": {

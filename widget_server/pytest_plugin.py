@@ -33,14 +33,15 @@ the plugin costs nothing to anyone who does not drive a browser.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from .config import ENV_PREFIX
 from .testing import RECORDER_SCRIPT, ChatServer, ChatWidget
 
-__all__ = ["ChatServer", "ChatWidget", "RECORDER_SCRIPT", "TEST_DEFAULTS", "chat_server_settings"]
+__all__ = ["RECORDER_SCRIPT", "TEST_DEFAULTS", "ChatServer", "ChatWidget", "chat_server_settings"]
 
 # Only for servers started by the fixtures; see the module docstring.
 TEST_DEFAULTS: dict[str, Any] = {"EMBED_ORIGINS": "*"}

@@ -15,7 +15,7 @@ the log — and, being on the chat server's own origin, listens to the panel's
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
@@ -27,7 +27,7 @@ from .web import _csp
 
 bp = Blueprint("qa", __name__)
 
-# The seed lesson's questions, typed as a person would; each plays a scenario's answer.
+# The seed answers' questions (docs/design.md), typed as a person would; each plays a scenario's answer.
 SEED_QUESTIONS = ("improvisation", "voicings")
 # A script lists at most this many sentences (the `bulk` answer has thousands).
 SCRIPT_MAX_SENTENCES = 120
@@ -44,7 +44,7 @@ def _only_when_qa_is_on():
         abort(404)
 
 
-@lru_cache(maxsize=None)
+@cache
 def qa_strings(static_dir: str) -> dict[str, dict]:
     folder = Path(static_dir) / "qa" / "i18n"
     return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}

@@ -89,7 +89,9 @@ class RateLimits:
         if store == "memory":
             self.storage = storage_from_string("memory://")
         else:
-            self.storage = storage_from_string(store, key_prefix=KEY_PREFIX, wrap_exceptions=True, socket_connect_timeout=1)
+            self.storage = storage_from_string(
+                store, key_prefix=KEY_PREFIX, wrap_exceptions=True, socket_connect_timeout=1
+            )
         self.limiter = MovingWindowRateLimiter(self.storage)
 
     def check(self) -> None:

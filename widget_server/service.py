@@ -14,7 +14,8 @@ import logging
 import secrets
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import sse
 from .backends.base import Backend, Turn
@@ -255,7 +256,12 @@ class ChatService:
             if info is None or info.state in (MessageState.FAILED, MessageState.CANCELLED):
                 continue
             messages.append(
-                {"message_id": exchange.user_message_id, "role": "user", "text": exchange.user_text, "state": "completed"}
+                {
+                    "message_id": exchange.user_message_id,
+                    "role": "user",
+                    "text": exchange.user_text,
+                    "state": "completed",
+                }
             )
             messages.append(
                 {"message_id": info.message_id, "role": "assistant", "text": info.text, "state": info.state.value}
@@ -280,11 +286,13 @@ class ChatService:
                 f"Last-Event-ID names sequence {after_seq}, but this message has only reached {info.last_seq}.",
             )
 
-    def reserve_stream(self, conversation_id: str) -> "StreamSlot":
+    def reserve_stream(self, conversation_id: str) -> StreamSlot:
         """Take one of the limited stream slots, or refuse with 503/429."""
         with self._lock:
             if self._open_streams >= self.settings["MAX_STREAMS"]:
-                raise ApiError(503, "server_busy", "The server is at its limit of open streams. Try again shortly.", retry_after=5)
+                raise ApiError(
+                    503, "server_busy", "The server is at its limit of open streams. Try again shortly.", retry_after=5
+                )
             per_conversation = self._streams_by_conversation.get(conversation_id, 0)
             if per_conversation >= self.settings["MAX_STREAMS_PER_CONVERSATION"]:
                 raise ApiError(
@@ -354,7 +362,7 @@ class EventStream:
         self.faults = faults
         self._iterator = self._generate()
 
-    def __iter__(self) -> "EventStream":
+    def __iter__(self) -> EventStream:
         return self
 
     def __next__(self) -> bytes:
@@ -448,7 +456,11 @@ class EventStream:
                     copies = 2 if event.seq in self.faults.duplicate else 1
                     yield event.encode() * copies
                     sent += 1
-                    if self.faults.drop_after is not None and sent >= self.faults.drop_after and not event.kind.terminal:
+                    if (
+                        self.faults.drop_after is not None
+                        and sent >= self.faults.drop_after
+                        and not event.kind.terminal
+                    ):
                         return  # cut without a terminal event: the client must resume
             else:
                 yield b"".join(event.encode() for event in events)

@@ -24,7 +24,8 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gunicorn.app.base import BaseApplication
 

@@ -12,16 +12,16 @@ in particular 9.2.6 "Interpreting an event stream" (the parsing rules) and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 __all__ = [
-    "ServerSentEvent",
-    "InvalidFieldError",
-    "encode_event",
-    "encode_comment",
-    "encode_retry",
     "EventStreamParser",
+    "InvalidFieldError",
+    "ServerSentEvent",
+    "encode_comment",
+    "encode_event",
+    "encode_retry",
     "parse_stream",
 ]
 
@@ -72,7 +72,7 @@ def encode_event(
 
     `data` may hold any text: it is split on CR, LF and CRLF into one
     `data:` line per line, so a blank line inside the text can never end the
-    event early (the seed lesson's GaApi bug #746). A reader joins the lines
+    event early (docs/design.md, "An event's data never ends the event early"). A reader joins the lines
     with LF, so CR and CRLF in `data` arrive as LF; everything else,
     including leading spaces (we always write the one space 9.2.6 strips),
     arrives exactly.
@@ -101,13 +101,13 @@ def encode_comment(text: str = "") -> bytes:
     buffers per event forwards the bytes.
     """
     _check_single_line("comment", text)
-    return f": {text}\n\n".encode("utf-8") if text else b":\n\n"
+    return f": {text}\n\n".encode() if text else b":\n\n"
 
 
 def encode_retry(milliseconds: int) -> bytes:
     """A `retry:` field on its own: sets the reconnection time, dispatches nothing."""
     _check_retry(milliseconds)
-    return f"retry: {milliseconds}\n\n".encode("utf-8")
+    return f"retry: {milliseconds}\n\n".encode()
 
 
 class EventStreamParser:

@@ -21,7 +21,8 @@ import html
 import json
 import re
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 # Debian's system browsers, which Playwright drives where it cannot download
@@ -91,7 +92,13 @@ class ChatServer:
     from one address in a minute than a visitor does in a day.
     """
 
-    def __init__(self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        settings: Mapping[str, Any] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
         from werkzeug.serving import make_server
 
         from .app import create_app
@@ -109,7 +116,7 @@ class ChatServer:
         """The validated settings the server runs with."""
         return self.app.config["WIDGET_SERVER"]
 
-    def start(self) -> "ChatServer":
+    def start(self) -> ChatServer:
         self._thread.start()
         return self
 
@@ -118,7 +125,7 @@ class ChatServer:
             self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -229,7 +236,9 @@ class ChatWidget:
     def wait_until_complete(self, timeout: float = 30_000) -> str:
         """Wait until the last answer reaches a terminal state; return that state."""
         answer = self.last_answer()
-        answer.and_(self.frame.locator(",".join(f"[data-state='{s}']" for s in TERMINAL_STATES))).wait_for(timeout=timeout)
+        answer.and_(self.frame.locator(",".join(f"[data-state='{s}']" for s in TERMINAL_STATES))).wait_for(
+            timeout=timeout
+        )
         return answer.get_attribute("data-state")
 
     def transcript(self) -> list[dict[str, str]]:

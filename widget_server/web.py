@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, abort, current_app, jsonify, render_template, request
+from flask import Blueprint, Flask, Response, current_app, render_template, request
 
 from .api import CONVERSATION_COOKIE
 from .errors import ApiError

@@ -1,8 +1,7 @@
 // Action cards: a completed answer's proposed actions, each offered for an
 // explicit Confirm or Dismiss (docs/protocol.md, "Actions").
 //
-// The article (004_…, "Las respuestas parciales no deben activar
-// acciones"): nothing here runs while an answer streams; a card appears only
+// docs/design.md ("Partial answers never trigger actions"): nothing here runs while an answer streams; a card appears only
 // once the answer completed and verified, announced once (politely), and
 // never takes focus. Confirm sends the action's own idempotency key, made
 // once per card and reused on every retry, so a double press, a retry after

@@ -1,7 +1,7 @@
 // The announcer: the ONE polite live region that speaks an answer.
 //
-// The article (004_…, "No saturar a los lectores de pantalla con cada
-// token") and docs/accessibility.md: a short cue when an answer starts,
+// docs/design.md ("Screen readers hear sentences, not tokens") and
+// docs/accessibility.md: a short cue when an answer starts,
 // each completed sentence once, as plain text, batched so the region changes
 // at most about once per `minIntervalMs` and never mid-sentence, then a
 // completion cue. Modelled on GOV.UK Frontend's character count: a separate,

@@ -1,6 +1,6 @@
 // The client's model of one streamed answer: pure, no DOM, no network.
 //
-// Per the article (004_…, "Reconexión sin duplicar texto"): events are
+// Per docs/design.md ("Reconnection without duplicated text"): events are
 // applied idempotently — a sequence number at or below the last applied one
 // is ignored; a gap (a missing number) is reported so the caller fetches a
 // snapshot; only `message.completed` completes, and its SHA-256 must match

@@ -2,7 +2,7 @@
 
 Browser downloads are impossible here, so Playwright drives the system
 browsers: Chromium through `executable_path`, Firefox ESR through WebDriver
-BiDi (any `moz-…` channel selects it). See ../shared/notes/.
+BiDi (any `moz-…` channel selects it). See docs/testing.md ("System browsers").
 Run both with `pytest tests/e2e --browser chromium --browser firefox`.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX  # noqa: F401  (test_orca imports them from here)
+from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX
 
 
 @pytest.fixture(scope="session")

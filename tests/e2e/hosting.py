@@ -36,12 +36,14 @@ class HostSite:
 
     def embed_page(self, chat_url: str, *, path: str = "/", body: str = "", head: str = "", **data: Any) -> str:
         """Publish a host page with the one-line embed; returns its URL."""
-        attributes = "".join(f' data-{name.replace("_", "-")}="{html.escape(str(value))}"' for name, value in data.items())
+        attributes = "".join(
+            f' data-{name.replace("_", "-")}="{html.escape(str(value))}"' for name, value in data.items()
+        )
         self.pages[path] = (
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>Host site</title>{head}</head><body><main><h1>A host site</h1>"
             f"<p>Some content of the host page.</p>{body}</main>"
-            f"<script src=\"{chat_url}/widget.js\" defer{attributes}></script></body></html>"
+            f'<script src="{chat_url}/widget.js" defer{attributes}></script></body></html>'
         )
         return self.origin + path

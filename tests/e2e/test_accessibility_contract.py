@@ -301,7 +301,12 @@ def test_A12_focus_is_visible_and_never_obscured(embed, page: Page, width):
     expect(widget.input).to_be_focused()
     frame = widget.panel_frame()
     # Walk the panel by keyboard, as a person would, checking each stop.
-    walk = [("Tab", "[data-chat-send]"), ("Shift+Tab", "#chat-input"), ("Shift+Tab", "[data-chat-scroller]"), ("Shift+Tab", "[data-chat-close]")]
+    walk = [
+        ("Tab", "[data-chat-send]"),
+        ("Shift+Tab", "#chat-input"),
+        ("Shift+Tab", "[data-chat-scroller]"),
+        ("Shift+Tab", "[data-chat-close]"),
+    ]
     for key, selector in walk:
         page.keyboard.press(key)
         assert frame.evaluate("(s) => document.activeElement === document.querySelector(s)", selector), selector
@@ -331,7 +336,7 @@ def test_A13_targets_are_at_least_24_by_24(embed):
 # -- Display ------------------------------------------------------------------
 # Media emulation is Chromium only, said here on purpose: Firefox ESR 153
 # lacks WebDriver BiDi's emulation.setMediaFeaturesOverride, so Playwright
-# cannot emulate media features there (../shared/notes/).
+# cannot emulate media features there (docs/testing.md, "System browsers").
 
 
 @pytest.mark.only_browser("chromium")
@@ -354,10 +359,14 @@ def test_A15_forced_colours_keep_borders_focus_and_failure_marking(embed, page: 
     widget = embed()
     widget.open()
     assert ask(widget, "/scenario fail-provider") == "failed"
-    failed = widget.last_answer().evaluate("n => [getComputedStyle(n).borderTopStyle, parseFloat(getComputedStyle(n).borderTopWidth)]")
+    failed = widget.last_answer().evaluate(
+        "n => [getComputedStyle(n).borderTopStyle, parseFloat(getComputedStyle(n).borderTopWidth)]"
+    )
     assert failed[0] != "none" and failed[1] >= 3
     widget.input.focus()
-    style, thickness = widget.input.evaluate("n => [getComputedStyle(n).outlineStyle, parseFloat(getComputedStyle(n).outlineWidth)]")
+    style, thickness = widget.input.evaluate(
+        "n => [getComputedStyle(n).outlineStyle, parseFloat(getComputedStyle(n).outlineWidth)]"
+    )
     assert style != "none" and thickness >= 3
     button_border = widget.send_button.evaluate("n => getComputedStyle(n).borderTopStyle")
     assert button_border != "none"
@@ -454,7 +463,16 @@ def test_A19_axe_finds_nothing_in_any_state(embed, chat_server_factory, page: Pa
         check("incomplete")
     finally:
         context.set_offline(False)
-    assert checked == ["closed", "open-empty", "streaming", "cancelled", "completed", "error", "reconnecting", "incomplete"]
+    assert checked == [
+        "closed",
+        "open-empty",
+        "streaming",
+        "cancelled",
+        "completed",
+        "error",
+        "reconnecting",
+        "incomplete",
+    ]
 
 
 def test_A19_the_axe_scan_reaches_inside_the_panel(embed):

@@ -231,13 +231,17 @@ def test_a_reload_shows_what_became_of_each_action_and_says_nothing(embed, actio
     expect(cards).to_have_count(2)
     # The first is still open to a decision; the second shows its outcome, and cannot run again.
     expect(cards.nth(0)).to_have_attribute("data-status", "proposed")
-    expect(cards.nth(0).get_by_role("button", name=wording(EN)["confirm"], exact=True)).not_to_have_attribute("aria-disabled", "true")
+    expect(cards.nth(0).get_by_role("button", name=wording(EN)["confirm"], exact=True)).not_to_have_attribute(
+        "aria-disabled", "true"
+    )
     expect(cards.nth(1)).to_have_attribute("data-status", "succeeded")
     expect(cards.nth(1).locator(".action__status")).to_have_text(wording(EN)["done"])
     expect(widget.input).to_be_focused()
     widget.page.wait_for_timeout(1200)
     assert polite(widget) == []  # restored silently
-    cards.nth(1).get_by_role("button", name=wording(EN)["confirm"], exact=True).click(force=True)  # aria-disabled: ignored
+    cards.nth(1).get_by_role("button", name=wording(EN)["confirm"], exact=True).click(
+        force=True
+    )  # aria-disabled: ignored
     cards.nth(0).get_by_role("button", name=wording(EN)["confirm"], exact=True).click()
     expect(cards.nth(0)).to_have_attribute("data-status", "succeeded")
     assert len(record_lines(record)) == 2

@@ -5,7 +5,6 @@ Crypto) and the announcer (sentences, batching, cues)."""
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 from playwright.sync_api import Page

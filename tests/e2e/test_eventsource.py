@@ -139,9 +139,7 @@ def test_eventsource_resumes_after_the_events_python_read(page: Page, slow_serve
         # browser continues from there and must get exactly the rest.
         head = first_payloads[1]["text"]
         assert head and head != seed["answer"]
-        seen = _read_in_browser(
-            page, slow_server, chat, message_id, last_event_id=f"{message_id}:2", initial_text=head
-        )
+        seen = _read_in_browser(page, slow_server, chat, message_id, last_event_id=f"{message_id}:2", initial_text=head)
     finally:
         chat.close()
     assert seen["events"][0]["type"] == "text.delta"

@@ -102,9 +102,7 @@ def md_page(browser: Browser, md_server: LiveServer):
 
 
 def render(page: Page, text: str, mode: str = "whole", cuts=(), **kw) -> dict:
-    return page.evaluate(
-        "([text, opts]) => md.render(text, opts)", [text, {"mode": mode, "cuts": list(cuts), **kw}]
-    )
+    return page.evaluate("([text, opts]) => md.render(text, opts)", [text, {"mode": mode, "cuts": list(cuts), **kw}])
 
 
 def uneven_cuts(text: str, seed: int = 1) -> list[int]:
@@ -140,11 +138,24 @@ CONSTRUCTS = {
     ),
     "emphasis-and-strong": (
         "*em* **strong** _em_ __strong__ ***both*** snake_case_name 5*6*78 **a *b* c**",
-        [[
-            "p", ["em", "em"], " ", ["strong", "strong"], " ", ["em", "em"], " ", ["strong", "strong"], " ",
-            ["em", ["strong", "both"]], " snake_case_name 5", ["em", "6"], "78 ",
-            ["strong", "a ", ["em", "b"], " c"],
-        ]],
+        [
+            [
+                "p",
+                ["em", "em"],
+                " ",
+                ["strong", "strong"],
+                " ",
+                ["em", "em"],
+                " ",
+                ["strong", "strong"],
+                " ",
+                ["em", ["strong", "both"]],
+                " snake_case_name 5",
+                ["em", "6"],
+                "78 ",
+                ["strong", "a ", ["em", "b"], " c"],
+            ]
+        ],
     ),
     "unmatched-emphasis-is-text": (
         "**not closed and *neither",
@@ -186,31 +197,64 @@ CONSTRUCTS = {
     "table-with-alignment": (
         "| Left | Center | Right | None |\n|:-----|:------:|------:|------|\n| a | **b** | `c` | d |\n| e | f |\n\nafter",
         [
-            ["table",
-             ["thead", ["tr",
+            [
+                "table",
+                [
+                    "thead",
+                    [
+                        "tr",
                         ["th", {"scope": "col", "align": "left"}, "Left"],
                         ["th", {"scope": "col", "align": "center"}, "Center"],
                         ["th", {"scope": "col", "align": "right"}, "Right"],
-                        ["th", {"scope": "col"}, "None"]]],
-             ["tbody",
-              ["tr", ["td", {"align": "left"}, "a"], ["td", {"align": "center"}, ["strong", "b"]],
-               ["td", {"align": "right"}, ["code", "c"]], ["td", "d"]],
-              ["tr", ["td", {"align": "left"}, "e"], ["td", {"align": "center"}, "f"], ["td", {"align": "right"}], ["td"]]]],
+                        ["th", {"scope": "col"}, "None"],
+                    ],
+                ],
+                [
+                    "tbody",
+                    [
+                        "tr",
+                        ["td", {"align": "left"}, "a"],
+                        ["td", {"align": "center"}, ["strong", "b"]],
+                        ["td", {"align": "right"}, ["code", "c"]],
+                        ["td", "d"],
+                    ],
+                    [
+                        "tr",
+                        ["td", {"align": "left"}, "e"],
+                        ["td", {"align": "center"}, "f"],
+                        ["td", {"align": "right"}],
+                        ["td"],
+                    ],
+                ],
+            ],
             ["p", "after"],
         ],
     ),
     "table-without-outer-pipes": (
         "a | b\n--|--\n1 | 2",
-        [["table", ["thead", ["tr", ["th", {"scope": "col"}, "a"], ["th", {"scope": "col"}, "b"]]],
-          ["tbody", ["tr", ["td", "1"], ["td", "2"]]]]],
+        [
+            [
+                "table",
+                ["thead", ["tr", ["th", {"scope": "col"}, "a"], ["th", {"scope": "col"}, "b"]]],
+                ["tbody", ["tr", ["td", "1"], ["td", "2"]]],
+            ]
+        ],
     ),
     "links-and-autolinks": (
         "[text](https://example.com/a?b=1) [bad](javascript:alert(1)) [rel](/relative) "
         "<https://auto.example/x> <me@example.com> [**bold** link](mailto:a@b.example)",
-        [[
-            "p", a("https://example.com/a?b=1", "text"), " bad rel ", a("https://auto.example/x", "https://auto.example/x"),
-            " ", a("mailto:me@example.com", "me@example.com"), " ", a("mailto:a@b.example", ["strong", "bold"], " link"),
-        ]],
+        [
+            [
+                "p",
+                a("https://example.com/a?b=1", "text"),
+                " bad rel ",
+                a("https://auto.example/x", "https://auto.example/x"),
+                " ",
+                a("mailto:me@example.com", "me@example.com"),
+                " ",
+                a("mailto:a@b.example", ["strong", "bold"], " link"),
+            ]
+        ],
     ),
     "link-with-title-and-parens": (
         '[a [nested] b](https://example.com/(x) "the title")',
@@ -281,10 +325,18 @@ def test_seed_improvisation_is_paragraph_list_of_four_paragraph(md_page: Page):
         assert [child[0] for child in tree[1][1:]] == ["li"] * 4, mode
         assert tree[0] == ["p", "Over ", ["strong", "Am – F – C – G"], ", for each chord:"], mode
         assert tree[1][1] == [
-            "li", ["strong", "Am"], " → arpeggio ", ["strong", "Am"], ", play ", ["strong", "A Aeolian (natural minor)"],
+            "li",
+            ["strong", "Am"],
+            " → arpeggio ",
+            ["strong", "Am"],
+            ", play ",
+            ["strong", "A Aeolian (natural minor)"],
             " (diatonic minor — fits most i chords).",
         ], mode
-        assert tree[2] == ["p", "Each arpeggio spells the chord tones; the scale adds the passing notes for lines between them."]
+        assert tree[2] == [
+            "p",
+            "Each arpeggio spells the chord tones; the scale adds the passing notes for lines between them.",
+        ]
         # The final DOM is identical whatever the feeding.
         assert result["html"] == results["whole"]["html"], mode
         assert result["tree"] == results["whole"]["tree"], mode
@@ -498,7 +550,11 @@ ADDED_JS = """
     [
         ("code block", "```python\n" + "".join(f"print({i})\n" for i in range(2000)) + "```\n", 3),
         ("table", "| n | sq |\n|---|---:|\n" + "".join(f"| {i} | **{i * i}** |\n" for i in range(1000)), 12),
-        ("list", "".join(f"- item **{i}** with `code` and [a link](https://example.com/{i})\n" for i in range(1000)), 36),
+        (
+            "list",
+            "".join(f"- item **{i}** with `code` and [a link](https://example.com/{i})\n" for i in range(1000)),
+            36,
+        ),
         ("paragraphs", "".join(f"Paragraph {i} has *some* words.\n\n" for i in range(1000)), 8),
     ],
 )
@@ -527,7 +583,7 @@ XSS = [
     "[x](vbscript:msgbox(1))",
     "[x](<javascript:alert(1)>)",
     "[x](\x01javascript:alert(1))",
-    "[x]( javascript:alert(1) \"t\")",
+    '[x]( javascript:alert(1) "t")',
     "<javascript:alert(1)>",
     "<JaVaScRiPt:alert(1)>",
     '[x](https://ok.example "title\\" onmouseover=\\"alert(1)")',
@@ -555,15 +611,36 @@ XSS = [
     '<div style="background:url(javascript:alert(1))">x</div>',
     "[x](data:image/svg+xml,<svg onload=alert(1)>)",
     "# <img src=x onerror=alert(1)>",
-    "<base href=\"javascript:alert(1)//\">\n\n[rel](/x)",
+    '<base href="javascript:alert(1)//">\n\n[rel](/x)',
     "[x](https://ok.example/\u0000\u001f\u007f)",
     "[x](https://ok.example/a\u007fb)",
 ]
 
 ALLOWED = {
-    "p": [], "h1": [], "h2": [], "h3": [], "h4": [], "h5": [], "h6": [], "ul": [], "ol": ["start"], "li": [],
-    "pre": [], "code": ["class"], "em": [], "strong": [], "a": ["href", "rel", "target"], "br": [], "hr": [],
-    "blockquote": [], "table": [], "thead": [], "tbody": [], "tr": [], "th": ["scope", "align"], "td": ["align"],
+    "p": [],
+    "h1": [],
+    "h2": [],
+    "h3": [],
+    "h4": [],
+    "h5": [],
+    "h6": [],
+    "ul": [],
+    "ol": ["start"],
+    "li": [],
+    "pre": [],
+    "code": ["class"],
+    "em": [],
+    "strong": [],
+    "a": ["href", "rel", "target"],
+    "br": [],
+    "hr": [],
+    "blockquote": [],
+    "table": [],
+    "thead": [],
+    "tbody": [],
+    "tr": [],
+    "th": ["scope", "align"],
+    "td": ["align"],
 }
 
 # Renders each input, attached to the document (so anything active would run),
@@ -701,8 +778,14 @@ def test_open_blocks_are_reported_open_and_code_summaries_grow(md_page: Page):
     )
     assert steps == [
         [{"kind": "paragraph", "plain": "Intro", "closed": False}],
-        [{"kind": "paragraph", "plain": "Intro", "closed": True}, {"kind": "code", "plain": "Code block, py, 1 line.", "closed": False}],
-        [{"kind": "paragraph", "plain": "Intro", "closed": True}, {"kind": "code", "plain": "Code block, py, 2 lines.", "closed": True}],
+        [
+            {"kind": "paragraph", "plain": "Intro", "closed": True},
+            {"kind": "code", "plain": "Code block, py, 1 line.", "closed": False},
+        ],
+        [
+            {"kind": "paragraph", "plain": "Intro", "closed": True},
+            {"kind": "code", "plain": "Code block, py, 2 lines.", "closed": True},
+        ],
         [{"kind": "code", "plain": "Code block, py, 2 lines.", "closed": True}],
     ]
 
@@ -739,7 +822,9 @@ def test_options_translate_summaries_and_shift_headings(md_page: Page):
 
 
 def test_default_summaries(md_page: Page):
-    blocks = render(md_page, "```\nx\ny\n```\n\n| a | b | c |\n|---|---|---|\n" + "| 1 | 2 | 3 |\n" * 5 + "\n> *quoted* `x`\n\n---")["blocks"]
+    blocks = render(
+        md_page, "```\nx\ny\n```\n\n| a | b | c |\n|---|---|---|\n" + "| 1 | 2 | 3 |\n" * 5 + "\n> *quoted* `x`\n\n---"
+    )["blocks"]
     assert [(b["kind"], b["plain"]) for b in blocks] == [
         ("code", "Code block, 2 lines."),
         ("table", "Table, 3 columns, 5 rows."),
@@ -758,8 +843,19 @@ def test_gzipped_size_budget():
 
 def test_source_has_no_html_sinks():
     source = MARKDOWN_JS.read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "DOMParser",
-                 "createContextualFragment", "setHTML", "srcdoc", "eval(", "new Function", "import("):
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "DOMParser",
+        "createContextualFragment",
+        "setHTML",
+        "srcdoc",
+        "eval(",
+        "new Function",
+        "import(",
+    ):
         assert sink not in source, f"markdown.js mentions {sink}"
     # Elements only through one createElement call (in el()), attributes by setAttribute.
     assert source.count("createElement(") == 1 and "createElementNS" not in source

@@ -6,7 +6,7 @@ AT-SPI, actually SPEAKS: the widget runs in the browser (headed, on a private
 Xvfb display, accessibility forced on) while Orca runs on a private D-Bus
 session, and every ``SPEECH OUTPUT: '…'`` line of Orca's debug file is read
 back (no synthesizer is involved). See tests/e2e/orca/ and
-../shared/notes/browsers-and-screen-reader.md.
+docs/testing.md ("A real screen reader: Orca").
 
 Orca says other things too (page loads, focus changes, labels): each test
 keeps only the widget's cues, its errors and anything that is speech of the
@@ -43,7 +43,9 @@ from .test_accessibility_contract import IMPROVISATION_SPOKEN
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EN = json.loads((REPO_ROOT / "static" / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
-CUES = {EN[key] for key in ("generating", "complete", "cancelled", "incomplete", "reconnecting", "reconnected", "offline")}
+CUES = {
+    EN[key] for key in ("generating", "complete", "cancelled", "incomplete", "reconnecting", "reconnected", "offline")
+}
 ERRORS = set(EN["errors"].values())
 
 SLOW_SPOKEN = (
@@ -98,7 +100,9 @@ def orca_browser(orca, playwright, browser_name):
         # Firefox turns its AT-SPI support on when org.a11y.Status says a
         # screen reader runs (the desktop sets it). Headless, it exposes
         # nothing: Orca heard not a word (measured, Firefox ESR 153).
-        browser = playwright.firefox.launch(executable_path=FIREFOX, channel="moz-firefox", env=orca.env, headless=False)
+        browser = playwright.firefox.launch(
+            executable_path=FIREFOX, channel="moz-firefox", env=orca.env, headless=False
+        )
     yield browser
     browser.close()
 

@@ -49,7 +49,9 @@ def readme_example() -> str:
     return match.group(1)
 
 
-def run_pytest(folder: Path, *args: str, env: dict[str, str] | None = None, python_prelude: str = "") -> subprocess.CompletedProcess:
+def run_pytest(
+    folder: Path, *args: str, env: dict[str, str] | None = None, python_prelude: str = ""
+) -> subprocess.CompletedProcess:
     """A separate pytest in `folder`, as a site owner runs it: its own
     rootdir and (empty) ini, plugins loaded from their entry points."""
     (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
@@ -57,8 +59,20 @@ def run_pytest(folder: Path, *args: str, env: dict[str, str] | None = None, pyth
     environ.update(env or {})
     code = python_prelude + "import sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))\n"
     return subprocess.run(
-        [sys.executable, "-c", code, "-p", "no:cacheprovider", "-v", "-c", str(folder / "pytest.ini"),
-         "--basetemp", str(folder / ".basetemp"), str(folder), *args],
+        [
+            sys.executable,
+            "-c",
+            code,
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "-c",
+            str(folder / "pytest.ini"),
+            "--basetemp",
+            str(folder / ".basetemp"),
+            str(folder),
+            *args,
+        ],
         cwd=folder,
         env=environ,
         capture_output=True,
@@ -83,7 +97,7 @@ def test_the_readme_example_is_about_ten_lines_and_does_what_it_says():
         assert needle in code, needle
 
 
-RECORDER_TEST = '''
+RECORDER_TEST = """
 import functools
 import http.server
 import threading
@@ -109,7 +123,7 @@ def test_chat_widget_records_what_is_announced(page, chat_server, chat_widget, t
         assert urlsplit(chat_widget.panel_frame().url).netloc != urlsplit(page.url).netloc
     finally:
         site.shutdown()
-'''
+"""
 
 
 def test_the_readme_example_passes_as_a_site_owner_runs_it(browser_name, browser_type_launch_args, tmp_path):
@@ -201,7 +215,7 @@ def test_every_server_stopped_after_its_test():
             urllib.request.urlopen(url + "/healthz", timeout=5)
 '''
 
-SHOUT_BACKEND = '''
+SHOUT_BACKEND = """
 class ShoutBackend:
     name = "shout"
 
@@ -211,16 +225,30 @@ class ShoutBackend:
 
     def stream(self, turn, cancel):
         yield turn.text.upper()
-'''
+"""
 
 
 @pytest.mark.parametrize(
     ("args", "env", "backend", "answer"),
     [
         pytest.param([], {}, "demo", "'hello world'", id="demo-by-default"),
-        pytest.param(["--chat-backend", "shout:ShoutBackend", "--chat-store", "memory"], {}, "shout", "'/ECHO HELLO WORLD'", id="option"),
-        pytest.param([], {"WIDGET_SERVER_BACKEND": "shout:ShoutBackend"}, "shout", "'/ECHO HELLO WORLD'", id="env-fallback"),
-        pytest.param(["--chat-backend", "demo"], {"WIDGET_SERVER_BACKEND": "shout:ShoutBackend"}, "demo", "'hello world'", id="option-beats-env"),
+        pytest.param(
+            ["--chat-backend", "shout:ShoutBackend", "--chat-store", "memory"],
+            {},
+            "shout",
+            "'/ECHO HELLO WORLD'",
+            id="option",
+        ),
+        pytest.param(
+            [], {"WIDGET_SERVER_BACKEND": "shout:ShoutBackend"}, "shout", "'/ECHO HELLO WORLD'", id="env-fallback"
+        ),
+        pytest.param(
+            ["--chat-backend", "demo"],
+            {"WIDGET_SERVER_BACKEND": "shout:ShoutBackend"},
+            "demo",
+            "'hello world'",
+            id="option-beats-env",
+        ),
     ],
 )
 def test_the_fixtures_serve_the_chosen_backend(tmp_path, args, env, backend, answer):
@@ -254,10 +282,20 @@ def test_the_settings_layers():
     # Test default, then option (else its env variable), then the factory's arguments.
     assert TEST_DEFAULTS == {"EMBED_ORIGINS": "*"}
     assert chat_server_settings(FakeConfig(), environ={}) == {"EMBED_ORIGINS": "*"}
-    env = {"WIDGET_SERVER_BACKEND": "from-env", "WIDGET_SERVER_STORE": "env-store", "WIDGET_SERVER_EMBED_ORIGINS": "https://a.example"}
-    assert chat_server_settings(FakeConfig(), environ=env) == {"EMBED_ORIGINS": "*", "BACKEND": "from-env", "STORE": "env-store"}
+    env = {
+        "WIDGET_SERVER_BACKEND": "from-env",
+        "WIDGET_SERVER_STORE": "env-store",
+        "WIDGET_SERVER_EMBED_ORIGINS": "https://a.example",
+    }
+    assert chat_server_settings(FakeConfig(), environ=env) == {
+        "EMBED_ORIGINS": "*",
+        "BACKEND": "from-env",
+        "STORE": "env-store",
+    }
     assert chat_server_settings(FakeConfig(chat_backend="opt", chat_store="s"), environ=env)["BACKEND"] == "opt"
-    settings = chat_server_settings(FakeConfig(chat_backend="opt"), environ=env, BACKEND="kw", EMBED_ORIGINS="https://b.example")
+    settings = chat_server_settings(
+        FakeConfig(chat_backend="opt"), environ=env, BACKEND="kw", EMBED_ORIGINS="https://b.example"
+    )
     assert settings == {"EMBED_ORIGINS": "https://b.example", "BACKEND": "kw", "STORE": "env-store"}
 
 
@@ -270,7 +308,7 @@ def test_the_options_are_in_pytest_help(tmp_path):
 
 # -- Playwright is optional ---------------------------------------------------
 
-NO_PLAYWRIGHT = '''
+NO_PLAYWRIGHT = """
 import importlib.abc, sys
 
 class NoPlaywright(importlib.abc.MetaPathFinder):
@@ -280,9 +318,9 @@ class NoPlaywright(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoPlaywright())
-'''
+"""
 
-WITHOUT_BROWSER = '''
+WITHOUT_BROWSER = """
 import sys
 
 
@@ -294,7 +332,7 @@ def test_the_server_needs_no_playwright(chat_server):
 
 def test_the_widget_fixture_says_what_it_needs(chat_widget):
     pass
-'''
+"""
 
 
 def test_pytest_runs_with_the_plugin_when_playwright_is_not_installed(tmp_path):
@@ -334,8 +372,15 @@ def test_the_embed_snippet_is_the_one_line_tag(chat_server):
     parser = ScriptTags()
     parser.feed(snippet)
     assert parser.scripts == [
-        {"src": f"{chat_server.url}/widget.js", "defer": None, "data-lang": "es", "data-title": 'Ayuda "24/7" <b>',
-         "data-position": "left", "data-target": "#help", "data-incomplete-after": "1500"}
+        {
+            "src": f"{chat_server.url}/widget.js",
+            "defer": None,
+            "data-lang": "es",
+            "data-title": 'Ayuda "24/7" <b>',
+            "data-position": "left",
+            "data-target": "#help",
+            "data-incomplete-after": "1500",
+        }
     ]
     assert chat_server.embed_snippet() == f'<script src="{chat_server.url}/widget.js" defer></script>'
     local = chat_server.url.replace("127.0.0.1", "localhost")

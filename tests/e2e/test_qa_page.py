@@ -35,7 +35,10 @@ from .test_markdown import CONSTRUCTS
 
 pytestmark = pytest.mark.e2e
 
-QA = {lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "es")}
+QA = {
+    lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
+    for lang in ("en", "es")
+}
 EN = widget_strings("en")
 SEED = load_seed_answers()
 
@@ -93,7 +96,9 @@ def live_polite(page: Page) -> list[str]:
 
 @pytest.fixture
 def qa_server():
-    server = LiveServer({**TEST_CONFIG, "QA": True, "FAULTS": True, "DEMO_DELAY_SECONDS": 0.15, "RETRY_MS": 500}).start()
+    server = LiveServer(
+        {**TEST_CONFIG, "QA": True, "FAULTS": True, "DEMO_DELAY_SECONDS": 0.15, "RETRY_MS": 500}
+    ).start()
     yield server
     server.stop()
 
@@ -238,14 +243,23 @@ def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports
     tab_to(page, "qa-export")
     filename, session = export_with_the_keyboard(page, browser_name)
     assert re.fullmatch(r"chatwidget-qa-improvisation-.+\.json", filename)
-    assert session["scenario"] == {"id": "improvisation", "scenario": "improvisation", "command": "/scenario improvisation"}
+    assert session["scenario"] == {
+        "id": "improvisation",
+        "scenario": "improvisation",
+        "command": "/scenario improvisation",
+    }
     assert session["faults"] == "drop-after=3"
     assert session["language"] == "en"
     table = rows(page)
     assert len(session["log"]) == len(table)
     for entry, row in zip(session["log"], table):
         assert row["kind"] == entry["kind"]
-        assert row["cells"] == [f"{entry['ms'] / 1000:.3f}", QA["en"]["kinds"][entry["kind"]], entry["value"], entry["text"]]
+        assert row["cells"] == [
+            f"{entry['ms'] / 1000:.3f}",
+            QA["en"]["kinds"][entry["kind"]],
+            entry["value"],
+            entry["text"],
+        ]
     expect(page.locator("#qa-status")).to_contain_text(filename)
 
 
@@ -289,8 +303,12 @@ def streaming_animation(page: Page) -> str:
 
 
 def panel_focus(page: Page) -> str:
-    return ChatWidget(page).panel_frame().evaluate(
-        "() => { const n = document.activeElement; return n ? n.id || (n.hasAttribute('data-chat-stop') ? 'stop' : n.tagName) : ''; }"
+    return (
+        ChatWidget(page)
+        .panel_frame()
+        .evaluate(
+            "() => { const n = document.activeElement; return n ? n.id || (n.hasAttribute('data-chat-stop') ? 'stop' : n.tagName) : ''; }"
+        )
     )
 
 
@@ -342,7 +360,10 @@ def test_language_and_reduced_motion_remount_the_widget_with_the_keyboard(qa_pag
     page.keyboard.press("Enter")
     expect(page.locator("#qa-log-body tr[data-kind=ready]")).to_have_count(2)
     frame = ChatWidget(page).panel_frame()
-    assert frame.evaluate("() => [document.documentElement.lang, document.documentElement.className]") == ["es", "reduce-motion"]
+    assert frame.evaluate("() => [document.documentElement.lang, document.documentElement.className]") == [
+        "es",
+        "reduce-motion",
+    ]
     mounted = page.locator("#qa-mounted").text_content()
     assert 'data-lang="es"' in mounted and 'data-reduced-motion="true"' in mounted
     assert focused_id(page) == "qa-remount"  # the re-mount kept the tester's focus

@@ -1,11 +1,9 @@
-"""The article's test cases (../shared/seeds/004_…, "Probar la máquina de
-estados de forma sistemática"), automated in real browsers, plus the XSS
+"""The cases every change must keep passing (docs/design.md), automated in real browsers, plus the XSS
 corpus through /echo. Faults are injected by the server (FAULTS on, a test
 setting refused in production) so each case is deterministic."""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import Page, expect
 
 QUESTION = "which arpeggio fits Am F C G"
@@ -61,7 +59,9 @@ def test_case_3_a_skipped_sequence_number_leads_to_a_snapshot(embed, seed_answer
     assert ("text.delta", 4) not in applied
 
 
-def test_case_4_frozen_tab_and_offline_network_still_complete(embed, chat_server_factory, context, page: Page, browser_name, seed_answers):
+def test_case_4_frozen_tab_and_offline_network_still_complete(
+    embed, chat_server_factory, context, page: Page, browser_name, seed_answers
+):
     widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.3))
     widget.open()
     widget.send(QUESTION)
@@ -138,7 +138,7 @@ XSS_CORPUS = [
     "<a href=javascript:alert(1)>x</a>",
     "![x](javascript:alert(1))",
     "<javascript:alert(1)>",
-    "[x](https://example.com\" onmouseover=\"alert(1))",
+    '[x](https://example.com" onmouseover="alert(1))',
     "<details open ontoggle=alert(1)>",
     "`<script>alert(1)</script>`",
     "```html\n<script>alert(1)</script>\n```",
@@ -196,7 +196,9 @@ def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_
         assert_exact(widget, seed_answers)
 
         def reported() -> float:
-            return metric_value(httpx.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind)
+            return metric_value(
+                httpx.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind
+            )
 
         # The report is sent when the answer ends, without blocking it.
         wait_until(lambda: reported() == 1, widget.page)

@@ -172,7 +172,9 @@ def test_time_is_linear_in_the_length_of_a_line(sse_page: Page, sse_server: Live
     assert (timing["long"]["count"], timing["long"]["chars"]) == (1, 256 * 1024 - 8)
     assert timing["short"]["count"] == 256 * 1024 // 9
     ratio = timing["longMs"] / max(timing["shortMs"], 1.0)
-    assert ratio < 5, f"one long line took {ratio:.1f}x as long as many short lines: {timing['longMs']:.0f} ms vs {timing['shortMs']:.0f} ms"
+    assert ratio < 5, (
+        f"one long line took {ratio:.1f}x as long as many short lines: {timing['longMs']:.0f} ms vs {timing['shortMs']:.0f} ms"
+    )
 
 
 # -- the source itself: plain Python checks, no browser needed ---------------

@@ -27,8 +27,12 @@ def wait_until(condition, page: Page, timeout_ms: int = 5000) -> None:
 
 def seed_structure(widget) -> list:
     """The answer's top-level blocks as (tag, item count)."""
-    return widget.last_answer().locator(".turn__body > *").evaluate_all(
-        "nodes => nodes.map(n => [n.tagName.toLowerCase(), n.tagName === 'UL' ? n.querySelectorAll(':scope > li').length : 0])"
+    return (
+        widget.last_answer()
+        .locator(".turn__body > *")
+        .evaluate_all(
+            "nodes => nodes.map(n => [n.tagName.toLowerCase(), n.tagName === 'UL' ? n.querySelectorAll(':scope > li').length : 0])"
+        )
     )
 
 
@@ -204,7 +208,12 @@ def test_spanish_panel_speaks_spanish(embed):
 
 
 def test_inline_mode_mounts_the_panel_in_the_target(page: Page, host_site, chat_server, browser_name):
-    url = host_site.embed_page(chat_base_url(chat_server, browser_name), path="/inline", body='<section id="help" aria-label="Help chat" style="height:600px"></section>', target="#help")
+    url = host_site.embed_page(
+        chat_base_url(chat_server, browser_name),
+        path="/inline",
+        body='<section id="help" aria-label="Help chat" style="height:600px"></section>',
+        target="#help",
+    )
     page.goto(url)
     frame = page.frame_locator("#help iframe")
     frame.locator("[data-chat-panel][data-ready='true']").wait_for()
@@ -224,7 +233,7 @@ def test_a_site_not_on_the_allow_list_cannot_frame_the_panel(host_site, chat_ser
 
 # Chromium only, said here on purpose: Firefox ESR 153 lacks WebDriver BiDi's
 # emulation.setMediaFeaturesOverride, so Playwright cannot emulate the media
-# feature there (../shared/notes/browsers-and-screen-reader.md).
+# feature there (docs/testing.md, "System browsers").
 @pytest.mark.only_browser("chromium")
 @pytest.mark.parametrize("state", ["streaming"])
 def test_reduced_motion_turns_the_streaming_indicator_off(embed, chat_server_factory, page: Page, state):

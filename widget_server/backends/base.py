@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 ENTRY_POINT_GROUP = "widget_server.backends"
 

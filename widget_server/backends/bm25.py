@@ -23,20 +23,16 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 K1 = 1.2
 B = 0.75
 
 STOP_WORDS_EN = frozenset(
-    "a an and are as at be but by can could did do does for from had has have how i if in into is it its "
-    "me my no not of on or our she so than that the their them then there these they this those to too "
-    "us was we were what when where which who whom why will with would you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "us", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"]
 )
 STOP_WORDS_ES = frozenset(
-    "a al algo como con cual cuando de del donde el ella ellos en entre es esta este esto eso hay la las "
-    "le les lo los me mi mis muy no nos o para pero por porque que se si sin sobre su sus te tu un una "
-    "unas unos y ya yo".split()
+    ["a", "al", "algo", "como", "con", "cual", "cuando", "de", "del", "donde", "el", "ella", "ellos", "en", "entre", "es", "esta", "este", "esto", "eso", "hay", "la", "las", "le", "les", "lo", "los", "me", "mi", "mis", "muy", "no", "nos", "o", "para", "pero", "por", "porque", "que", "se", "si", "sin", "sobre", "su", "sus", "te", "tu", "un", "una", "unas", "unos", "y", "ya", "yo"]
 )
 STOP_WORDS = STOP_WORDS_EN | STOP_WORDS_ES
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Iterator
 
 from ..chunking import split_sentences
 from ..errors import ChatError, ErrorCode
@@ -93,14 +93,7 @@ BULK_TARGET_CHARS = 200_000
 BULK_CHUNK_CHARS = 40
 BULK_SEED = 5000
 
-_BULK_WORDS = (
-    "scale chord arpeggio voicing tempo metronome bar beat groove phrase motif interval third fifth "
-    "seventh ninth root inversion string fret pick legato staccato accent rest rhythm swing triplet "
-    "mode dorian mixolydian minor major tension release cadence resolution melody harmony bass "
-    "practice routine slowly accurately listen record repeat relax breathe posture thumb wrist "
-    "hand finger position shift slide bend vibrato dynamics volume tone attack sustain decay "
-    "progression key signature sharp flat natural note octave unison pattern sequence exercise"
-).split()
+_BULK_WORDS = ["scale", "chord", "arpeggio", "voicing", "tempo", "metronome", "bar", "beat", "groove", "phrase", "motif", "interval", "third", "fifth", "seventh", "ninth", "root", "inversion", "string", "fret", "pick", "legato", "staccato", "accent", "rest", "rhythm", "swing", "triplet", "mode", "dorian", "mixolydian", "minor", "major", "tension", "release", "cadence", "resolution", "melody", "harmony", "bass", "practice", "routine", "slowly", "accurately", "listen", "record", "repeat", "relax", "breathe", "posture", "thumb", "wrist", "hand", "finger", "position", "shift", "slide", "bend", "vibrato", "dynamics", "volume", "tone", "attack", "sustain", "decay", "progression", "key", "signature", "sharp", "flat", "natural", "note", "octave", "unison", "pattern", "sequence", "exercise"]
 _BULK_HEADS = ("Warm-up", "Technique", "Theory", "Repertoire", "Ear training", "Improvisation", "Rhythm", "Review")
 
 
@@ -196,7 +189,7 @@ HELP_ANSWER_HEAD = """Here is what the demo understands:
 - `/help` — this list.
 - `/echo <markdown>` — answers with the text after the command, exactly.
 - `/scenario <name>` — plays a scenario (names below).
-- *which arpeggio fits Am F C G* and *Show me Cmaj7 voicings* — the seed lesson's two questions.
+- *which arpeggio fits Am F C G* and *Show me Cmaj7 voicings* — the two seed answers' questions (docs/design.md, "The seed answers").
 
 Scenarios:
 
@@ -219,11 +212,11 @@ _FAILURE_LEADS = {
 class Scenario:
     name: str
     description: str
-    play: Callable[["DemoBackend", CancelToken], Iterator[str]]
+    play: Callable[[DemoBackend, CancelToken], Iterator[str]]
 
 
 def _failure_scenario(code: ErrorCode) -> Scenario:
-    def play(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str]:
+    def play(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
         yield from backend.paced(split_sentences(f"This answer is about to fail. {_FAILURE_LEADS[code]} "), cancel)
         if cancel.cancelled:
             return
@@ -234,7 +227,7 @@ def _failure_scenario(code: ErrorCode) -> Scenario:
     return Scenario(f"fail-{code.value}", f"streams a little, then fails with `{code.value}`", play)
 
 
-def _hang(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str]:
+def _hang(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
     yield "This answer starts, then hangs until the time limit stops it. "
     cancel.wait(1e9)  # woken only by cancel or the time limit
 
@@ -286,21 +279,18 @@ _register(
 
 ACTION_SCENARIOS: dict[str, Scenario] = {}
 
-ACTION_ANSWER = (
-    "I can ask our team to call you back. "
-    "Check the details below, then confirm or dismiss the request.\n"
-)
+ACTION_ANSWER = "I can ask our team to call you back. Check the details below, then confirm or dismiss the request.\n"
 ACTION_ARGUMENTS = {"name": "Ana García", "phone": "+34 600 123 456", "preferred_time": "mornings"}
 
 
-def _action(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+def _action(backend: DemoBackend, cancel: CancelToken) -> Iterator[str | ActionProposal]:
     yield from backend.paced(split_sentences(ACTION_ANSWER), cancel)
     if cancel.cancelled:
         return
     yield ActionProposal("callback_request", dict(ACTION_ARGUMENTS))
 
 
-def _action_slow(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+def _action_slow(backend: DemoBackend, cancel: CancelToken) -> Iterator[str | ActionProposal]:
     yield "I can ask our team to call you back. Preparing the request… "
     if cancel.wait(2.0):  # "preparing the action": a cancel here must leave no trace
         return
@@ -310,7 +300,7 @@ def _action_slow(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | 
     yield "Check the details below, then confirm or dismiss the request.\n"
 
 
-def _action_invalid(backend: "DemoBackend", cancel: CancelToken) -> Iterator[str | ActionProposal]:
+def _action_invalid(backend: DemoBackend, cancel: CancelToken) -> Iterator[str | ActionProposal]:
     yield "I can ask our team to call you back. "
     yield ActionProposal("callback_request", {"name": "Ana García", "phone": "call me maybe"})
 
@@ -322,7 +312,9 @@ for _scenario in (
         "a sentence, 2 s preparing a call-back proposal, the proposal, 2 s more, a last sentence (time to press Stop)",
         _action_slow,
     ),
-    Scenario("action-invalid", "proposes a call back with an invalid phone number: fails with `validation`", _action_invalid),
+    Scenario(
+        "action-invalid", "proposes a call back with an invalid phone number: fails with `validation`", _action_invalid
+    ),
 ):
     ACTION_SCENARIOS[_scenario.name] = _scenario
 
@@ -342,7 +334,7 @@ class DemoBackend:
         }
 
     @classmethod
-    def from_settings(cls, settings: dict) -> "DemoBackend":
+    def from_settings(cls, settings: dict) -> DemoBackend:
         return cls(delay=settings["DEMO_DELAY_SECONDS"])
 
     def paced(self, chunks: list[str], cancel: CancelToken, delay: float | None = None) -> Iterator[str]:
@@ -372,7 +364,9 @@ class DemoBackend:
             scenario = SCENARIOS.get(argument.strip()) or ACTION_SCENARIOS.get(argument.strip())
             if scenario is None:
                 known = ", ".join(f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS))
-                return self.paced([f"There is no scenario called `{argument.strip()}`. Known scenarios: {known}.\n"], cancel)
+                return self.paced(
+                    [f"There is no scenario called `{argument.strip()}`. Known scenarios: {known}.\n"], cancel
+                )
             return scenario.play(self, cancel)
         seed = self._questions.get(_normalise_question(text))
         if seed is not None:

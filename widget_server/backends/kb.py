@@ -25,9 +25,10 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from ..chunking import split_sentences
@@ -134,7 +135,12 @@ def _front_matter(lines: list[str]) -> tuple[str, list[str]]:
 
 def _closes_fence(line: str, marker: str) -> bool:
     stripped = line.strip()
-    return bool(stripped) and set(stripped) == {marker[0]} and len(stripped) >= len(marker) and len(line) - len(line.lstrip(" ")) < 4
+    return (
+        bool(stripped)
+        and set(stripped) == {marker[0]}
+        and len(stripped) >= len(marker)
+        and len(line) - len(line.lstrip(" ")) < 4
+    )
 
 
 def _cells(line: str) -> list[str]:
@@ -345,7 +351,7 @@ class KnowledgeBase:
     seconds: float = 0.0
 
     @classmethod
-    def load(cls, folder: Path | str) -> "KnowledgeBase":
+    def load(cls, folder: Path | str) -> KnowledgeBase:
         started = time.perf_counter()
         root = Path(folder).expanduser()
         if not root.is_dir():
@@ -384,7 +390,7 @@ _EN_HINTS = STOP_WORDS_EN - STOP_WORDS_ES
 
 
 def detect_language(text: str) -> str:
-    """"es" for Spanish, else "en" (the default): ¿, ¡ or ñ, or more Spanish than English
+    """ "es" for Spanish, else "en" (the default): ¿, ¡ or ñ, or more Spanish than English
     function words."""
     if any(c in text for c in "¿¡ñÑ"):
         return "es"
@@ -530,11 +536,11 @@ class KnowledgeBaseBackend:
     base_url: str = ""
     contact: str = DEFAULT_CONTACT
     delay: float = 0.04
-    _origins: "OrderedDict[str, str]" = field(default_factory=OrderedDict, repr=False)
+    _origins: OrderedDict[str, str] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> "KnowledgeBaseBackend":
+    def from_settings(cls, settings: dict[str, Any]) -> KnowledgeBaseBackend:
         folder = settings.get("KB_DIR") or ""
         base_url = settings.get("KB_BASE_URL") or ""
         if base_url and urlsplit(base_url).scheme.lower() not in ("http", "https"):

@@ -31,9 +31,10 @@ import os
 import re
 import socket
 import threading
-from datetime import datetime, timezone
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import httpx
 
@@ -60,13 +61,17 @@ MISCONFIGURED_MESSAGE = (
     "Trying again won't help; please let the site's team know."
 )
 TOO_LONG_MESSAGE = (
-    "This conversation is too long for the answer service. "
-    "Start a new conversation, or send a shorter message."
+    "This conversation is too long for the answer service. Start a new conversation, or send a shorter message."
 )
 
 # Error codes and types providers use for a rejected, filtered request.
 _SAFETY_CODES = {"content_filter", "content_policy_violation", "content_filtered", "safety"}
-_CONTEXT_CODES = {"context_length_exceeded", "string_above_max_length", "exceed_context_size_error", "context_window_exceeded"}
+_CONTEXT_CODES = {
+    "context_length_exceeded",
+    "string_above_max_length",
+    "exceed_context_size_error",
+    "context_window_exceeded",
+}
 _CONTEXT_MESSAGE = re.compile(
     r"maximum context length|context length|context window|context size|too many tokens|prompt is too long",
     re.IGNORECASE,
@@ -146,8 +151,8 @@ def _retry_after(value: str | None) -> float | None:
         except (TypeError, ValueError, IndexError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
     if seconds != seconds or seconds in (float("inf"), float("-inf")):
         return None
     return max(0.0, seconds)
@@ -208,7 +213,7 @@ class OpenAIBackend:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key={key})"
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> "OpenAIBackend":
+    def from_settings(cls, settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> OpenAIBackend:
         environ = os.environ if environ is None else environ
         model = settings["OPENAI_MODEL"]
         if not model:
@@ -331,7 +336,9 @@ class OpenAIBackend:
 
     def _finish(self, finish: str, turn: Turn) -> None:
         if finish == "content_filter":
-            raise ChatError(ErrorCode.SAFETY, "upstream finish_reason content_filter: the provider's filter stopped the answer")
+            raise ChatError(
+                ErrorCode.SAFETY, "upstream finish_reason content_filter: the provider's filter stopped the answer"
+            )
         if finish == "length":
             # The answer is what was produced: it completes, cut at the limit.
             log.info(
@@ -456,7 +463,9 @@ class OpenAIBackend:
         if names & _CONTEXT_CODES or (
             (status in (400, 413, 422) or status is None) and _CONTEXT_MESSAGE.search(message)
         ):
-            return error(ErrorCode.VALIDATION, "the conversation exceeds the model's context", user_message=TOO_LONG_MESSAGE)
+            return error(
+                ErrorCode.VALIDATION, "the conversation exceeds the model's context", user_message=TOO_LONG_MESSAGE
+            )
         if names & _QUOTA_CODES:
             return error(
                 ErrorCode.PROVIDER,

@@ -220,7 +220,13 @@ class Store(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not support actions")
 
     def finish_action(
-        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+        self,
+        action_id: str,
+        idempotency_key: str,
+        status: str,
+        *,
+        result: dict | None = None,
+        error: dict | None = None,
     ) -> ActionRecord | None:
         """executing → succeeded | failed, only for the key that claimed it."""
         raise NotImplementedError(f"{type(self).__name__} does not support actions")

@@ -14,8 +14,22 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import ErrorInfo
 from ..messages import InvalidTransition, MessageLog, MessageState, StreamEvent
-from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, UnknownMessage
-from .base import CLAIMED, CONFIRMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus
+from .base import (
+    CLAIMED,
+    CONFIRMED,
+    DISMISSED,
+    OTHER_KEY,
+    SAME_KEY,
+    ActionRecord,
+    ActionStatus,
+    Claim,
+    Conversation,
+    Exchange,
+    MessageInfo,
+    RequestConflict,
+    Store,
+    UnknownMessage,
+)
 
 
 @dataclass
@@ -34,7 +48,9 @@ class _MessageRecord:
 
 
 class MemoryStore(Store):
-    def __init__(self, *, max_events: int = 2048, conversation_ttl: float = 86400.0, max_conversations: int = 100_000) -> None:
+    def __init__(
+        self, *, max_events: int = 2048, conversation_ttl: float = 86400.0, max_conversations: int = 100_000
+    ) -> None:
         self.max_events = max_events
         self._ttl = conversation_ttl
         self._max_conversations = max_conversations
@@ -227,7 +243,13 @@ class MemoryStore(Store):
             return (SAME_KEY if action.idempotency_key == idempotency_key else OTHER_KEY), action
 
     def finish_action(
-        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+        self,
+        action_id: str,
+        idempotency_key: str,
+        status: str,
+        *,
+        result: dict | None = None,
+        error: dict | None = None,
     ) -> ActionRecord | None:
         with self._lock:
             action = self._actions.get(action_id)

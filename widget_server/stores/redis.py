@@ -53,8 +53,18 @@ from typing import Any
 
 from ..errors import ErrorInfo
 from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
-from .base import Claim, Conversation, Exchange, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
-from .base import ActionRecord, ActionStatus
+from .base import (
+    ActionRecord,
+    ActionStatus,
+    Claim,
+    Conversation,
+    Exchange,
+    MessageInfo,
+    RequestConflict,
+    Store,
+    StoreUnavailable,
+    UnknownMessage,
+)
 
 PREFIX = "cw:"
 
@@ -298,7 +308,9 @@ class RedisStore(Store):
             self.redis.expire(key + suffix, self._ttl)
         return Conversation(conversation_id, values[0].decode(), float(values[1] or 0))
 
-    def claim_request(self, conversation_id, request_id, fingerprint, user_text, new_user_message_id, new_assistant_message_id) -> Claim:
+    def claim_request(
+        self, conversation_id, request_id, fingerprint, user_text, new_user_message_id, new_assistant_message_id
+    ) -> Claim:
         exchange = {
             "conversation_id": conversation_id,
             "request_id": request_id,
@@ -316,7 +328,14 @@ class RedisStore(Store):
                 self._msg(new_assistant_message_id),
                 self._lease(new_assistant_message_id),
             ],
-            args=[request_id, json.dumps(exchange, ensure_ascii=False), fingerprint, self._ttl, self._lease_ms, self.owner],
+            args=[
+                request_id,
+                json.dumps(exchange, ensure_ascii=False),
+                fingerprint,
+                self._ttl,
+                self._lease_ms,
+                self.owner,
+            ],
         )
         outcome = outcome.decode()
         if outcome == "unknown":
@@ -332,7 +351,13 @@ class RedisStore(Store):
     @staticmethod
     def _exchange(raw: bytes) -> Exchange:
         data = json.loads(raw)
-        return Exchange(data["request_id"], data["fingerprint"], data["user_message_id"], data["user_text"], data["assistant_message_id"])
+        return Exchange(
+            data["request_id"],
+            data["fingerprint"],
+            data["user_message_id"],
+            data["user_text"],
+            data["assistant_message_id"],
+        )
 
     def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:
         history: list[tuple[str, str]] = []
@@ -489,7 +514,13 @@ class RedisStore(Store):
         return outcome.decode(), self.action(action_id)
 
     def finish_action(
-        self, action_id: str, idempotency_key: str, status: str, *, result: dict | None = None, error: dict | None = None
+        self,
+        action_id: str,
+        idempotency_key: str,
+        status: str,
+        *,
+        result: dict | None = None,
+        error: dict | None = None,
     ) -> ActionRecord | None:
         encode = lambda value: json.dumps(value, ensure_ascii=False) if value is not None else ""  # noqa: E731
         self._finish_action(

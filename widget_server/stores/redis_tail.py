@@ -36,7 +36,7 @@ IDLE_SECONDS = 5.0
 
 
 class _Tail:
-    __slots__ = ("last_seq", "entries", "readers", "used_at", "changed")
+    __slots__ = ("changed", "entries", "last_seq", "readers", "used_at")
 
     def __init__(self, after_seq: int, lock: threading.Lock, max_entries: int) -> None:
         self.last_seq = after_seq  # the newest seq read (or the position it started from)

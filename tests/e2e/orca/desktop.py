@@ -95,7 +95,7 @@ class OrcaDesktop:
 
     # -- start ------------------------------------------------------------
 
-    def start(self, timeout: float = 20.0) -> "OrcaDesktop":
+    def start(self, timeout: float = 20.0) -> OrcaDesktop:
         try:
             self._start(timeout)
         except BaseException:
@@ -163,7 +163,13 @@ class OrcaDesktop:
 
         # 4. Orca.
         orca = self._spawn(
-            [SYSTEM_PYTHON, str(LAUNCHER), f"--debug-file={self.debug_file}", "--user-prefs", str(self.workdir / "orca-prefs")],
+            [
+                SYSTEM_PYTHON,
+                str(LAUNCHER),
+                f"--debug-file={self.debug_file}",
+                "--user-prefs",
+                str(self.workdir / "orca-prefs"),
+            ],
             env,
             stdout=self._log("orca-stdout.log"),
             stderr=subprocess.STDOUT,

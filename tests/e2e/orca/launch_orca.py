@@ -32,7 +32,7 @@ orca_script = runpy.run_path(ORCA, run_name="orca_under_test")
 main = orca_script["main"]
 namespace = main.__globals__  # the globals main() runs with
 namespace["open"] = functools.partial(builtins.open, buffering=1, encoding="utf-8")
-namespace["otherOrcas"] = lambda: []
+namespace["otherOrcas"] = list
 
 # orca.settings: what the settings manager answers for a setting no profile
 # sets (none of these three is a profile setting; the web script fills the

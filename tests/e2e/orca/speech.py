@@ -59,7 +59,7 @@ def check_whole_sentences(lines: list[str], units: list[str], *, complete: bool)
         )
         assert end is not None, (
             f"Orca said {line!r}: not whole sentences continuing the answer after sentence {position} "
-            f"(a fragment, a repeat or out of order).\nexpected next: {units[position:position + 1]!r}\nspoken: {lines!r}"
+            f"(a fragment, a repeat or out of order).\nexpected next: {units[position : position + 1]!r}\nspoken: {lines!r}"
         )
         position = end
     if complete:
