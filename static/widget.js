@@ -9,8 +9,7 @@
  * scripts can never read the conversation. Options: defaults < the JS
  * object window.ChatWidgetConfig < data-* attributes.
  */
-(function () {
-  'use strict';
+(() => {
   var script = document.currentScript;
   if (!script || window.ChatWidget) return;
   // Filled in by the server from static/widget/i18n/*.json.
@@ -18,10 +17,11 @@
   var chatOrigin = new URL(script.src, location.href).origin;
   var js = window.ChatWidgetConfig || {};
   var data = script.dataset;
-  var opt = function (name, fallback) {
-    return data[name] != null ? data[name] : js[name] != null ? String(js[name]) : fallback;
-  };
-  var lang = opt('lang', document.documentElement.lang || 'en').toLowerCase().split('-')[0];
+  var opt = (name, fallback) =>
+    data[name] != null ? data[name] : js[name] != null ? String(js[name]) : fallback;
+  var lang = opt('lang', document.documentElement.lang || 'en')
+    .toLowerCase()
+    .split('-')[0];
   if (!STRINGS[lang]) lang = 'en';
   var t = STRINGS[lang];
   var title = opt('title', t.panelTitle);
@@ -45,7 +45,7 @@
     url.searchParams.set('title', title);
     url.searchParams.set('host', location.origin);
     if (target) url.searchParams.set('inline', '1');
-    ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion'].forEach(function (name) {
+    ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion'].forEach((name) => {
       var value = opt(name, '');
       if (value) url.searchParams.set(name, value);
     });
@@ -57,7 +57,7 @@
     frame.src = panelUrl();
     frame.title = title;
     frame.setAttribute('referrerpolicy', 'origin');
-    frame.addEventListener('load', function () {
+    frame.addEventListener('load', () => {
       frameLoaded = true;
       // Only a panel the user opened takes focus; an inline one never does.
       if (isOpen && launcher) notifyOpened();
@@ -66,16 +66,22 @@
   }
 
   function emit(name) {
-    return script.dispatchEvent(new CustomEvent('chatwidget:' + name, { cancelable: true, bubbles: true }));
+    return script.dispatchEvent(
+      new CustomEvent('chatwidget:' + name, { cancelable: true, bubbles: true }),
+    );
   }
 
   var CSS =
     ':host{all:initial}' +
-    '.launcher{position:fixed;bottom:16px;' + side + ':16px;z-index:2147483000;min-width:44px;min-height:44px;' +
+    '.launcher{position:fixed;bottom:16px;' +
+    side +
+    ':16px;z-index:2147483000;min-width:44px;min-height:44px;' +
     'padding:10px 18px;border:2px solid #fff;border-radius:24px;background:#0b57d0;color:#fff;' +
     'font:600 16px/1.2 system-ui,sans-serif;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}' +
     '.launcher:focus-visible{outline:3px solid #0b57d0;outline-offset:3px}' +
-    '.panel{position:fixed;bottom:80px;' + side + ':16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));' +
+    '.panel{position:fixed;bottom:80px;' +
+    side +
+    ':16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));' +
     'height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:12px;overflow:hidden;' +
     'background:#fff;box-shadow:0 4px 24px rgba(0,0,0,.35)}' +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
@@ -104,7 +110,7 @@
     launcher.setAttribute('aria-label', t.launcherLabel);
     launcher.setAttribute('aria-expanded', 'false');
     launcher.setAttribute('aria-controls', 'chatwidget-panel');
-    launcher.addEventListener('click', function () {
+    launcher.addEventListener('click', () => {
       if (isOpen) close();
       else open();
     });
@@ -143,7 +149,7 @@
     launcher.focus(); // focus returns to where the user opened the chat
   }
 
-  window.addEventListener('message', function (event) {
+  window.addEventListener('message', (event) => {
     if (!frame || event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
     if (event.data && event.data.type === 'chatwidget:close' && launcher) close();
   });
@@ -159,7 +165,11 @@
     }
   }
 
-  window.ChatWidget = { open: open, close: close, isOpen: function () { return isOpen; } };
+  window.ChatWidget = {
+    open: open,
+    close: close,
+    isOpen: () => isOpen,
+  };
   if (document.body) start();
   else document.addEventListener('DOMContentLoaded', start);
 })();

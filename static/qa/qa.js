@@ -30,7 +30,9 @@ let readyResolve = null;
 let lastDownload = null;
 
 function format(template, values = {}) {
-  return String(template).replace(/\{(\w+)\}/g, (_, key) => (key in values ? String(values[key]) : `{${key}}`));
+  return String(template).replace(/\{(\w+)\}/g, (_, key) =>
+    key in values ? String(values[key]) : `{${key}}`,
+  );
 }
 
 // -- the form -----------------------------------------------------------------
@@ -72,7 +74,11 @@ function settings() {
 }
 
 function sameSettings(a, b) {
-  return !!a && !!b && ['lang', 'faults', 'reducedMotion', 'announceInterval'].every((key) => a[key] === b[key]);
+  return (
+    !!a &&
+    !!b &&
+    ['lang', 'faults', 'reducedMotion', 'announceInterval'].every((key) => a[key] === b[key])
+  );
 }
 
 function currentItem() {
@@ -97,11 +103,22 @@ function elapsedMs() {
 }
 
 function addEntry(kind, value, text, details = {}) {
-  const entry = { ms: elapsedMs(), kind, value: String(value ?? ''), text: String(text ?? ''), ...details };
+  const entry = {
+    ms: elapsedMs(),
+    kind,
+    value: String(value ?? ''),
+    text: String(text ?? ''),
+    ...details,
+  };
   session.log.push(entry);
   const row = document.createElement('tr');
   row.dataset.kind = kind;
-  const cells = [(entry.ms / 1000).toFixed(3), (t.kinds && t.kinds[kind]) || kind, entry.value, entry.text];
+  const cells = [
+    (entry.ms / 1000).toFixed(3),
+    (t.kinds && t.kinds[kind]) || kind,
+    entry.value,
+    entry.text,
+  ];
   cells.forEach((content, index) => {
     const cell = document.createElement(index === 0 ? 'th' : 'td');
     if (index === 0) cell.scope = 'row';
@@ -189,7 +206,8 @@ function attach(frame) {
     if (message && message.type === 'chatwidget:opened') return;
     post(message, ...rest);
   };
-  for (const name of EVENT_NAMES) doc.addEventListener(`chatwidget:${name}`, (event) => onPanelEvent(doc, event));
+  for (const name of EVENT_NAMES)
+    doc.addEventListener(`chatwidget:${name}`, (event) => onPanelEvent(doc, event));
   if (root.dataset.ready === 'true') markReady(); // it was ready before this page could listen
 }
 
@@ -216,7 +234,9 @@ function newPanel() {
 
 function attributesOf(script) {
   return Array.from(script.attributes)
-    .filter((attribute) => attribute.name.startsWith('data-') && attribute.name !== 'data-qa-loader')
+    .filter(
+      (attribute) => attribute.name.startsWith('data-') && attribute.name !== 'data-qa-loader',
+    )
     .map((attribute) => `${attribute.name}="${attribute.value}"`)
     .join(' ');
 }
@@ -255,7 +275,11 @@ async function play() {
   if (!sameSettings(values, mounted)) await mount(values);
   const { doc, win } = await panel.ready;
   const input = doc.querySelector('[data-chat-input]');
-  addEntry('play', item.id, item.command, { scenario: item.scenario, command: item.command, faults: values.faults });
+  addEntry('play', item.id, item.command, {
+    scenario: item.scenario,
+    command: item.command,
+    faults: values.faults,
+  });
   input.value = item.command;
   input.dispatchEvent(new win.Event('input', { bubbles: true }));
   if ($('qa-focus-composer').checked) {
@@ -309,13 +333,15 @@ function start() {
   watchFrames();
   const initial = document.querySelector('script[data-qa-loader]');
   const existing = target.querySelector('iframe');
-  if (existing && existing.contentDocument && existing.contentDocument.readyState === 'complete') attach(existing);
+  if (existing && existing.contentDocument && existing.contentDocument.readyState === 'complete')
+    attach(existing);
   if (initial) {
     noteMount(initial, {
       lang: initial.dataset.lang || config.defaults.lang,
       faults: initial.dataset.faults || '',
       reducedMotion: !!initial.dataset.reducedMotion,
-      announceInterval: Number(initial.dataset.announceInterval) || config.defaults.announceInterval,
+      announceInterval:
+        Number(initial.dataset.announceInterval) || config.defaults.announceInterval,
     });
   } else {
     mount(settings());

@@ -27,7 +27,11 @@ function wording(t, action) {
   const own = (t.actions || {})[action.name] || {};
   const args = action.arguments || {};
   // The first template whose placeholders the arguments all fill.
-  const template = (own.descriptions || []).find((text) => (text.match(/\{\w+\}/g) || []).every((p) => args[p.slice(1, -1)] != null && args[p.slice(1, -1)] !== ''));
+  const template = (own.descriptions || []).find((text) =>
+    (text.match(/\{\w+\}/g) || []).every(
+      (p) => args[p.slice(1, -1)] != null && args[p.slice(1, -1)] !== '',
+    ),
+  );
   return {
     label: own.label || action.label || action.name,
     description: template ? format(template, args) : action.description,
@@ -53,13 +57,28 @@ export class ActionCard {
     this.node.dataset.status = 'proposed';
     const heading = el('p', 'action__title', format(t.actionHeading, { label: words.label }));
     heading.id = id;
-    this.confirmButton = this.button('button', 'confirm', t.actionConfirm, format(t.actionConfirmLabel, { label: words.label }));
-    this.dismissButton = this.button('button button--secondary', 'dismiss', t.actionDismiss, format(t.actionDismissLabel, { label: words.label }));
+    this.confirmButton = this.button(
+      'button',
+      'confirm',
+      t.actionConfirm,
+      format(t.actionConfirmLabel, { label: words.label }),
+    );
+    this.dismissButton = this.button(
+      'button button--secondary',
+      'dismiss',
+      t.actionDismiss,
+      format(t.actionDismissLabel, { label: words.label }),
+    );
     const buttons = el('div', 'action__buttons');
     buttons.append(this.confirmButton, this.dismissButton);
     this.statusNode = el('p', 'action__status');
     this.statusNode.hidden = true;
-    this.node.append(heading, el('p', 'action__description', words.description), buttons, this.statusNode);
+    this.node.append(
+      heading,
+      el('p', 'action__description', words.description),
+      buttons,
+      this.statusNode,
+    );
     container.append(this.node);
   }
 
@@ -158,13 +177,22 @@ export class ActionCard {
     this.status = status;
     this.node.dataset.status = status;
     this.setBusy(false);
-    const text = status === 'succeeded' ? this.words.done : status === 'dismissed' ? t.actionDismissed : t.actionFailed;
+    const text =
+      status === 'succeeded'
+        ? this.words.done
+        : status === 'dismissed'
+          ? t.actionDismissed
+          : t.actionFailed;
     this.showStatus(text);
     if (announce) {
       if (status === 'failed') this.panel.showAlert(text);
       else this.panel.announcer.cue(text);
     }
-    this.panel.emit('action', { actionId: this.action.action_id, messageId: this.messageId, status });
+    this.panel.emit('action', {
+      actionId: this.action.action_id,
+      messageId: this.messageId,
+      status,
+    });
   }
 }
 
@@ -182,9 +210,12 @@ export async function restoreActions(panel) {
   const client = panel.client;
   let body;
   try {
-    const response = await fetch(`${client.apiBase}/conversations/${client.conversationId}/actions`, {
-      headers: { Authorization: `Bearer ${client.token}` },
-    });
+    const response = await fetch(
+      `${client.apiBase}/conversations/${client.conversationId}/actions`,
+      {
+        headers: { Authorization: `Bearer ${client.token}` },
+      },
+    );
     if (!response.ok) return;
     body = await response.json();
   } catch {

@@ -18,7 +18,11 @@ function sentenceSplitter(lang) {
     FALLBACK_SENTENCE.lastIndex = 0;
     const out = [];
     let match;
-    while (FALLBACK_SENTENCE.lastIndex < text.length && (match = FALLBACK_SENTENCE.exec(text)) && match[0]) {
+    while (
+      FALLBACK_SENTENCE.lastIndex < text.length &&
+      (match = FALLBACK_SENTENCE.exec(text)) &&
+      match[0]
+    ) {
       out.push(match[0]);
     }
     return out;
@@ -26,7 +30,10 @@ function sentenceSplitter(lang) {
 }
 
 export class Announcer {
-  constructor(region, { lang = 'en', minIntervalMs = 1000, onAnnounce = () => {}, now = () => Date.now() } = {}) {
+  constructor(
+    region,
+    { lang = 'en', minIntervalMs = 1000, onAnnounce = () => {}, now = () => Date.now() } = {},
+  ) {
     if (!region) throw new TypeError('Announcer needs its live region element');
     this.region = region;
     this.split = sentenceSplitter(lang);
@@ -133,7 +140,10 @@ export class Announcer {
     // Consecutive sentences go out together; a cue is always on its own.
     let count = 1;
     if (!this.queue[0].cue) while (count < this.queue.length && !this.queue[count].cue) count++;
-    const text = this.queue.splice(0, count).map((item) => item.text).join(' ');
+    const text = this.queue
+      .splice(0, count)
+      .map((item) => item.text)
+      .join(' ');
     // Observers hear of it first and may cancel it (onAnnounce → false).
     if (this.onAnnounce({ politeness: 'polite', text }) !== false) {
       this._write(text);

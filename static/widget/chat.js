@@ -4,11 +4,11 @@
 // applies events idempotently; markdown.js renders; announcer.js speaks.
 // This module wires them to the DOM and owns focus and state attributes.
 
-import { ApiError, ChatClient, newRequestId } from './client.js';
-import { AnswerModel } from './model.js';
 import { Announcer } from './announcer.js';
-import { createMarkdownView } from './markdown.js';
+import { ApiError, ChatClient, newRequestId } from './client.js';
 import { format } from './i18n.js';
+import { createMarkdownView } from './markdown.js';
+import { AnswerModel } from './model.js';
 
 // Action cards (actions.js) load only when an answer offers an action or a
 // restored conversation may have some: not part of the first open.
@@ -24,7 +24,8 @@ export class ChatWidgetError extends Error {
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    if (signal) signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    if (signal)
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
 
 function el(tag, className, text) {
@@ -42,7 +43,8 @@ function required(root, selector) {
 
 export class ChatPanel {
   constructor(root, config) {
-    if (!(root instanceof HTMLElement)) throw new ChatWidgetError('ChatPanel needs its root element');
+    if (!(root instanceof HTMLElement))
+      throw new ChatWidgetError('ChatPanel needs its root element');
     this.root = root;
     this.config = config;
     this.t = config.strings;
@@ -69,7 +71,9 @@ export class ChatPanel {
   // `chatwidget:announce` keeps that text out of the live region. Returns
   // false when cancelled.
   emit(name, detail) {
-    return this.root.dispatchEvent(new CustomEvent(`chatwidget:${name}`, { bubbles: true, cancelable: true, detail }));
+    return this.root.dispatchEvent(
+      new CustomEvent(`chatwidget:${name}`, { bubbles: true, cancelable: true, detail }),
+    );
   }
 
   bind() {
@@ -91,7 +95,9 @@ export class ChatPanel {
     // stay in the composer while an answer streams).
     document.addEventListener('focusin', (event) => {
       const target = event.target;
-      this.emit('focus', { target: target.id || target.getAttribute('data-chat-role') || target.tagName.toLowerCase() });
+      this.emit('focus', {
+        target: target.id || target.getAttribute('data-chat-role') || target.tagName.toLowerCase(),
+      });
     });
     const closeButton = this.root.querySelector('[data-chat-close]');
     if (closeButton) closeButton.addEventListener('click', () => this.requestClose());
@@ -104,7 +110,10 @@ export class ChatPanel {
     window.addEventListener('online', wake);
     window.addEventListener('pageshow', wake);
     document.addEventListener('resume', wake);
-    document.addEventListener('visibilitychange', () => document.visibilityState === 'visible' && wake());
+    document.addEventListener(
+      'visibilitychange',
+      () => document.visibilityState === 'visible' && wake(),
+    );
     window.addEventListener('offline', () => this.current && this.current.goOffline());
   }
 
@@ -164,7 +173,10 @@ export class ChatPanel {
       }
     }
     if (messages.some((m) => m.role === 'assistant' && m.state === 'completed')) {
-      await actionsModule().then((m) => m.restoreActions(this), () => {});
+      await actionsModule().then(
+        (m) => m.restoreActions(this),
+        () => {},
+      );
     }
   }
 
@@ -194,7 +206,14 @@ export class ChatPanel {
       headingOffset: 1, // the panel's title is the h1: answer headings start at h2
       strings: {
         codeBlock: (lang, lines) => {
-          const template = lines === 1 ? (lang ? t.codeBlockOneLine : t.codeBlockNoLangOneLine) : lang ? t.codeBlock : t.codeBlockNoLang;
+          const template =
+            lines === 1
+              ? lang
+                ? t.codeBlockOneLine
+                : t.codeBlockNoLangOneLine
+              : lang
+                ? t.codeBlock
+                : t.codeBlockNoLang;
           return format(template, { lang, lines });
         },
         table: (columns, rows) => format(t.table, { columns, rows }),
@@ -237,7 +256,8 @@ export class ChatPanel {
   setTurnState(turn, state, statusText = '') {
     turn.item.dataset.state = state;
     // aria-busy while the answer may still change; removed at once at any end.
-    if (state === 'streaming' || state === 'reconnecting') turn.item.setAttribute('aria-busy', 'true');
+    if (state === 'streaming' || state === 'reconnecting')
+      turn.item.setAttribute('aria-busy', 'true');
     else turn.item.removeAttribute('aria-busy');
     turn.status.textContent = statusText;
     turn.status.hidden = !statusText;
@@ -245,7 +265,8 @@ export class ChatPanel {
   }
 
   setStreaming(streaming) {
-    const focusWasOnButton = document.activeElement === this.sendButton || document.activeElement === this.stopButton;
+    const focusWasOnButton =
+      document.activeElement === this.sendButton || document.activeElement === this.stopButton;
     this.sendButton.hidden = streaming;
     this.stopButton.hidden = !streaming;
     if (focusWasOnButton) this.input.focus(); // never leave focus on a hidden button
@@ -403,8 +424,10 @@ class AnswerRun {
   // What to tell the user when the server refuses to start an answer.
   refusal(error) {
     if (error.code === 'too_many_running') return this.t.busy;
-    if (error.code === 'rate_limited') return format(this.t.rateLimited, { seconds: error.retryAfter || 60 });
-    if (error.code === 'store_unavailable' || error.code === 'server_busy') return this.t.errors.unavailable;
+    if (error.code === 'rate_limited')
+      return format(this.t.rateLimited, { seconds: error.retryAfter || 60 });
+    if (error.code === 'store_unavailable' || error.code === 'server_busy')
+      return this.t.errors.unavailable;
     return error.message;
   }
 
@@ -529,7 +552,8 @@ class AnswerRun {
         this.panel.setTurnState(this.turn, 'completed');
         this.panel.announcer.finish(this.view, t.complete);
         const offered = model.actionable; // only now: completed and verified
-        if (offered.length) (await actionsModule()).offerActions(this.panel, this.turn, model.messageId, offered);
+        if (offered.length)
+          (await actionsModule()).offerActions(this.panel, this.turn, model.messageId, offered);
       } else {
         this.fail({ code: 'integrity', message: t.errors.integrity, retryable: true });
       }
@@ -595,7 +619,11 @@ class AnswerRun {
     }
     const text = this.request && this.request.text;
     if (text) {
-      const again = el('button', 'button button--secondary', canContinue ? this.t.regenerate : this.t.retry);
+      const again = el(
+        'button',
+        'button button--secondary',
+        canContinue ? this.t.regenerate : this.t.retry,
+      );
       again.type = 'button';
       again.addEventListener('click', () => {
         actions.textContent = '';

@@ -62,7 +62,9 @@ export class ChatClient {
   }
 
   async history() {
-    const response = await fetch(`${this.apiBase}/conversations/${this.conversationId}`, { headers: this.headers() });
+    const response = await fetch(`${this.apiBase}/conversations/${this.conversationId}`, {
+      headers: this.headers(),
+    });
     if (!response.ok) throw await errorFrom(response);
     return (await response.json()).messages;
   }
@@ -79,7 +81,12 @@ export class ChatClient {
   async report(messageId, { duplicates, dropped }) {
     const url = `${this.apiBase}/conversations/${this.conversationId}/messages/${messageId}/report`;
     const headers = this.headers({ 'Content-Type': 'application/json' });
-    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ duplicates, dropped }), keepalive: true });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ duplicates, dropped }),
+      keepalive: true,
+    });
     if (!response.ok) throw await errorFrom(response);
   }
 
@@ -101,7 +108,10 @@ export class ChatClient {
     } else {
       const headers = this.headers(lastEventId ? { 'Last-Event-ID': lastEventId } : {});
       const query = snapshot ? '?snapshot=1' : '';
-      response = await fetch(`${conversation}/messages/${messageId}/events${query}`, { headers, signal });
+      response = await fetch(`${conversation}/messages/${messageId}/events${query}`, {
+        headers,
+        signal,
+      });
     }
     const type = response.headers.get('Content-Type') || '';
     if (!response.ok || !type.startsWith('text/event-stream')) throw await errorFrom(response);

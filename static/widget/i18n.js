@@ -3,5 +3,7 @@
 // page for this code (no string lives in the UI code itself).
 
 export function format(template, values = {}) {
-  return String(template).replace(/\{(\w+)\}/g, (_, key) => (key in values ? String(values[key]) : `{${key}}`));
+  return String(template).replace(/\{(\w+)\}/g, (_, key) =>
+    key in values ? String(values[key]) : `{${key}}`,
+  );
 }

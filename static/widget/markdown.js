@@ -13,8 +13,10 @@ const ENT_SRC = '&(?:#(\\d{1,7})|#[xX]([\\da-fA-F]{1,6})|(amp|lt|gt|quot|apos|nb
 const ENT = new RegExp(ENT_SRC, 'y');
 const UNESC = new RegExp('\\\\([!-/:-@[-`{-~])|' + ENT_SRC, 'g');
 const NAMED = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\xa0' };
-const AUTO = /<(?:([A-Za-z][A-Za-z\d+.-]{1,31}:[^<>\x00-\x20]*)|([\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)*))>/y;
-const DEST = /\([ \t\n]*(?:<([^<>\n]*)>|((?:\\.|[^\x00-\x20()\\]|\((?:\\.|[^\x00-\x20()\\])*\))*))(?:[ \t\n]+(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\((?:\\.|[^()\\])*\)))?[ \t\n]*\)/y;
+const AUTO =
+  /<(?:([A-Za-z][A-Za-z\d+.-]{1,31}:[^<>\x00-\x20]*)|([\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)*))>/y;
+const DEST =
+  /\([ \t\n]*(?:<([^<>\n]*)>|((?:\\.|[^\x00-\x20()\\]|\((?:\\.|[^\x00-\x20()\\])*\))*))(?:[ \t\n]+(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\((?:\\.|[^()\\])*\)))?[ \t\n]*\)/y;
 const SPECIAL = /[\\`*_[!<&\n]/g;
 const PUNCT = /[\p{P}\p{S}]/u;
 const WS = /\s/;
@@ -60,7 +62,8 @@ function indent(s) {
 
 // Removes n columns of indentation (tab stops of 4).
 function strip(s, n) {
-  let c = 0, i = 0;
+  let c = 0,
+    i = 0;
   for (; c < n && i < s.length; i++) {
     if (s[i] === ' ') c++;
     else if (s[i] === '\t') {
@@ -73,12 +76,20 @@ function strip(s, n) {
 }
 
 // Table cells; "\|" is a literal pipe (NUL, never in a line, stands in for it).
-const cells = (l) => l.trim().replace(/\\\|/g, '\0').replace(/^\||\|$/g, '').split('|').map((c) => c.trim().replace(/\0/g, '|'));
+const cells = (l) =>
+  l
+    .trim()
+    .replace(/\\\|/g, '\0')
+    .replace(/^\||\|$/g, '')
+    .split('|')
+    .map((c) => c.trim().replace(/\0/g, '|'));
 
 function delim(t) {
   const c = t.includes('|') && cells(t);
   if (c && c.every((x) => /^:?-+:?$/.test(x))) {
-    return c.map((x) => (x[0] === ':' ? (x.endsWith(':') ? 'center' : 'left') : x.endsWith(':') ? 'right' : ''));
+    return c.map((x) =>
+      x[0] === ':' ? (x.endsWith(':') ? 'center' : 'left') : x.endsWith(':') ? 'right' : '',
+    );
   }
 }
 
@@ -99,7 +110,11 @@ function bracket(s, i) {
 
 function inline(src, parent, protos, inLink) {
   const items = [];
-  let buf = '', i = 0, a, img, m2;
+  let buf = '',
+    i = 0,
+    a,
+    img,
+    m2;
   const push = (n) => {
     if (buf) items.push(txt(buf));
     buf = '';
@@ -107,7 +122,8 @@ function inline(src, parent, protos, inLink) {
   };
   while (i < src.length) {
     SPECIAL.lastIndex = i;
-    const m = SPECIAL.exec(src), j = m ? m.index : src.length;
+    const m = SPECIAL.exec(src),
+      j = m ? m.index : src.length;
     buf += src.slice(i, j);
     if (!m) break;
     const c = src[(i = j)];
@@ -115,16 +131,27 @@ function inline(src, parent, protos, inLink) {
       const d = src[i + 1];
       if (d === '\n') push(el('br'));
       else if (d && /[!-/:-@[-`{-~]/.test(d)) buf += d;
-      else { buf += c; i--; }
+      else {
+        buf += c;
+        i--;
+      }
       i += 2;
     } else if (c === '`') {
-      let e = i, end = -1;
+      let e = i,
+        end = -1;
       while (src[e] === '`') e++;
       for (let k = e, q; (k = src.indexOf('`', k)) >= 0; k = q) {
         for (q = k; src[q] === '`'; ) q++;
-        if (q - k === e - i) { end = k; break; }
+        if (q - k === e - i) {
+          end = k;
+          break;
+        }
       }
-      if (end < 0) { buf += src.slice(i, e); i = e; continue; }
+      if (end < 0) {
+        buf += src.slice(i, e);
+        i = e;
+        continue;
+      }
       let s = src.slice(e, end).replace(/\n/g, ' ');
       if (s[0] === ' ' && s.at(-1) === ' ' && /[^ ]/.test(s)) s = s.slice(1, -1);
       const x = el('code');
@@ -134,24 +161,44 @@ function inline(src, parent, protos, inLink) {
     } else if (c === '*' || c === '_') {
       let e = i;
       while (src[e] === c) e++;
-      const b = src[i - 1] || ' ', f = src[e] || ' ',
-        bw = WS.test(b), fw = WS.test(f), bp = PUNCT.test(b), fp = PUNCT.test(f),
-        l = !fw && (!fp || bw || bp), r = !bw && (!bp || fw || fp);
-      push({ ch: c, n: e - i, len: e - i, o: c === '*' ? l : l && (!r || bp), c: c === '*' ? r : r && (!l || fp) });
+      const b = src[i - 1] || ' ',
+        f = src[e] || ' ',
+        bw = WS.test(b),
+        fw = WS.test(f),
+        bp = PUNCT.test(b),
+        fp = PUNCT.test(f),
+        l = !fw && (!fp || bw || bp),
+        r = !bw && (!bp || fw || fp);
+      push({
+        ch: c,
+        n: e - i,
+        len: e - i,
+        o: c === '*' ? l : l && (!r || bp),
+        c: c === '*' ? r : r && (!l || fp),
+      });
       i = e;
     } else if (
       (c === '[' || (c === '!' && src[i + 1] === '[')) &&
       (a = (img = c === '!') || !inLink ? bracket(src, i + img) : -1) > 0 &&
-      src[a + 1] === '(' && ((DEST.lastIndex = a + 1), (m2 = DEST.exec(src)))
+      src[a + 1] === '(' &&
+      ((DEST.lastIndex = a + 1), (m2 = DEST.exec(src)))
     ) {
-      const inner = src.slice(i + img + 1, a), h = !img && safe((m2[1] ?? m2[2]).replace(UNESC, (m, e, ...g) => e || ent([m, ...g])), protos),
+      const inner = src.slice(i + img + 1, a),
+        h =
+          !img &&
+          safe(
+            (m2[1] ?? m2[2]).replace(UNESC, (m, e, ...g) => e || ent([m, ...g])),
+            protos,
+          ),
         x = h ? link(h) : frag();
       i = DEST.lastIndex;
       inline(inner, x, protos, 1);
       if (img) buf += x.textContent;
       else push(x);
     } else if (c === '<' && ((AUTO.lastIndex = i), (a = AUTO.exec(src)))) {
-      const h = !inLink && safe(a[1] || 'mailto:' + a[2], protos), t = txt(a[1] || a[2]), x = h ? link(h) : frag();
+      const h = !inLink && safe(a[1] || 'mailto:' + a[2], protos),
+        t = txt(a[1] || a[2]),
+        x = h ? link(h) : frag();
       x.appendChild(t);
       push(x);
       i += a[0].length;
@@ -175,8 +222,15 @@ function inline(src, parent, protos, inLink) {
     const c = items[i];
     for (let j = i - 1; c.ch && c.c && c.n && j >= 0; j--) {
       const o = items[j];
-      if (o.ch !== c.ch || !o.o || !o.n || ((o.c || c.o) && !((o.len + c.len) % 3) && (o.len % 3 || c.len % 3))) continue;
-      const k = o.n > 1 && c.n > 1 ? 2 : 1, e = el(k > 1 ? 'strong' : 'em');
+      if (
+        o.ch !== c.ch ||
+        !o.o ||
+        !o.n ||
+        ((o.c || c.o) && !((o.len + c.len) % 3) && (o.len % 3 || c.len % 3))
+      )
+        continue;
+      const k = o.n > 1 && c.n > 1 ? 2 : 1,
+        e = el(k > 1 ? 'strong' : 'em');
       o.n -= k;
       c.n -= k;
       out(items.splice(j + 1, i - j - 1, e), e);
@@ -196,7 +250,8 @@ function out(items, p) {
 // What a screen reader says: text, <br> as a space.
 function plainOf(n) {
   const w = document.createTreeWalker(n, 5);
-  let s = '', x;
+  let s = '',
+    x;
   while ((x = w.nextNode())) s += x.nodeType === 3 ? x.data : x.nodeName === 'BR' ? ' ' : '';
   return s.replace(/\s+/g, ' ').trim();
 }
@@ -224,7 +279,11 @@ function start(st, d, b, off) {
 // open leaf {k: kind, lines, s: offset, path: its items}.
 function feed(st, raw, off) {
   const stk = st.stack;
-  let s = raw.replace(/\r$/, '').replace(/\0/g, '\ufffd'), L = st.leaf, d = 0, fresh = 0, m;
+  let s = raw.replace(/\r$/, '').replace(/\0/g, '\ufffd'),
+    L = st.leaf,
+    d = 0,
+    fresh = 0,
+    m;
   const blank = !TEXT.test(s);
   for (; d < stk.length && (blank || indent(s) >= stk[d].ci); d++) s = strip(s, stk[d].ci);
   if (L && L.k === 'code') {
@@ -238,8 +297,11 @@ function feed(st, raw, off) {
   }
   if (blank) return end(st);
   for (;;) {
-    const para = L && (L.k === 'paragraph' || L.k === 'list-item') && (L.lines.length || d === stk.length),
-      strict = para && L.lines.length && d === stk.length, i = indent(s), t = i < 4 ? s.trimStart() : '';
+    const para =
+        L && (L.k === 'paragraph' || L.k === 'list-item') && (L.lines.length || d === stk.length),
+      strict = para && L.lines.length && d === stk.length,
+      i = indent(s),
+      t = i < 4 ? s.trimStart() : '';
     if (t) {
       if (strict && (m = delim(t)) && m.length === cells(L.lines.at(-1)).length) {
         const h = L.lines.at(-1);
@@ -251,7 +313,18 @@ function feed(st, raw, off) {
         return start(st, d, { k: 'code', f: m[1], fi: i, info: m[2].trim() }, off);
       }
       if ((m = ATX.exec(t)) || HR.test(t)) {
-        start(st, d, m ? { k: 'heading', n: m[1].length, lines: [(m[2] || '').replace(/(^|[ \t]+)#+[ \t]*$/, '')] } : { k: 'rule' }, off);
+        start(
+          st,
+          d,
+          m
+            ? {
+                k: 'heading',
+                n: m[1].length,
+                lines: [(m[2] || '').replace(/(^|[ \t]+)#+[ \t]*$/, '')],
+              }
+            : { k: 'rule' },
+          off,
+        );
         return end(st);
       }
       if (t[0] === '>') {
@@ -260,7 +333,9 @@ function feed(st, raw, off) {
         return start(st, d, { k: 'quote', lines: [q] }, off);
       }
       if ((m = LI.exec(t)) && !(strict && (!TEXT.test(m[4] || '') || (m[2] && +m[2] !== 1)))) {
-        const prev = stk[d], mk = m[1].slice(-1), w = (m[3] || '').replace(/\t/g, '    ').length;
+        const prev = stk[d],
+          mk = m[1].slice(-1),
+          w = (m[3] || '').replace(/\t/g, '    ').length;
         end(st);
         stk.length = d++;
         stk.push({
@@ -280,13 +355,15 @@ function feed(st, raw, off) {
       L.ls = off;
     } else if (L && L.k === 'table' && d === stk.length) L.lines.push(s);
     else if (L && L.k === 'quote' && TEXT.test(L.lines.at(-1))) L.lines.push(s.trimStart());
-    else start(st, d, { k: fresh ? 'list-item' : 'paragraph', lines: [s.trimStart()], ls: off }, off);
+    else
+      start(st, d, { k: fresh ? 'list-item' : 'paragraph', lines: [s.trimStart()], ls: off }, off);
     return;
   }
 }
 
 export function createMarkdownView(root, options = {}) {
-  const S = { ...STRINGS, ...options.strings }, protos = options.protocols || ['http:', 'https:', 'mailto:'],
+  const S = { ...STRINGS, ...options.strings },
+    protos = options.protocols || ['http:', 'https:', 'mailto:'],
     depth = options._depth | 0;
   let text, rest, pos, st, done, closed, open, prov, grow;
 
@@ -311,7 +388,8 @@ export function createMarkdownView(root, options = {}) {
     };
     for (const it of path) {
       const l = it.list;
-      if (!l.el) mount(l, par, (l.el = el(l.o ? 'ol' : 'ul', l.o && l.n !== 1 ? { start: l.n } : 0)));
+      if (!l.el)
+        mount(l, par, (l.el = el(l.o ? 'ol' : 'ul', l.o && l.n !== 1 ? { start: l.n } : 0)));
       if (!it.el) mount(it, l.el, (it.el = el('li')));
       par = it.el;
     }
@@ -319,7 +397,8 @@ export function createMarkdownView(root, options = {}) {
   }
 
   function row(b, line, tag) {
-    const tr = el('tr'), c = cells(line);
+    const tr = el('tr'),
+      c = cells(line);
     b.al.forEach((a, j) => {
       const td = el(tag, tag === 'th' ? { scope: 'col' } : 0);
       if (a) td.setAttribute('align', a);
@@ -332,18 +411,29 @@ export function createMarkdownView(root, options = {}) {
   // Block b closed (fin) or open (removed next run). An open code block or table grows:
   // lines/rows of complete lines are appended once, the unterminated one is a tail.
   function render(b, fin, firm) {
-    const k = b.k, par = ensure(b.path);
+    const k = b.k,
+      par = ensure(b.path);
     let node, plain;
     if (k === 'code' || k === 'table') {
       const key = k + b.s + '\n' + (k === 'code' ? b.info : b.lines[0] + '\n' + b.lines[1]),
-        base = k === 'table' ? 2 : 0, n = b.lines.length - base, f = fin ? n : firm;
+        base = k === 'table' ? 2 : 0,
+        n = b.lines.length - base,
+        f = fin ? n : firm;
       if (grow?.key !== key) {
         grow?.node.remove();
         const t = el(k === 'code' ? 'pre' : 'table');
         if (base) t.appendChild(el('thead')).appendChild(row(b, b.lines[0], 'th'));
-        grow = { key, n: 0, node: t, box: t.appendChild(base ? el('tbody') : el('code', lang(b) ? { class: 'language-' + lang(b) } : 0)) };
+        grow = {
+          key,
+          n: 0,
+          node: t,
+          box: t.appendChild(
+            base ? el('tbody') : el('code', lang(b) ? { class: 'language-' + lang(b) } : 0),
+          ),
+        };
       }
-      const g = grow, unit = (j) => (k === 'code' ? txt(b.lines[j] + '\n') : row(b, b.lines[j], 'td'));
+      const g = grow,
+        unit = (j) => (k === 'code' ? txt(b.lines[j] + '\n') : row(b, b.lines[j], 'td'));
       for (; g.n < f; g.n++) g.box.appendChild(unit(g.n + base));
       g.tail?.remove();
       g.tail = n > f ? g.box.appendChild(unit(f + base)) : null;
@@ -358,13 +448,21 @@ export function createMarkdownView(root, options = {}) {
         const v = createMarkdownView((node = el('blockquote')), { ...options, _depth: depth + 1 });
         v.update(b.lines.join('\n'));
         v.finish();
-        plain = v.blocks().map((x) => x.plain).join(' ');
+        plain = v
+          .blocks()
+          .map((x) => x.plain)
+          .join(' ');
       } else {
         const words = b.lines.join('\n').trim();
         // A heading with no words (an open "# " that just arrived, or a bare
         // "#") is drawn as nothing: an empty <hN> is an empty heading to a
         // screen reader.
-        node = k === 'heading' && words ? el('h' + Math.max(1, Math.min(6, b.n + (options.headingOffset | 0)))) : k === 'list-item' || k === 'heading' ? frag() : el('p');
+        node =
+          k === 'heading' && words
+            ? el('h' + Math.max(1, Math.min(6, b.n + (options.headingOffset | 0))))
+            : k === 'list-item' || k === 'heading'
+              ? frag()
+              : el('p');
         inline(words, node, protos);
       }
       plain ??= plainOf(node);
@@ -397,10 +495,15 @@ export function createMarkdownView(root, options = {}) {
     }
     flush();
     // The unterminated line runs on a scratch state (open leaf's lines truncated back).
-    const M = st.leaf, n0 = M && M.lines.length, sc = { stack: st.stack.slice(), leaf: M && { ...M }, out: [], p: 1 };
+    const M = st.leaf,
+      n0 = M && M.lines.length,
+      sc = { stack: st.stack.slice(), leaf: M && { ...M }, out: [], p: 1 };
     if (rest) feed(sc, rest, pos);
-    open = [...sc.out, sc.leaf].filter(Boolean)
-      .map((b) => render(b, 0, M && M.s === b.s && M.k === b.k ? n0 - (b.k === 'table' ? 2 : 0) : 0));
+    open = [...sc.out, sc.leaf]
+      .filter(Boolean)
+      .map((b) =>
+        render(b, 0, M && M.s === b.s && M.k === b.k ? n0 - (b.k === 'table' ? 2 : 0) : 0),
+      );
     if (M) M.lines.length = n0;
     if (grow && !grow.used) {
       grow.node.remove();

@@ -8,7 +8,7 @@
 
 export function createEventStreamParser(onEvent) {
   let decoder, parts, skipLF, data, type, idBuffer;
-  let lastEventId = ""; // the "last event ID string"
+  let lastEventId = ''; // the "last event ID string"
   let retry = null;
 
   // A new stream: empty buffers, no part line (§6). The last event ID
@@ -20,7 +20,7 @@ export function createEventStreamParser(onEvent) {
     decoder = new TextDecoder();
     parts = []; // the unfinished line
     skipLF = false; // the text so far ended in CR
-    data = type = "";
+    data = type = '';
     idBuffer = lastEventId;
   }
 
@@ -28,35 +28,35 @@ export function createEventStreamParser(onEvent) {
     // dispatch 1: the last event ID string takes the buffer's value.
     lastEventId = idBuffer;
     // dispatch 2: an empty data buffer fires nothing, clears the type.
-    if (!data) return void (type = "");
+    if (!data) return void (type = '');
     // dispatch 3: drop the final LF; 5-6: type, or "message" if empty;
     // 7: clear both buffers.
-    const event = { type: type || "message", data: data.slice(0, -1), id: lastEventId };
-    data = type = "";
+    const event = { type: type || 'message', data: data.slice(0, -1), id: lastEventId };
+    data = type = '';
     onEvent(event);
   }
 
   function processLine(line) {
     // §6: a blank line dispatches.
     if (!line) return dispatch();
-    const colon = line.indexOf(":");
+    const colon = line.indexOf(':');
     // §6: a line starting with a colon is a comment.
     if (!colon) return;
     // §6: field before the first colon, value after it less ONE leading
     // space; no colon: the line is the field, the value is empty.
     let field = line;
-    let value = "";
+    let value = '';
     if (colon > 0) {
       field = line.slice(0, colon);
-      value = line.slice(line[colon + 1] === " " ? colon + 2 : colon + 1);
+      value = line.slice(line[colon + 1] === ' ' ? colon + 2 : colon + 1);
     }
     // §6 "process the field" (names are case-sensitive):
-    if (field === "event") type = value;
-    else if (field === "data") data += value + "\n";
+    if (field === 'event') type = value;
+    else if (field === 'data') data += value + '\n';
     // "id": ignored if the value holds a NULL.
-    else if (field === "id") !value.includes("\0") && (idBuffer = value);
+    else if (field === 'id') !value.includes('\0') && (idBuffer = value);
     // "retry": only all ASCII digits, base ten (empty: ignored).
-    else if (field === "retry") /^[0-9]+$/.test(value) && (retry = parseInt(value, 10));
+    else if (field === 'retry') /^[0-9]+$/.test(value) && (retry = parseInt(value, 10));
     // §6: other fields are ignored.
   }
 
@@ -64,7 +64,7 @@ export function createEventStreamParser(onEvent) {
     let start = 0;
     // §6: CRLF is one line break even when split across chunks.
     if (skipLF && text) {
-      if (text[0] === "\n") start = 1;
+      if (text[0] === '\n') start = 1;
       skipLF = false;
     }
     // §6: lines end at CRLF, LF or CR. Only new text is searched; a part
@@ -74,11 +74,11 @@ export function createEventStreamParser(onEvent) {
     let match;
     while ((match = lineBreak.exec(text))) {
       parts.push(text.slice(start, match.index));
-      const line = parts.join("");
+      const line = parts.join('');
       parts = [];
       start = lineBreak.lastIndex;
       // A final CR may be the first half of a CRLF.
-      skipLF = start === text.length && match[0] === "\r";
+      skipLF = start === text.length && match[0] === '\r';
       processLine(line);
     }
     if (start < text.length) parts.push(text.slice(start));
