@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -14,21 +13,11 @@ from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, q
 from .backends.base import create_backend
 from .config import load_settings
 from .metrics import Metrics
+from .resources import resource_dir
 from .service import ChatService
 from .stores import create_store
 
 log = logging.getLogger("widget_server")
-
-_PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def resource_dir(name: str) -> Path:
-    """`static/` or `templates/`: inside the package when installed from a
-    wheel, at the repository root in a checkout (the fixed layout)."""
-    for candidate in (_PACKAGE_DIR / name, _PACKAGE_DIR.parent / name):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"widget_server: cannot find its {name}/ folder next to {_PACKAGE_DIR}")
 
 
 def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .errors import ChatError, ErrorCode
-from .i18n import load_strings
+from .i18n import ui_strings
 
 # -- markdown → plain text: a port of static/widget/markdown.js ---------------------------
 #
@@ -622,9 +622,7 @@ def expected_script(
 
 
 def widget_strings(lang: str) -> dict:
-    from .app import resource_dir
-
-    strings = load_strings(str(resource_dir("static")))
+    strings = ui_strings()
     if lang not in strings:
         raise KeyError(f"no widget strings for language {lang!r} (known: {', '.join(strings)})")
     return strings[lang]

@@ -7,6 +7,8 @@ import json
 from functools import cache
 from pathlib import Path
 
+from .resources import resource_dir
+
 DEFAULT_LANGUAGE = "en"
 
 
@@ -14,6 +16,11 @@ DEFAULT_LANGUAGE = "en"
 def load_strings(static_dir: str) -> dict[str, dict]:
     folder = Path(static_dir) / "widget" / "i18n"
     return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
+
+
+def ui_strings() -> dict[str, dict]:
+    """Every language's UI strings, from the package's own static/ folder."""
+    return load_strings(str(resource_dir("static")))
 
 
 def pick_language(requested: str | None, available: dict[str, dict]) -> str:
