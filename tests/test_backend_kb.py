@@ -259,7 +259,19 @@ def test_the_sample_indexes_quickly_and_finds_sections():
 
 
 def test_a_few_hundred_files_index_in_well_under_two_seconds(tmp_path):
-    words = ["answer", "stream", "cancel", "resume", "widget", "panel", "origin", "token", "history", "heartbeat", "proxy"]
+    words = [
+        "answer",
+        "stream",
+        "cancel",
+        "resume",
+        "widget",
+        "panel",
+        "origin",
+        "token",
+        "history",
+        "heartbeat",
+        "proxy",
+    ]
     for n in range(300):
         body = []
         for s in range(6):

@@ -470,7 +470,7 @@ def plain_blocks(markdown: str, strings: dict, *, _depth: int = 0) -> list[Block
             lang = words if _LANG.match(words) else ""
             plain = code_block_summary(strings, lang, len(b.lines))
         elif b.kind == "table":
-            plain = format_string(strings["table"], columns=len(b.align), rows=len(b.lines) - 2)
+            plain = table_summary(strings, len(b.align), len(b.lines) - 2)
         elif b.kind == "rule":
             plain = ""
         elif b.kind == "quote" and _depth < 9:
@@ -482,12 +482,29 @@ def plain_blocks(markdown: str, strings: dict, *, _depth: int = 0) -> list[Block
     return blocks
 
 
-def code_block_summary(strings: dict, lang: str, lines: int) -> str:
-    if lines == 1:
-        template = strings["codeBlockOneLine"] if lang else strings["codeBlockNoLangOneLine"]
-    else:
-        template = strings["codeBlock"] if lang else strings["codeBlockNoLang"]
-    return format_string(template, lang=lang, lines=lines)
+def plural(forms: str | dict[str, str], count: int, lang: str) -> str:
+    """static/widget/i18n.js's plural() for the languages the panel ships:
+    `one` for exactly 1 (English and Spanish), `many` for Spanish millions
+    (CLDR: https://cldr.unicode.org/index/cldr-spec/plural-rules)."""
+    if isinstance(forms, str):
+        return format_string(forms, count=count)
+    category = "one" if count == 1 else "many" if lang == "es" and count and count % 1_000_000 == 0 else "other"
+    return format_string(forms.get(category, forms["other"]), count=count)
+
+
+def code_block_summary(strings: dict, lang: str, lines: int, ui_lang: str = "en") -> str:
+    line_count = plural(strings["lines"], lines, ui_lang)
+    if lang:
+        return format_string(strings["codeBlock"], lang=lang, lines=line_count)
+    return format_string(strings["codeBlockNoLang"], lines=line_count)
+
+
+def table_summary(strings: dict, columns: int, rows: int, ui_lang: str = "en") -> str:
+    return format_string(
+        strings["table"],
+        columns=plural(strings["columns"], columns, ui_lang),
+        rows=plural(strings["rows"], rows, ui_lang),
+    )
 
 
 # -- sentences ------------------------------------------------------------------------------

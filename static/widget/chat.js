@@ -6,7 +6,7 @@
 
 import { Announcer } from './announcer.js';
 import { ApiError, ChatClient, newRequestId } from './client.js';
-import { format } from './i18n.js';
+import { format, markdownSummaries, plural } from './i18n.js';
 import { createMarkdownView } from './markdown.js';
 import { AnswerModel } from './model.js';
 
@@ -204,20 +204,7 @@ export class ChatPanel {
     const t = this.t;
     return {
       headingOffset: 1, // the panel's title is the h1: answer headings start at h2
-      strings: {
-        codeBlock: (lang, lines) => {
-          const template =
-            lines === 1
-              ? lang
-                ? t.codeBlockOneLine
-                : t.codeBlockNoLangOneLine
-              : lang
-                ? t.codeBlock
-                : t.codeBlockNoLang;
-          return format(template, { lang, lines });
-        },
-        table: (columns, rows) => format(t.table, { columns, rows }),
-      },
+      strings: markdownSummaries(t, this.config.lang),
     };
   }
 
@@ -425,7 +412,9 @@ class AnswerRun {
   refusal(error) {
     if (error.code === 'too_many_running') return this.t.busy;
     if (error.code === 'rate_limited')
-      return format(this.t.rateLimited, { seconds: error.retryAfter || 60 });
+      return format(this.t.rateLimited, {
+        seconds: plural(this.t.seconds, error.retryAfter || 60, this.panel.config.lang),
+      });
     if (error.code === 'store_unavailable' || error.code === 'server_busy')
       return this.t.errors.unavailable;
     return error.message;

@@ -9,6 +9,8 @@ import hashlib
 import pytest
 from playwright.sync_api import Page
 
+from widget_server.i18n import ui_strings
+
 
 @pytest.fixture
 def modules(page: Page, live_server):
@@ -87,3 +89,44 @@ def test_announcer_batches_whole_sentences_and_keeps_cues_apart(page: Page, modu
         modules,
     )
     assert result == ["Generating.", "One.", "Two three.", "Four. Next block.", "Done."]
+
+
+# -- i18n: plural forms (Intl.PluralRules), the strings the panel ships -------------------------
+
+PLURAL_CASES = {
+    "en": [
+        ((1, 1), "Table, 1 column, 1 row."),
+        ((3, 5), "Table, 3 columns, 5 rows."),
+        ((2, 0), "Table, 2 columns, 0 rows."),
+    ],
+    "es": [
+        ((1, 1), "Tabla, 1 columna, 1 fila."),
+        ((3, 5), "Tabla, 3 columnas, 5 filas."),
+        ((2, 1_000_000), "Tabla, 2 columnas, 1000000 de filas."),
+    ],
+}
+CODE_CASES = {
+    "en": [(("python", 1), "Code block, python, 1 line."), (("", 2), "Code block, 2 lines.")],
+    "es": [(("python", 1), "Bloque de código, python, 1 línea."), (("", 2), "Bloque de código, 2 líneas.")],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_summaries_and_waits_use_the_languages_plural_forms(page: Page, modules, live_server, lang):
+    strings = ui_strings()[lang]
+    result = page.evaluate(
+        """async ([base, t, lang, tables, codes]) => {
+            const { markdownSummaries, plural, format } = await import(base + 'i18n.js');
+            const summaries = markdownSummaries(t, lang);
+            return {
+                tables: tables.map(([columns, rows]) => summaries.table(columns, rows)),
+                codes: codes.map(([codeLang, lines]) => summaries.codeBlock(codeLang, lines)),
+                waits: [1, 30].map((n) => format(t.rateLimited, { seconds: plural(t.seconds, n, lang) })),
+            };
+        }""",
+        [modules, strings, lang, [c[0] for c in PLURAL_CASES[lang]], [c[0] for c in CODE_CASES[lang]]],
+    )
+    assert result["tables"] == [c[1] for c in PLURAL_CASES[lang]]
+    assert result["codes"] == [c[1] for c in CODE_CASES[lang]]
+    one, many = ("1 second,", "30 seconds,") if lang == "en" else ("1 segundo y", "30 segundos y")
+    assert one in result["waits"][0] and many in result["waits"][1]

@@ -836,9 +836,15 @@ def test_default_summaries(md_page: Page):
 # -- the source itself: plain Python checks, no browser needed ---------------
 
 
+# The renderer's share of the 30 KB first-open budget (tests/test_budgets.py).
+# 7 KiB since readable names and the formatter's layout (issue 10): about 6%
+# more than the one-letter, hand-laid source it replaced (6,188 B at 6 KiB).
+MARKDOWN_BUDGET_BYTES = 7168
+
+
 def test_gzipped_size_budget():
     size = len(gzip.compress(MARKDOWN_JS.read_bytes(), compresslevel=9))
-    assert size <= 6144, f"markdown.js is {size} bytes gzipped (budget 6144)"
+    assert size <= MARKDOWN_BUDGET_BYTES, f"markdown.js is {size} bytes gzipped (budget {MARKDOWN_BUDGET_BYTES})"
 
 
 def test_source_has_no_html_sinks():

@@ -404,11 +404,8 @@ def test_the_script_page_is_axe_clean_and_lists_the_sentences(page: Page, qa_ser
 
 PLAIN_JS = """async ([url, texts, t, lang]) => {
   const M = await import(url);
-  const fmt = (s, v) => String(s).replace(/\\{(\\w+)\\}/g, (_, k) => (k in v ? String(v[k]) : `{${k}}`));
-  const strings = {
-    codeBlock: (l, n) => fmt(n === 1 ? (l ? t.codeBlockOneLine : t.codeBlockNoLangOneLine) : l ? t.codeBlock : t.codeBlockNoLang, { lang: l, lines: n }),
-    table: (columns, rows) => fmt(t.table, { columns, rows }),
-  };
+  const I18N = await import(url.replace('markdown.js', 'i18n.js'));
+  const strings = I18N.markdownSummaries(t, lang);
   const segmenter = new Intl.Segmenter(lang, { granularity: 'sentence' });
   const out = {};
   for (const [name, text] of Object.entries(texts)) {
