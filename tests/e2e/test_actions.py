@@ -23,6 +23,8 @@ from widget_server.backends.demo import ACTION_ARGUMENTS
 
 from ..helpers import REPO_ROOT
 
+pytestmark = pytest.mark.e2e
+
 STRINGS = {
     lang: json.loads((REPO_ROOT / "static" / "widget" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
     for lang in ("en", "es")

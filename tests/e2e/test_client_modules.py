@@ -11,6 +11,8 @@ from playwright.sync_api import Page
 
 from widget_server.i18n import ui_strings
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def modules(page: Page, live_server):

@@ -7,6 +7,8 @@ import re
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+pytestmark = pytest.mark.e2e
+
 
 # Chromium only, said on purpose: under Firefox's WebDriver BiDi (Playwright
 # 1.64), route.fetch() of a text/event-stream response never returns, so the

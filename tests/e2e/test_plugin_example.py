@@ -35,6 +35,8 @@ from widget_server.testing import ChatServer, ChatWidget
 from ..helpers import REPO_ROOT
 from .conftest import chat_base_url
 
+pytestmark = pytest.mark.e2e
+
 README = REPO_ROOT / "README.md"
 SECTION = "## Testing your site's embed"
 

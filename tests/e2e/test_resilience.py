@@ -4,7 +4,10 @@ setting refused in production) so each case is deterministic."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.e2e
 
 QUESTION = "which arpeggio fits Am F C G"
 

@@ -13,6 +13,8 @@ from playwright.sync_api import Page, expect
 from ..helpers import CountingBackend
 from .conftest import chat_base_url
 
+pytestmark = pytest.mark.e2e
+
 TERMINAL = ("completed", "cancelled", "failed", "incomplete")
 
 
