@@ -23,6 +23,11 @@ import pytest
 from .helpers import ChatClient, assert_json_error, assert_sound_events, wait_until
 from .processes import ServerProcess
 
+# Whole widget-server process trees (gunicorn master + gevent workers) whose
+# lease timing must not be starved: slow (not in the quick loop), and one
+# worker runs every such test in turn (docs/testing.md, "Parallel runs").
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
+
 QUESTION = "which arpeggio fits Am F C G"
 
 # Each chunk of the demo's answers 0.4 s apart: slow enough to act mid-answer.

@@ -40,7 +40,9 @@ from .orca.desktop import DEBIAN_PACKAGES, OrcaDesktop, missing_tools, parse_spe
 from .orca.speech import check_whole_sentences, relevant, sentences
 from .test_accessibility_contract import IMPROVISATION_SPOKEN
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# One screen reader at a time, on one worker: its speech is timed against
+# the widget's pacing (docs/testing.md, "Parallel runs").
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("orca")]
 
 EN = json.loads((REPO_ROOT / "static" / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
 CUES = {

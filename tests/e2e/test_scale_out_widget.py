@@ -20,7 +20,9 @@ from ..processes import RoundRobinProxy, ServerProcess
 from .test_resilience import QUESTION, applied_seqs, assert_exact, shown_text
 from .test_widget import seed_structure
 
-pytestmark = pytest.mark.e2e
+# Process trees behind a balancer: slow, and on the one worker that runs
+# process tests in turn (docs/testing.md, "Parallel runs").
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,65 @@
+"""The suite's marks mean what they say (docs/testing.md, "Marks").
+
+`-m "not e2e"` must leave out every browser test, and `-m "not slow"` (the
+quick loop) every test that starts whole server processes, installs the
+wheel or runs a screen reader. Read from each module's `pytestmark` with
+`ast`, so a new module that forgets its mark fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+# Modules that start process trees, build and install the wheel, or run Orca.
+SLOW_MODULES = {
+    "test_install.py",
+    "test_scale_out.py",
+    "e2e/test_scale_out_widget.py",
+    "e2e/test_orca.py",
+}
+
+
+def module_marks(path: Path) -> set[str]:
+    """The mark names in a module's `pytestmark` (one mark or a list)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "pytestmark" for target in node.targets):
+            names = set()
+            for part in ast.walk(node.value):
+                # `pytest.mark.NAME` and `pytest.mark.NAME(...)` alike.
+                if (
+                    isinstance(part, ast.Attribute)
+                    and isinstance(part.value, ast.Attribute)
+                    and part.value.attr == "mark"
+                ):
+                    names.add(part.attr)
+            return names
+    return set()
+
+
+E2E_MODULES = sorted(path.relative_to(TESTS_DIR).as_posix() for path in (TESTS_DIR / "e2e").glob("test_*.py"))
+
+
+@pytest.mark.parametrize("module", E2E_MODULES)
+def test_every_browser_module_is_marked_e2e(module):
+    assert "e2e" in module_marks(TESTS_DIR / module)
+
+
+@pytest.mark.parametrize("module", sorted(SLOW_MODULES))
+def test_process_install_and_screen_reader_modules_are_marked_slow(module):
+    assert "slow" in module_marks(TESTS_DIR / module)
+
+
+def test_the_mark_reader_reads_single_marks_and_lists(tmp_path):
+    sample = tmp_path / "test_sample.py"
+    sample.write_text('import pytest\npytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("orca")]\n')
+    assert module_marks(sample) == {"e2e", "xdist_group"}
+    sample.write_text("import pytest\npytestmark = pytest.mark.slow\n")
+    assert module_marks(sample) == {"slow"}
+    sample.write_text("import pytest\n")
+    assert module_marks(sample) == set()
