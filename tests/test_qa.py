@@ -1,7 +1,9 @@
-"""The QA page (/qa, /qa/script) and the expected script (widget_server/expected.py), without a browser.
+"""The QA page (/qa, /qa/script) and the scenarios' answers behind its expected script, without a browser.
 
-tests/e2e/test_qa_page.py drives the page in Chromium and Firefox, and checks
-the expected script against what the browser really announced.
+The expected script itself is computed in the browser (static/qa/expected.js):
+tests/e2e/test_qa_expected_script.py checks it and its page in Chromium and
+Firefox, and tests/e2e/test_qa_page.py drives the page and checks the script
+against what the browser really announced.
 """
 
 from __future__ import annotations
@@ -10,23 +12,17 @@ import json
 import re
 from html import unescape
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
 from widget_server import create_app
 from widget_server.backends.demo import SCENARIOS
 from widget_server.config import ConfigError
-from widget_server.expected import (
-    expected_script,
-    plain_blocks,
-    script_for_scenario,
-    sentences_heard,
-    sentences_of,
-    split_sentences,
-    widget_strings,
-)
+from widget_server.errors import ErrorCode
+from widget_server.expected import scenario_answer
+from widget_server.i18n import ui_strings
 
+from .announcements import sentences_heard
 from .conftest import TEST_CONFIG
 from .helpers import REPO_ROOT
 
@@ -34,17 +30,7 @@ QA_STRINGS = {
     lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
     for lang in ("en", "es")
 }
-WIDGET = {lang: widget_strings(lang) for lang in ("en", "es")}
-
-# What the contract test A5 hears for the improvisation answer (tests/e2e/test_accessibility_contract.py).
-IMPROVISATION_SENTENCES = [
-    "Over Am – F – C – G, for each chord:",
-    "Am → arpeggio Am, play A Aeolian (natural minor) (diatonic minor — fits most i chords).",
-    "F → arpeggio F, play F Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
-    "C → arpeggio C, play C Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
-    "G → arpeggio G, play G Ionian (major) (diatonic, includes the 7 — careful on the IV chord).",
-    "Each arpeggio spells the chord tones; the scale adds the passing notes for lines between them.",
-]
+WIDGET = {lang: ui_strings()[lang] for lang in ("en", "es")}
 
 
 def qa_client(**config):
@@ -221,9 +207,10 @@ def test_english_and_spanish_qa_strings_have_the_same_keys():
 
 
 def test_every_string_the_qa_code_uses_exists():
-    """Strings are data: qa.js and the templates only name keys of static/qa/i18n/*.json."""
-    source = (REPO_ROOT / "static" / "qa" / "qa.js").read_text(encoding="utf-8")
-    used = set(re.findall(r"\bt\.(\w+)", source))
+    """Strings are data: the page's scripts and templates only name keys of static/qa/i18n/*.json."""
+    scripts = sorted((REPO_ROOT / "static" / "qa").glob("*.js"))
+    assert {"qa.js", "script.js"} <= {path.name for path in scripts}
+    used = {key for path in scripts for key in re.findall(r"\bt\.(\w+)", path.read_text(encoding="utf-8"))}
     for template in ("qa.html", "qa_script.html"):
         used |= set(re.findall(r"\bq\.(\w+)", (REPO_ROOT / "templates" / template).read_text(encoding="utf-8")))
     assert used
@@ -268,128 +255,38 @@ def test_panel_css_treats_the_class_like_the_media_query():
     assert " ".join(expected.split()) in folded_css
 
 
-# -- the expected script: the two seed answers, English and Spanish --------------------
-
-
-def test_improvisation_in_english(seed_answers):
-    script = expected_script(seed_answers["improvisation"]["answer"], "en")
-    assert script.generating == "Generating answer…"
-    assert script.sentences == IMPROVISATION_SENTENCES
-    assert script.completion == "Answer complete."
-    assert script.error is None and script.outcome == "completed"
-    assert script.steps() == [
-        {"politeness": "polite", "text": "Generating answer…"},
-        {"politeness": "polite", "sentences": IMPROVISATION_SENTENCES, "grouped": True, "optional": False},
-        {"politeness": "polite", "text": "Answer complete."},
-    ]
-
-
-def test_improvisation_in_spanish(seed_answers):
-    script = expected_script(seed_answers["improvisation"]["answer"], "es")
-    assert script.generating == "Generando respuesta…"
-    assert script.sentences == IMPROVISATION_SENTENCES  # the answer itself is not translated
-    assert script.completion == "Respuesta completa."
-
-
-def test_improvisation_joined_is_what_the_contract_test_hears(seed_answers):
-    # test_A5_one_polite_region_speaks_sentences_then_the_cue: one batch at full speed.
-    contract = Path(REPO_ROOT / "tests" / "e2e" / "test_accessibility_contract.py").read_text(encoding="utf-8")
-    spoken = "".join(
-        re.findall(r'^\s+"(.*)"$', contract.split("IMPROVISATION_SPOKEN = (", 1)[1].split(")\n\n", 1)[0], re.M)
-    )
-    assert " ".join(expected_script(seed_answers["improvisation"]["answer"], "en").sentences) == spoken
-
-
-VOICINGS_EN = [
-    "Found 2 voicings matching chord Cmaj7:",
-    "Cmaj7 3-0-x-2-3-x (guitar, score 0.369)",
-    "Code block, vextab, 1 line.",
-    "Cmaj7 3-0-0-2-3-x (guitar, score 0.369)",
-    "Code block, vextab, 1 line.",
-]
-
-
-def test_voicings_in_english(seed_answers):
-    script = expected_script(seed_answers["voicings"]["answer"], "en")
-    assert script.generating == "Generating answer…"
-    assert script.sentences == VOICINGS_EN
-    assert script.completion == "Answer complete."
-    assert not any("`" in s or "**" in s or "```" in s for s in script.sentences)
-
-
-def test_voicings_in_spanish(seed_answers):
-    script = expected_script(seed_answers["voicings"]["answer"], "es")
-    assert script.generating == "Generando respuesta…"
-    assert script.sentences == [
-        s.replace("Code block, vextab, 1 line.", "Bloque de código, vextab, 1 línea.") for s in VOICINGS_EN
-    ]
-    assert script.completion == "Respuesta completa."
+# -- the scenarios' answers (the script itself: tests/e2e/test_qa_expected_script.py) ----
 
 
 def test_seed_scenarios_play_the_seed_answers(seed_answers):
     for name in ("improvisation", "voicings"):
-        for lang in ("en", "es"):
-            assert script_for_scenario(name, lang) == expected_script(seed_answers[name]["answer"], lang)
-
-
-# -- the expected script: the rules -------------------------------------------------------
-
-
-def test_markdown_is_stripped_as_the_panel_strips_it():
-    t = WIDGET["en"]
-    text = (
-        "# Title with *emphasis*\n\nA [link](https://example.com) and <https://auto.example> and `code`.\n\n"
-        "1. first\n   - nested **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n"
-        "```python\nx = 1\ny = 2\n```\n\n> quoted _text_\n\n---\n\n![alt text](https://example.com/i.png)\n"
-    )
-    assert [(b.kind, b.plain) for b in plain_blocks(text, t)] == [
-        ("heading", "Title with emphasis"),
-        ("paragraph", "A link and https://auto.example and code."),
-        ("list-item", "first"),
-        ("list-item", "nested bold"),
-        ("table", "Table, 2 columns, 2 rows."),
-        ("code", "Code block, python, 2 lines."),
-        ("quote", "quoted text"),
-        ("rule", ""),
-        ("paragraph", "alt text"),
-    ]
-    assert [b.plain for b in plain_blocks("```\none\n```\n", WIDGET["es"])] == ["Bloque de código, 1 línea."]
-
-
-def test_sentences_follow_the_browsers_rules():
-    assert split_sentences("One. Two! Three? Four") == ["One.", "Two!", "Three?", "Four"]
-    assert split_sentences("Use e.g. the cat. Then stop.") == ["Use e.g. the cat.", "Then stop."]
-    assert split_sentences("Score 0.369 today. Yes.") == ["Score 0.369 today.", "Yes."]
-    assert split_sentences("Wait… Then go.") == ["Wait… Then go."]  # no break after an ellipsis
-    assert split_sentences('He said "Stop." Then left.') == ['He said "Stop."', "Then left."]
-    assert split_sentences("End. 12 apples.") == ["End. 12 apples."]
+        answer = scenario_answer(name)
+        assert answer.text == seed_answers[name]["answer"]
+        assert answer.error_code is None and not answer.fails_late and not answer.sentences_may_be_dropped
 
 
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n.startswith("fail-")])
-@pytest.mark.parametrize("lang", ["en", "es"])
-def test_failing_scenarios_end_with_their_error_said_assertively(name, lang):
-    script = script_for_scenario(name, lang)
-    code = name.removeprefix("fail-")
-    assert script.error == WIDGET[lang]["errors"][code]
-    assert script.completion is None and script.outcome == "failed"
-    assert script.sentences_may_be_dropped  # the error drops what was not said yet
-    assert script.steps()[-1] == {"politeness": "assertive", "text": WIDGET[lang]["errors"][code]}
+def test_failing_scenarios_fail_quickly_with_their_code(name):
+    answer = scenario_answer(name)
+    assert answer.error_code == name.removeprefix("fail-")
+    assert answer.error_code in {code.value for code in ErrorCode}
+    assert not answer.fails_late
+    assert answer.sentences_may_be_dropped  # the error drops what was not said yet
 
 
 def test_hang_fails_at_the_time_limit_after_its_sentence():
-    script = script_for_scenario("hang", "en")
-    assert script.error == WIDGET["en"]["errors"]["timeout"]
-    assert script.sentences == ["This answer starts, then hangs until the time limit stops it."]
-    assert not script.sentences_may_be_dropped
+    answer = scenario_answer("hang")
+    assert answer.text == "This answer starts, then hangs until the time limit stops it. "
+    assert answer.error_code == "timeout" and answer.fails_late
+    assert not answer.sentences_may_be_dropped
 
 
-def test_every_scenario_has_a_script_in_both_languages():
+def test_every_other_scenario_completes_with_text():
     for name in SCENARIOS:
-        for lang in ("en", "es"):
-            script = script_for_scenario(name, lang)
-            assert script.generating == WIDGET[lang]["generating"]
-            assert script.sentences, name
-            assert all(s == s.strip() and s for s in script.sentences)
+        answer = scenario_answer(name)
+        assert answer.text.strip(), name
+        if not name.startswith("fail-") and name != "hang":
+            assert answer.error_code is None, name
 
 
 def test_sentences_heard_recovers_batches_and_shows_repeats():
@@ -401,29 +298,31 @@ def test_sentences_heard_recovers_batches_and_shows_repeats():
     assert sentences_heard(["One. Tw", "o. Three. Four."], expected) != expected  # cut mid-sentence
 
 
-def test_sentences_of_is_plain_blocks_split():
-    text = "Para one. Para two.\n\n- item\n"
-    assert sentences_of(text, WIDGET["en"]) == ["Para one.", "Para two.", "item"]
+# -- the script page (what it shows: tests/e2e/test_qa_expected_script.py) -----------------
 
 
-# -- the script page ----------------------------------------------------------------------
+def script_config(body: str) -> dict:
+    return json.loads(
+        re.search(r'<script type="application/json" id="qa-script-config">(.*?)</script>', body, re.S).group(1)
+    )
 
 
 @pytest.mark.parametrize("lang", ["en", "es"])
-def test_the_script_page_is_a_checklist_of_what_to_hear(lang, seed_answers):
-    _, body = get(qa_client(QA=True, FAULTS=True), f"/qa/script?scenario=improvisation&lang={lang}")
+def test_the_script_page_gives_the_browser_the_answer_and_how_it_ends(lang, seed_answers):
+    client = qa_client(QA=True, FAULTS=True)
+    _, body = get(client, f"/qa/script?scenario=question-improvisation&lang={lang}")
     assert f'<html lang="{lang}">' in body
-    text = unescape(body)
-    for sentence in IMPROVISATION_SENTENCES:
-        assert f"data-sentence>{sentence}</label>" in text
-    assert WIDGET[lang]["generating"] in text and WIDGET[lang]["complete"] in text
-    assert "/scenario improvisation" in text
-    assert WIDGET[lang]["reconnecting"] in text  # the note on the drop fault
-    assert (
-        text.index(WIDGET[lang]["generating"])
-        < text.index(IMPROVISATION_SENTENCES[0])
-        < text.index(WIDGET[lang]["complete"])
-    )
+    config = script_config(body)
+    assert config["lang"] == lang
+    assert config["answer"] == seed_answers["improvisation"]["answer"]
+    assert config["errorCode"] is None and config["sentencesMayBeDropped"] is False and config["failsLate"] is False
+    assert config["widgetStrings"] == WIDGET[lang] and config["strings"] == QA_STRINGS[lang]
+    _, body = get(client, f"/qa/script?scenario=fail-safety&lang={lang}")
+    config = script_config(body)
+    assert config["errorCode"] == "safety" and config["sentencesMayBeDropped"] is True
+    assert WIDGET[lang]["reconnecting"] in unescape(body)  # the note on the drop fault, rendered by the server
+    # The page computes what is heard with the panel's modules: nothing of the answer is rendered here.
+    assert 'src="/static/qa/script.js"' in body and 'id="qa-steps"' in body
 
 
 def test_the_script_page_for_every_item_and_an_unknown_one():
@@ -440,5 +339,3 @@ def test_the_script_page_for_every_item_and_an_unknown_one():
             assert response.status_code == 200, (item, lang)
     response, _ = get(client, "/qa/script?scenario=no-such-thing")
     assert response.status_code == 404 and response.get_json()["error"]["code"] == "not_found"
-    _, body = get(client, "/qa/script?scenario=fail-safety&lang=es")
-    assert WIDGET["es"]["errors"]["safety"] in unescape(body)

@@ -15,8 +15,10 @@ the log — and, being on the chat server's own origin, listens to the panel's
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
 
@@ -32,13 +34,15 @@ SEED_QUESTIONS = ("improvisation", "voicings")
 # A script lists at most this many sentences (the `bulk` answer has thousands).
 SCRIPT_MAX_SENTENCES = 120
 
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
 
 def _settings() -> dict:
     return current_app.config["WIDGET_SERVER"]
 
 
 @bp.before_app_request
-def _only_when_qa_is_on():
+def _only_when_qa_is_on() -> None:
     path = request.path
     if (path == "/qa" or path.startswith(("/qa/", "/static/qa/"))) and not _settings().get("QA"):
         abort(404)
@@ -57,7 +61,8 @@ def _page_strings() -> tuple[str, dict, dict[str, dict]]:
 
 
 def _format(template: str, **values: object) -> str:
-    return expected.format_string(template, **values)
+    """static/widget/i18n.js's format(): each `{name}` with a value given is replaced."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
 
 
 def qa_items(q: dict) -> list[dict]:
@@ -108,7 +113,7 @@ def _respond(html: str) -> Response:
 
 
 @bp.get("/qa")
-def qa_page():
+def qa_page() -> Response:
     settings = _settings()
     lang, q, all_strings = _page_strings()
     widget_langs = sorted(load_strings(current_app.static_folder))
@@ -145,7 +150,10 @@ def qa_page():
 
 
 @bp.get("/qa/script")
-def script_page():
+def script_page() -> Response:
+    """The expected script's page. The server gives the scenario's answer and how it
+    ends; static/qa/script.js computes what is heard, with the panel's own renderer
+    and announcer (static/qa/expected.js), so no markdown rule lives here."""
     settings = _settings()
     lang, q, all_strings = _page_strings()
     items = qa_items(q)
@@ -154,8 +162,20 @@ def script_page():
     item = by_id.get(wanted)
     if item is None:
         abort(404)
-    script = expected.script_for_scenario(item["scenario"], lang)
-    sentences = script.sentences[:SCRIPT_MAX_SENTENCES]
+    widget_strings = load_strings(current_app.static_folder)
+    widget_lang = lang if lang in widget_strings else DEFAULT_LANGUAGE
+    answer = expected.scenario_answer(item["scenario"])
+    config: dict[str, Any] = {
+        "lang": widget_lang,
+        "strings": q,
+        "widgetStrings": widget_strings[widget_lang],
+        "answer": answer.text,
+        "errorCode": answer.error_code,
+        "sentencesMayBeDropped": answer.sentences_may_be_dropped,
+        "failsLate": answer.fails_late,
+        "timeLimitSeconds": f"{settings['MESSAGE_TIME_LIMIT_SECONDS']:g}",
+        "maxSentences": SCRIPT_MAX_SENTENCES,
+    }
     html = render_template(
         "qa_script.html",
         lang=lang,
@@ -163,12 +183,8 @@ def script_page():
         page_languages=[(code, all_strings[code]["languageNames"].get(code, code)) for code in all_strings],
         items=items,
         item=item,
-        script=script,
-        sentences=sentences,
-        more=len(script.sentences) - len(sentences),
-        reconnecting=expected.widget_strings(lang)["reconnecting"],
-        time_limit=f"{settings['MESSAGE_TIME_LIMIT_SECONDS']:g}",
-        fails_late=script.error is not None and not script.sentences_may_be_dropped,
+        config=config,
+        reconnecting=widget_strings[widget_lang]["reconnecting"],
         fmt=_format,
     )
     return _respond(html)

@@ -9,23 +9,26 @@
 
 const FALLBACK_SENTENCE = /[^.!?…]*(?:[.!?…]+["'”’)\]]*\s+|$)/gy;
 
-function sentenceSplitter(lang) {
+// The sentences of a text in a language, as `text → [segment]`: each segment
+// keeps the whitespace after it, so the segments join to the text. One
+// definition for the Announcer below and the QA page's expected script
+// (static/qa/expected.js). Intl.Segmenter applies Unicode's sentence rules
+// (UAX #29, https://www.unicode.org/reports/tr29/#Sentence_Boundaries); the
+// regular expression is for browsers without it.
+export function sentenceSplitter(lang) {
   if (typeof Intl !== 'undefined' && Intl.Segmenter) {
     const segmenter = new Intl.Segmenter(lang, { granularity: 'sentence' });
-    return (text) => Array.from(segmenter.segment(text), (s) => s.segment);
+    return (text) => Array.from(segmenter.segment(text), (segment) => segment.segment);
   }
   return (text) => {
+    const segments = [];
     FALLBACK_SENTENCE.lastIndex = 0;
-    const out = [];
-    let match;
-    while (
-      FALLBACK_SENTENCE.lastIndex < text.length &&
-      (match = FALLBACK_SENTENCE.exec(text)) &&
-      match[0]
-    ) {
-      out.push(match[0]);
+    while (FALLBACK_SENTENCE.lastIndex < text.length) {
+      const match = FALLBACK_SENTENCE.exec(text);
+      if (!match?.[0]) break;
+      segments.push(match[0]);
     }
-    return out;
+    return segments;
   };
 }
 

@@ -5,8 +5,8 @@ with new data-* attributes (faults, language, reduced motion, pacing), and
 logs what the panel reports through its chatwidget:* events. These tests
 press only Tab, Shift+Tab, arrows, Enter, Space and digits on it (page
 evaluation is used to read, never to act), and check the log against the
-contract — and the expected script (widget_server/expected.py) against what
-the browser really announced.
+contract — and the expected script (static/qa/expected.js, computed in the
+browser) against what the browser really announced.
 """
 
 from __future__ import annotations
@@ -18,19 +18,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from widget_server.backends.demo import SCENARIOS
-from widget_server.expected import (
-    expected_script,
-    plain_blocks,
-    scenario_answer,
-    script_for_scenario,
-    sentences_heard,
-    split_sentences,
-    widget_strings,
-)
+from widget_server.expected import scenario_answer
+from widget_server.i18n import ui_strings
 from widget_server.testing import ChatWidget
 
+from ..announcements import sentences_heard
 from ..conftest import TEST_CONFIG
 from ..helpers import REPO_ROOT, LiveServer, load_seed_answers
+from .expected_script import ExpectedScripts
 from .test_markdown import CONSTRUCTS
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +34,7 @@ QA = {
     lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
     for lang in ("en", "es")
 }
-EN = widget_strings("en")
+EN = ui_strings()["en"]
 SEED = load_seed_answers()
 
 ROWS_JS = """() => Array.from(document.querySelectorAll('#qa-log-body tr'), (row) => ({
@@ -199,7 +194,7 @@ def assert_axe_clean(page: Page) -> None:
 def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports_the_log(qa_page, browser_name):
     page = qa_page()
     assert_axe_clean(page)  # the page as it loads, with the panel inside
-    script = script_for_scenario("improvisation", "en")
+    script = ExpectedScripts(page).scenario_script("improvisation", "en")
 
     tab_to(page, "qa-scenario")
     page.keyboard.press("ArrowDown")
@@ -227,9 +222,9 @@ def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports
     assert said.count(EN["reconnecting"]) == 1
     assert said[0] == EN["generating"] and said[-1] == EN["complete"]
     batches = [text for text in said if text not in (EN["generating"], EN["reconnecting"], EN["complete"])]
-    heard = sentences_heard(batches, script.sentences)
+    heard = sentences_heard(batches, script["sentences"])
     assert len(heard) == len(set(heard))  # no sentence twice
-    assert heard == script.sentences
+    assert heard == script["sentences"]
     assert applied_seqs(run) == [1, 2, 3, 4, 5, 6, 7]  # each applied once, in order
     states = [row["cells"][2] for row in run if row["kind"] == "state"]
     assert states[0] == "streaming" and "reconnecting" in states and states[-1] == "completed"
@@ -252,7 +247,7 @@ def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports
     assert session["language"] == "en"
     table = rows(page)
     assert len(session["log"]) == len(table)
-    for entry, row in zip(session["log"], table):
+    for entry, row in zip(session["log"], table, strict=True):
         assert row["kind"] == entry["kind"]
         assert row["cells"] == [
             f"{entry['ms'] / 1000:.3f}",
@@ -269,8 +264,8 @@ def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_the_expected_script_for_improvisation_is_what_the_browser_announced(qa_page, lang):
     page = qa_page(lang)
-    t = widget_strings(lang)
-    script = expected_script(SEED["improvisation"]["answer"], lang)
+    t = ui_strings()[lang]
+    script = ExpectedScripts(page).script(SEED["improvisation"]["answer"], lang)
     # Faster pacing, so the answer comes in several announcements: set with the keyboard.
     tab_to(page, "qa-announce-interval")
     page.keyboard.press("ControlOrMeta+a")
@@ -282,10 +277,10 @@ def test_the_expected_script_for_improvisation_is_what_the_browser_announced(qa_
 
     run = since_last_play(rows(page))
     said = polite(run)
-    assert said[0] == script.generating and said[-1] == script.completion
+    assert said[0] == script["generating"] and said[-1] == script["completion"]
     between = said[1:-1]
     assert len(between) >= 3  # really batched in several announcements at this pace
-    assert sentences_heard(between, script.sentences) == script.sentences
+    assert sentences_heard(between, script["sentences"]) == script["sentences"]
     # What the live region held (the recorder) is the same.
     assert live_polite(page) == said
     assert 'data-announce-interval="100"' in page.locator("#qa-mounted").text_content()
@@ -371,7 +366,7 @@ def test_language_and_reduced_motion_remount_the_widget_with_the_keyboard(qa_pag
     tab_to(page, "qa-play", backwards=True)
     page.keyboard.press("Enter")
     assert streaming_animation(page) == "none"  # the panel honours data-reduced-motion
-    es = widget_strings("es")
+    es = ui_strings()["es"]
     wait_for_run_text(page, es["generating"])
     stop_from_the_composer(page)
     wait_for_run_text(page, es["cancelled"])
@@ -384,8 +379,9 @@ def test_language_and_reduced_motion_remount_the_widget_with_the_keyboard(qa_pag
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_the_script_page_is_axe_clean_and_lists_the_sentences(page: Page, qa_server, lang):
     page.goto(f"{qa_server.url}/qa/script?scenario=question-improvisation&lang={lang}")
+    expect(page.locator("#qa-steps")).to_have_attribute("data-ready", "true")
     sentences = page.locator("[data-sentence]").all_text_contents()
-    assert sentences == script_for_scenario("improvisation", lang).sentences
+    assert sentences == ExpectedScripts(page).scenario_script("improvisation", lang)["sentences"]
     expect(page.locator("html")).to_have_attribute("lang", lang)
     assert_axe_clean(page)
     # Choose another scenario with the keyboard, and show it.
@@ -396,11 +392,12 @@ def test_the_script_page_is_axe_clean_and_lists_the_sentences(page: Page, qa_ser
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"scenario=question-voicings"))
+    expect(page.locator("#qa-steps")).to_have_attribute("data-ready", "true")
     sentences = page.locator("[data-sentence]").all_text_contents()
-    assert sentences == script_for_scenario("voicings", lang).sentences
+    assert sentences == ExpectedScripts(page).scenario_script("voicings", lang)["sentences"]
 
 
-# -- the port of the renderer's plain text is exact ----------------------------------------------
+# -- the expected script's plain text is the panel renderer's --------------------------------------
 
 PLAIN_JS = """async ([url, texts, t, lang]) => {
   const M = await import(url);
@@ -424,17 +421,21 @@ PLAIN_JS = """async ([url, texts, t, lang]) => {
 
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_expected_plain_text_and_sentences_match_the_panels_renderer(page: Page, qa_server, lang):
-    """expected.py's markdown port and sentence rules, against markdown.js and Intl.Segmenter."""
+    """static/qa/expected.js's blocks and sentences, against markdown.js and Intl.Segmenter used directly."""
     texts = {f"scenario:{name}": scenario_answer(name).text for name in SCENARIOS if name != "bulk"}
     texts.update({f"construct:{name}": text for name, (text, _) in CONSTRUCTS.items()})
     texts.update({f"seed:{key}": SEED[key]["answer"] for key in ("improvisation", "voicings")})
-    t = widget_strings(lang)
+    t = ui_strings()[lang]
     page.goto(qa_server.url + "/healthz")
     browser = page.evaluate(PLAIN_JS, [qa_server.url + "/static/widget/markdown.js", texts, t, lang])
+    expected = ExpectedScripts(page)
     for name, text in texts.items():
-        plains = [block.plain for block in plain_blocks(text, t)]
+        plains = [plain for _, plain in expected.plain_blocks(text, lang)]
         assert plains == browser[name]["plains"], name
-        assert [s for p in plains for s in split_sentences(p)] == browser[name]["sentences"], name
+        assert [s for p in plains for s in expected.sentences_of_plain_text(p, lang)] == browser[name]["sentences"], (
+            name
+        )
+        assert expected.sentences_of(text, lang) == browser[name]["sentences"], name
 
 
 # -- without fault injection -----------------------------------------------------------------
