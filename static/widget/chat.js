@@ -3,6 +3,7 @@
 // Layers: sse.js reads bytes into events; client.js talks HTTP; model.js
 // applies events idempotently; markdown.js renders; announcer.js speaks.
 // This module wires them to the DOM and owns focus and state attributes.
+// It only defines classes; panel.js boots them.
 
 import { Announcer } from './announcer.js';
 import { ApiError, ChatClient, newRequestId } from './client.js';
@@ -11,8 +12,9 @@ import { createMarkdownView } from './markdown.js';
 import { AnswerModel } from './model.js';
 
 // Action cards (actions.js) load only when an answer offers an action or a
-// restored conversation may have some: not part of the first open.
-const actionsModule = () => import('./actions.js');
+// restored conversation may have some: not part of the first open
+// (tests/test_budgets.py).
+const loadActions = () => import('./actions.js');
 
 export class ChatWidgetError extends Error {
   constructor(message) {
@@ -21,14 +23,21 @@ export class ChatWidgetError extends Error {
   }
 }
 
-const sleep = (ms, signal) =>
+// Wait `milliseconds`, or less if `signal` aborts (a wake-up).
+const sleep = (milliseconds, signal) =>
   new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    if (signal)
-      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    const timer = setTimeout(resolve, milliseconds);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
-function el(tag, className, text) {
+function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text != null) node.textContent = text;
@@ -41,13 +50,15 @@ function required(root, selector) {
   return node;
 }
 
+const FOLLOW_THRESHOLD_PX = 48;
+
 export class ChatPanel {
   constructor(root, config) {
     if (!(root instanceof HTMLElement))
       throw new ChatWidgetError('ChatPanel needs its root element');
     this.root = root;
     this.config = config;
-    this.t = config.strings;
+    this.strings = config.strings;
     this.transcript = required(root, '[data-chat-transcript]');
     this.scroller = required(root, '[data-chat-scroller]');
     this.empty = required(root, '[data-chat-empty]');
@@ -62,7 +73,7 @@ export class ChatPanel {
       minIntervalMs: config.announceIntervalMs,
       onAnnounce: (detail) => this.emit('announce', detail),
     });
-    this.current = null;
+    this.current = null; // the latest AnswerRun
     this.bind();
   }
 
@@ -92,7 +103,7 @@ export class ChatPanel {
       if (event.key === 'Escape' && !this.config.standalone) this.requestClose();
     });
     // Every focus move inside the panel, for QA logs and tests (focus must
-    // stay in the composer while an answer streams).
+    // stay in the composer while an answer streams: docs/accessibility.md A8).
     document.addEventListener('focusin', (event) => {
       const target = event.target;
       this.emit('focus', {
@@ -103,10 +114,10 @@ export class ChatPanel {
     if (closeButton) closeButton.addEventListener('click', () => this.requestClose());
     window.addEventListener('message', (event) => {
       if (event.source !== window.parent || !this.originAllowed(event.origin)) return;
-      if (event.data && event.data.type === 'chatwidget:opened') this.input.focus();
+      if (event.data?.type === 'chatwidget:opened') this.input.focus();
     });
     // Page lifecycle: come back → resume at once rather than waiting out a backoff.
-    const wake = () => this.current && this.current.wake();
+    const wake = () => this.current?.wake();
     window.addEventListener('online', wake);
     window.addEventListener('pageshow', wake);
     document.addEventListener('resume', wake);
@@ -114,7 +125,7 @@ export class ChatPanel {
       'visibilitychange',
       () => document.visibilityState === 'visible' && wake(),
     );
-    window.addEventListener('offline', () => this.current && this.current.goOffline());
+    window.addEventListener('offline', () => this.current?.goOffline());
   }
 
   originAllowed(origin) {
@@ -146,7 +157,7 @@ export class ChatPanel {
         saved = null; // storage blocked or corrupt: start fresh
       }
     }
-    if (!saved || !saved.conversation_id) return;
+    if (!saved?.conversation_id) return;
     this.client.conversationId = saved.conversation_id;
     this.client.token = saved.token;
     let messages;
@@ -172,9 +183,10 @@ export class ChatPanel {
         this.startRun({ messageId: message.message_id, restored: true });
       }
     }
-    if (messages.some((m) => m.role === 'assistant' && m.state === 'completed')) {
-      await actionsModule().then(
-        (m) => m.restoreActions(this),
+    const completed = (message) => message.role === 'assistant' && message.state === 'completed';
+    if (messages.some(completed)) {
+      await loadActions().then(
+        (actions) => actions.restoreActions(this),
         () => {},
       );
     }
@@ -201,29 +213,31 @@ export class ChatPanel {
   }
 
   viewOptions() {
-    const t = this.t;
     return {
       headingOffset: 1, // the panel's title is the h1: answer headings start at h2
-      strings: markdownSummaries(t, this.config.lang),
+      strings: markdownSummaries(this.strings, this.config.lang),
     };
   }
 
   // -- turns -----------------------------------------------------------------
 
   addUserTurn(text) {
-    const item = el('li', 'turn turn--user');
-    item.append(el('p', 'turn__who', this.t.you), el('p', 'turn__body turn__body--plain', text));
+    const item = element('li', 'turn turn--user');
+    item.append(
+      element('p', 'turn__who', this.strings.you),
+      element('p', 'turn__body turn__body--plain', text),
+    );
     this.transcript.append(item);
     this.empty.hidden = true;
     return item;
   }
 
   addAssistantTurn() {
-    const item = el('li', 'turn turn--assistant');
-    const body = el('div', 'turn__body md');
-    const status = el('p', 'turn__status');
-    const actions = el('div', 'turn__actions');
-    item.append(el('p', 'turn__who', this.t.assistant), body, status, actions);
+    const item = element('li', 'turn turn--assistant');
+    const body = element('div', 'turn__body md');
+    const status = element('p', 'turn__status');
+    const actions = element('div', 'turn__actions');
+    item.append(element('p', 'turn__who', this.strings.assistant), body, status, actions);
     this.transcript.append(item);
     this.empty.hidden = true;
     return { item, body, status, actions };
@@ -232,8 +246,9 @@ export class ChatPanel {
   // Follow a growing answer only if the reader is already at the bottom;
   // someone scrolled up to re-read is left where they are.
   atBottom() {
-    const s = this.scroller;
-    return s.scrollHeight - s.scrollTop - s.clientHeight < 48;
+    const scroller = this.scroller;
+    const below = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight;
+    return below < FOLLOW_THRESHOLD_PX;
   }
 
   scrollToEnd() {
@@ -242,7 +257,7 @@ export class ChatPanel {
 
   setTurnState(turn, state, statusText = '') {
     turn.item.dataset.state = state;
-    // aria-busy while the answer may still change; removed at once at any end.
+    // aria-busy while the answer may change; removed at once at any end (docs/accessibility.md A4).
     if (state === 'streaming' || state === 'reconnecting')
       turn.item.setAttribute('aria-busy', 'true');
     else turn.item.removeAttribute('aria-busy');
@@ -264,8 +279,8 @@ export class ChatPanel {
   async submit() {
     const text = this.input.value;
     if (!text.trim()) return;
-    if (this.current && !this.current.done) {
-      this.showAlert(this.t.busy);
+    if (this.current?.inProgress) {
+      this.showAlert(this.strings.busy);
       return;
     }
     this.input.value = '';
@@ -291,43 +306,70 @@ export class ChatPanel {
   }
 
   showAlert(text) {
-    // The alert region is assertive: errors only, each said once.
+    // The alert region is assertive: errors only, each said once (docs/accessibility.md A6).
     if (this.emit('announce', { politeness: 'assertive', text })) this.alert.textContent = text;
   }
 }
 
+// One answer, from the POST (or a restored message id) to its end: reads,
+// resumes, renders, announces and settles the turn. Its lifecycle is one
+// value, `phase`, set only by enterPhase():
+//   streaming → reconnecting   a read ended without the answer's end, or offline
+//   reconnecting → streaming   an event was applied
+//   streaming → verifying      message.completed; then → completed if the
+//                              SHA-256 matches (docs/design.md), else → failed
+//   streaming → cancelled | failed            message.cancelled | message.failed
+//   streaming | reconnecting → failed         refused, lost, or a bug of ours
+//   streaming | reconnecting → incomplete     no progress for incompleteAfterMs
+//   incomplete → streaming     the person pressed Continue
+// In progress (streaming, reconnecting): the turn is aria-busy, a new question
+// waits, Stop cancels, renders are announced; each streaming → reconnecting is
+// one outage, cued once (docs/accessibility.md A5). Verifying: still busy,
+// nothing more announced. The others are the turn's end states (docs/events.md).
+// Facts apart from the lifecycle: alreadyShown, stopRequested, snapshotWanted.
 class AnswerRun {
   constructor(panel, { request = null, messageId = '', restored = false }) {
     this.panel = panel;
     this.request = request;
     this.model = new AnswerModel(messageId);
-    this.restored = restored;
     this.turn = panel.addAssistantTurn();
     this.view = createMarkdownView(this.turn.body, panel.viewOptions());
-    this.done = false;
-    this.cancelRequested = false;
-    this.wantSnapshot = false;
-    this.outage = false;
+    this.phase = 'streaming';
+    // A restored answer's text so far was heard before the reload: no start
+    // cue, and its first render moves the announcer past it.
+    this.alreadyShown = restored;
+    this.stopRequested = false; // the cancel goes out once the message id is known
+    this.snapshotWanted = false; // a gap: the next read asks for a snapshot
+    this.serverRetryMs = null; // the stream's `retry:` field, once sent
     this.wakeController = null;
     this.abortController = null;
-    this.pendingText = '';
+    this.pendingText = ''; // deltas received since the last render
     this.renderScheduled = false;
-    this.announceFromHere = false;
   }
 
-  get t() {
-    return this.panel.t;
+  get strings() {
+    return this.panel.strings;
+  }
+
+  get inProgress() {
+    return this.phase === 'streaming' || this.phase === 'reconnecting';
+  }
+
+  // Each phase but `verifying` is also the turn's state; `statusText` is its status line.
+  enterPhase(phase, statusText = '') {
+    this.phase = phase;
+    if (phase !== 'verifying') this.panel.setTurnState(this.turn, phase, statusText);
   }
 
   async start() {
     const panel = this.panel;
-    panel.setTurnState(this.turn, 'streaming', this.t.stateStreaming);
-    if (!this.restored) panel.announcer.start(this.t.generating);
+    this.enterPhase('streaming', this.strings.stateStreaming);
+    if (!this.alreadyShown) panel.announcer.start(this.strings.generating);
     if (this.request) {
       try {
         await panel.ensureConversation();
       } catch (error) {
-        return this.failLocally(format(this.t.sendFailed, { reason: error.message }));
+        return this.failLocally(format(this.strings.sendFailed, { reason: error.message }));
       }
     }
     try {
@@ -335,7 +377,7 @@ class AnswerRun {
     } catch (error) {
       // A bug of ours must still end the answer visibly, never leave it busy.
       console.error('chat widget:', error);
-      if (!this.done) this.fail({ code: 'internal' });
+      if (this.inProgress) this.fail({ code: 'internal' });
     }
   }
 
@@ -349,17 +391,19 @@ class AnswerRun {
       if (!navigator.onLine) {
         // Offline: wait for 'online' (or another wake-up), but no longer
         // than the limit after which the answer is marked incomplete.
-        this.setConnection('offline');
+        this.loseConnection('offline');
         await this.waitForWake(lastProgress + config.incompleteAfterMs - Date.now());
         if (!navigator.onLine) return this.giveUp();
       }
       let progressed = false;
       const controller = new AbortController();
       this.abortController = controller;
-      const stall = { timer: 0 };
+      // A connection that delivers no byte for stallTimeoutMs (longer than
+      // the server's heartbeat, docs/protocol.md) is dead: abort, resume.
+      let stallTimer = 0;
       const touch = () => {
-        clearTimeout(stall.timer);
-        stall.timer = setTimeout(() => controller.abort(), config.stallTimeoutMs);
+        clearTimeout(stallTimer);
+        stallTimer = setTimeout(() => controller.abort(), config.stallTimeoutMs);
       };
       touch();
       try {
@@ -368,14 +412,14 @@ class AnswerRun {
           send: known ? null : this.request,
           messageId: known,
           lastEventId: known ? this.model.lastEventId : '',
-          snapshot: this.consumeSnapshotWish(),
+          snapshot: this.takeSnapshotWish(),
           signal: controller.signal,
           onBytes: touch,
           onEvent: (type, data) => {
             if (this.onEvent(type, data, controller)) progressed = true;
           },
         });
-        if (result.retry != null) this.retryMs = result.retry;
+        if (result.retry != null) this.serverRetryMs = result.retry;
       } catch (error) {
         if (error instanceof ApiError) {
           if ((error.status === 429 || error.status === 503) && !this.model.messageId) {
@@ -390,19 +434,20 @@ class AnswerRun {
         }
         // Network errors, aborts and 5xx: resume below.
       } finally {
-        clearTimeout(stall.timer);
+        clearTimeout(stallTimer);
       }
       if (this.model.terminal) break;
       if (progressed) {
         lastProgress = Date.now();
         backoff = 0;
       }
-      if (this.wantSnapshot) continue; // a gap: fetch the snapshot now
+      if (this.snapshotWanted) continue; // a gap: fetch the snapshot now
       if (Date.now() - lastProgress > config.incompleteAfterMs) return this.giveUp();
-      this.setConnection('reconnecting');
-      const base = this.retryMs != null ? this.retryMs : config.retryMs;
+      this.loseConnection('reconnecting');
+      const base = this.serverRetryMs != null ? this.serverRetryMs : config.retryMs;
       backoff = backoff ? Math.min(backoff * 2, config.maxBackoffMs) : base;
-      await this.waitForWake(Math.max(backoff * (0.8 + Math.random() * 0.4), retryAfterMs));
+      const jitter = 0.8 + Math.random() * 0.4; // ±20 %: clients dropped together do not return together
+      await this.waitForWake(Math.max(backoff * jitter, retryAfterMs));
       retryAfterMs = 0;
     }
     await this.finish();
@@ -410,46 +455,45 @@ class AnswerRun {
 
   // What to tell the user when the server refuses to start an answer.
   refusal(error) {
-    if (error.code === 'too_many_running') return this.t.busy;
+    const strings = this.strings;
+    if (error.code === 'too_many_running') return strings.busy;
     if (error.code === 'rate_limited')
-      return format(this.t.rateLimited, {
-        seconds: plural(this.t.seconds, error.retryAfter || 60, this.panel.config.lang),
+      return format(strings.rateLimited, {
+        seconds: plural(strings.seconds, error.retryAfter || 60, this.panel.config.lang),
       });
     if (error.code === 'store_unavailable' || error.code === 'server_busy')
-      return this.t.errors.unavailable;
+      return strings.errors.unavailable;
     return error.message;
   }
 
-  consumeSnapshotWish() {
-    const wish = this.wantSnapshot;
-    this.wantSnapshot = false;
-    return wish;
+  takeSnapshotWish() {
+    const wanted = this.snapshotWanted;
+    this.snapshotWanted = false;
+    return wanted;
   }
 
+  // Returns whether the event moved the answer forward (a new sequence number).
   onEvent(type, data, controller) {
-    const before = this.model.lastSeq;
+    const seqBefore = this.model.lastSeq;
     const outcome = this.model.apply(type, data);
     if (outcome === 'gap') {
       // A missing sequence number: do not guess, ask for a snapshot.
-      this.wantSnapshot = true;
+      this.snapshotWanted = true;
       controller.abort();
       return false;
     }
-    if (outcome !== 'applied') {
-      this.panel.emit('event', { type, seq: data.seq, outcome });
-      return false;
-    }
     this.panel.emit('event', { type, seq: data.seq, outcome });
+    if (outcome !== 'applied') return false;
     this.turn.item.dataset.messageId = this.model.messageId;
-    if (this.outage) this.setConnection('online');
-    if (this.cancelRequested && type === 'message.started') this.sendCancel();
+    this.regainConnection();
+    if (this.stopRequested && type === 'message.started') this.sendCancel();
     if (type === 'text.delta') {
       this.pendingText += data.text;
       this.scheduleRender();
     } else if (type === 'message.snapshot') {
       this.render(true);
     }
-    return this.model.lastSeq > before;
+    return this.model.lastSeq > seqBefore;
   }
 
   // Render at most once per frame (or per 100 ms when hidden, where frames
@@ -457,9 +501,9 @@ class AnswerRun {
   scheduleRender() {
     if (this.renderScheduled) return;
     this.renderScheduled = true;
-    const run = () => this.render(false);
-    if (document.visibilityState === 'visible') requestAnimationFrame(run);
-    else setTimeout(run, 100);
+    const renderDeltas = () => this.render(false);
+    if (document.visibilityState === 'visible') requestAnimationFrame(renderDeltas);
+    else setTimeout(renderDeltas, 100);
   }
 
   render(snapshot) {
@@ -474,40 +518,40 @@ class AnswerRun {
       this.pendingText = '';
     }
     if (follow) this.panel.scrollToEnd();
-    if (this.done) return;
-    if (this.restored && !this.announceFromHere) {
-      this.announceFromHere = true;
+    if (!this.inProgress) return; // after the end, renders no longer feed the announcer
+    if (this.alreadyShown) {
+      this.alreadyShown = false;
       this.panel.announcer.skipTo(this.view);
     } else {
       this.panel.announcer.update(this.view);
     }
   }
 
-  setConnection(state) {
-    if (this.done) return;
-    if (state === 'online') {
-      this.outage = false;
-      this.panel.setTurnState(this.turn, 'streaming', this.t.stateStreaming);
-      return;
-    }
-    const text = state === 'offline' ? this.t.offline : this.t.reconnecting;
-    if (!this.outage) this.panel.announcer.cue(text); // once per outage
-    this.outage = true;
-    this.panel.setTurnState(this.turn, 'reconnecting', text);
+  // The connection is lost: 'offline' (the browser says so) or
+  // 'reconnecting' (a read ended or failed without the answer's end).
+  loseConnection(reason) {
+    if (!this.inProgress) return;
+    const text = reason === 'offline' ? this.strings.offline : this.strings.reconnecting;
+    if (this.phase === 'streaming') this.panel.announcer.cue(text); // once per outage
+    this.enterPhase('reconnecting', text);
+  }
+
+  regainConnection() {
+    if (this.phase === 'reconnecting') this.enterPhase('streaming', this.strings.stateStreaming);
   }
 
   // The browser says the network is gone: a read in flight cannot deliver
   // (in real life it would stall until the stall timer), so stop it and
   // wait for 'online', counting toward the incomplete limit.
   goOffline() {
-    if (this.done) return;
-    this.setConnection('offline');
+    if (!this.inProgress) return;
+    this.loseConnection('offline');
     if (this.abortController) this.abortController.abort();
   }
 
-  waitForWake(ms) {
+  waitForWake(milliseconds) {
     this.wakeController = new AbortController();
-    return sleep(Math.max(0, ms), this.wakeController.signal);
+    return sleep(Math.max(0, milliseconds), this.wakeController.signal);
   }
 
   wake() {
@@ -515,8 +559,8 @@ class AnswerRun {
   }
 
   async cancel() {
-    if (this.done) return;
-    this.cancelRequested = true;
+    if (!this.inProgress) return;
+    this.stopRequested = true;
     if (this.model.messageId) await this.sendCancel();
   }
 
@@ -531,24 +575,24 @@ class AnswerRun {
 
   async finish() {
     const model = this.model;
-    const t = this.t;
+    const strings = this.strings;
     this.reportRepairs();
     this.render(true); // the whole text, exactly as verified below
     this.view.finish();
-    this.done = true; // from here on, renders no longer feed the announcer
     if (model.state === 'completed') {
+      this.enterPhase('verifying');
       if (await model.verify()) {
-        this.panel.setTurnState(this.turn, 'completed');
-        this.panel.announcer.finish(this.view, t.complete);
+        this.enterPhase('completed');
+        this.panel.announcer.finish(this.view, strings.complete);
         const offered = model.actionable; // only now: completed and verified
         if (offered.length)
-          (await actionsModule()).offerActions(this.panel, this.turn, model.messageId, offered);
+          (await loadActions()).offerActions(this.panel, this.turn, model.messageId, offered);
       } else {
-        this.fail({ code: 'integrity', message: t.errors.integrity, retryable: true });
+        this.fail({ code: 'integrity', message: strings.errors.integrity, retryable: true });
       }
     } else if (model.state === 'cancelled') {
-      this.panel.setTurnState(this.turn, 'cancelled', t.stateCancelled);
-      this.panel.announcer.interrupt(t.cancelled);
+      this.enterPhase('cancelled', strings.stateCancelled);
+      this.panel.announcer.interrupt(strings.cancelled);
     } else {
       this.fail(model.error || { code: 'internal', retryable: true });
     }
@@ -563,13 +607,12 @@ class AnswerRun {
   }
 
   fail(error) {
-    const t = this.t;
-    const message = t.errors[error.code] || error.message || t.errors.internal;
+    const strings = this.strings;
+    const message = strings.errors[error.code] || error.message || strings.errors.internal;
     // What arrived before a failure stays visible, marked incomplete.
-    const partial = this.model.text ? `${t.stateIncomplete}. ` : '';
-    this.done = true;
+    const partial = this.model.text ? `${strings.stateIncomplete}. ` : '';
     this.turn.item.classList.add('turn--failed');
-    this.panel.setTurnState(this.turn, 'failed', `${partial}${t.stateFailed}: ${message}`);
+    this.enterPhase('failed', `${partial}${strings.stateFailed}: ${message}`);
     this.panel.announcer.interrupt(null);
     this.panel.showAlert(message);
     this.offerRetry(false);
@@ -580,38 +623,37 @@ class AnswerRun {
   }
 
   giveUp() {
-    this.done = true;
-    this.panel.setTurnState(this.turn, 'incomplete', this.t.stateIncomplete);
-    this.panel.announcer.interrupt(this.t.incomplete);
+    this.enterPhase('incomplete', this.strings.stateIncomplete);
+    this.panel.announcer.interrupt(this.strings.incomplete);
     this.offerRetry(true);
   }
 
-  // Retry: "continue" resumes the same run (same request, from the last
-  // event); "ask again" regenerates with a new request id.
+  // docs/design.md, "Errors that say what to do next": "continue" resumes
+  // the same run (same request, from the last event); "ask again"
+  // regenerates with a new request id.
   offerRetry(canContinue) {
+    const strings = this.strings;
     const actions = this.turn.actions;
     actions.textContent = '';
     if (canContinue) {
-      const resume = el('button', 'button button--secondary', this.t.retryContinue);
+      const resume = element('button', 'button button--secondary', strings.retryContinue);
       resume.type = 'button';
       resume.addEventListener('click', () => {
         actions.textContent = '';
         this.panel.input.focus();
-        this.done = false;
-        this.outage = false;
         this.panel.current = this;
         this.panel.setStreaming(true);
-        this.panel.setTurnState(this.turn, 'streaming', this.t.stateStreaming);
+        this.enterPhase('streaming', strings.stateStreaming);
         this.loop().finally(() => this.panel.setStreaming(false));
       });
       actions.append(resume);
     }
-    const text = this.request && this.request.text;
+    const text = this.request?.text;
     if (text) {
-      const again = el(
+      const again = element(
         'button',
         'button button--secondary',
-        canContinue ? this.t.regenerate : this.t.retry,
+        canContinue ? strings.regenerate : strings.retry,
       );
       again.type = 'button';
       again.addEventListener('click', () => {
@@ -623,18 +665,3 @@ class AnswerRun {
     }
   }
 }
-
-function boot() {
-  const root = document.querySelector('[data-chat-panel]');
-  const configNode = document.getElementById('chat-config');
-  if (!root || !configNode) return;
-  const config = JSON.parse(configNode.textContent);
-  const panel = new ChatPanel(root, config);
-  window.chatPanel = panel; // for the page's own tests and the QA tools
-  panel.restore().finally(() => {
-    root.dataset.ready = 'true';
-    panel.emit('ready', {});
-  });
-}
-
-boot();

@@ -1,4 +1,4 @@
-// The chat API client: conversations, sending, and a resumable stream.
+// The chat API client: every HTTP request of the panel (docs/protocol.md).
 //
 // The stream is read from fetch() (EventSource cannot POST) through the
 // standards-exact parser in sse.js. A connection that ends without a
@@ -11,7 +11,7 @@ import { createEventStreamParser } from './sse.js';
 
 export class ApiError extends Error {
   constructor(status, body) {
-    const error = (body && body.error) || {};
+    const error = body?.error || {};
     super(error.message || `HTTP ${status}`);
     this.name = 'ApiError';
     this.status = status;
@@ -21,22 +21,29 @@ export class ApiError extends Error {
 }
 
 export function newRequestId() {
-  if (globalThis.crypto && crypto.randomUUID) return crypto.randomUUID();
+  if (globalThis.crypto?.randomUUID) return crypto.randomUUID();
   const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
+
+async function jsonOrNull(response) {
+  try {
+    return await response.json();
+  } catch {
+    return null; // no JSON body: the status says what happened
+  }
 }
 
 async function errorFrom(response) {
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  const error = new ApiError(response.status, body);
+  const error = new ApiError(response.status, await jsonOrNull(response));
   error.retryAfter = Number(response.headers.get('Retry-After')) || 0;
   return error;
 }
+
+// A confirm or dismiss is retried 3 times (after 0.5, 1, 2 s).
+const ACTION_RETRIES = 3;
+const ACTION_RETRY_BASE_MS = 500;
+const pause = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
 export class ChatClient {
   constructor({ apiBase, faults = '' }) {
@@ -46,10 +53,24 @@ export class ChatClient {
     this.token = '';
   }
 
+  get conversationUrl() {
+    return `${this.apiBase}/conversations/${this.conversationId}`;
+  }
+
+  messageUrl(messageId) {
+    return `${this.conversationUrl}/messages/${messageId}`;
+  }
+
+  // With the embed's fault injection, which only message requests take
+  // (docs/protocol.md, "Fault injection").
   headers(extra = {}) {
     const headers = { Authorization: `Bearer ${this.token}`, ...extra };
     if (this.faults) headers['X-Chat-Faults'] = this.faults;
     return headers;
+  }
+
+  actionHeaders(extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra };
   }
 
   async createConversation() {
@@ -62,16 +83,16 @@ export class ChatClient {
   }
 
   async history() {
-    const response = await fetch(`${this.apiBase}/conversations/${this.conversationId}`, {
-      headers: this.headers(),
-    });
+    const response = await fetch(this.conversationUrl, { headers: this.headers() });
     if (!response.ok) throw await errorFrom(response);
     return (await response.json()).messages;
   }
 
   async cancel(messageId) {
-    const url = `${this.apiBase}/conversations/${this.conversationId}/messages/${messageId}/cancel`;
-    const response = await fetch(url, { method: 'POST', headers: this.headers() });
+    const response = await fetch(`${this.messageUrl(messageId)}/cancel`, {
+      method: 'POST',
+      headers: this.headers(),
+    });
     if (!response.ok) throw await errorFrom(response);
     return response.json();
   }
@@ -79,11 +100,9 @@ export class ChatClient {
   // Tell the server what this client repaired on a message's streams (it
   // counts them in /metrics). Best effort: a lost report loses nothing.
   async report(messageId, { duplicates, dropped }) {
-    const url = `${this.apiBase}/conversations/${this.conversationId}/messages/${messageId}/report`;
-    const headers = this.headers({ 'Content-Type': 'application/json' });
-    const response = await fetch(url, {
+    const response = await fetch(`${this.messageUrl(messageId)}/report`, {
       method: 'POST',
-      headers,
+      headers: this.headers({ 'Content-Type': 'application/json' }),
       body: JSON.stringify({ duplicates, dropped }),
       keepalive: true,
     });
@@ -94,12 +113,11 @@ export class ChatClient {
   // per event; resolves when the body ends (or is aborted). Rejects with
   // ApiError for a non-stream response.
   async readOnce({ send, messageId, lastEventId, snapshot, signal, onEvent, onBytes }) {
-    const conversation = `${this.apiBase}/conversations/${this.conversationId}`;
     let response;
     if (send) {
       const headers = this.headers({ 'Content-Type': 'application/json' });
       if (lastEventId) headers['Last-Event-ID'] = lastEventId;
-      response = await fetch(`${conversation}/messages`, {
+      response = await fetch(`${this.conversationUrl}/messages`, {
         method: 'POST',
         headers,
         body: JSON.stringify({ request_id: send.requestId, text: send.text }),
@@ -108,10 +126,7 @@ export class ChatClient {
     } else {
       const headers = this.headers(lastEventId ? { 'Last-Event-ID': lastEventId } : {});
       const query = snapshot ? '?snapshot=1' : '';
-      response = await fetch(`${conversation}/messages/${messageId}/events${query}`, {
-        headers,
-        signal,
-      });
+      response = await fetch(`${this.messageUrl(messageId)}/events${query}`, { headers, signal });
     }
     const type = response.headers.get('Content-Type') || '';
     if (!response.ok || !type.startsWith('text/event-stream')) throw await errorFrom(response);
@@ -137,5 +152,56 @@ export class ChatClient {
       reader.releaseLock();
     }
     return { retry: parser.retry };
+  }
+
+  // -- actions (docs/protocol.md, "Actions") --------------------------------
+
+  // The caller makes the key once per action and reuses it on every retry:
+  // the server runs the action at most once. Resolves to the action as it
+  // stands (a `failed` outcome is not an error).
+  confirmAction(messageId, actionId, idempotencyKey) {
+    return this.decideAction(messageId, actionId, 'confirm', { 'Idempotency-Key': idempotencyKey });
+  }
+
+  dismissAction(messageId, actionId) {
+    return this.decideAction(messageId, actionId, 'dismiss', {});
+  }
+
+  // Retried on network errors, 5xx and `action_in_progress`. A 409 that says
+  // what became of the action (confirmed elsewhere, dismissed) is an outcome,
+  // not an error. Anything else rejects with ApiError.
+  async decideAction(messageId, actionId, decision, extraHeaders) {
+    const url = `${this.messageUrl(messageId)}/actions/${actionId}/${decision}`;
+    const headers = this.actionHeaders(extraHeaders);
+    for (let attempt = 0; ; attempt++) {
+      const retryDelay = ACTION_RETRY_BASE_MS * 2 ** attempt;
+      let response;
+      try {
+        response = await fetch(url, { method: 'POST', headers });
+      } catch (error) {
+        if (attempt >= ACTION_RETRIES) throw error;
+        await pause(retryDelay);
+        continue;
+      }
+      const body = await jsonOrNull(response);
+      if (response.ok && body) return body;
+      const error = body?.error;
+      const retryable = response.status >= 500 || error?.code === 'action_in_progress';
+      if (retryable && attempt < ACTION_RETRIES) {
+        await pause(retryDelay);
+        continue;
+      }
+      if (error?.details?.action) return error.details.action;
+      throw new ApiError(response.status, body);
+    }
+  }
+
+  // The conversation's actions as they stand (to restore them after a reload).
+  async listActions() {
+    const response = await fetch(`${this.conversationUrl}/actions`, {
+      headers: this.actionHeaders(),
+    });
+    if (!response.ok) throw await errorFrom(response);
+    return (await response.json()).actions || [];
   }
 }

@@ -1,13 +1,17 @@
-"""Layer tests of the panel's pure modules, in the browser: the message model
+"""Layer tests of the panel's modules, in the browser: the message model
 (idempotent apply, gaps, snapshots, SHA-256 verification, also without Web
-Crypto) and the announcer (sentences, batching, cues)."""
+Crypto), the announcer (sentences, batching, cues), the API client's action
+requests (retries, outcomes, errors; the server's side is mocked), and the
+split between the modules that define the panel and the entry that boots it."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Route
 
 from widget_server.i18n import ui_strings
 
@@ -132,3 +136,129 @@ def test_summaries_and_waits_use_the_languages_plural_forms(page: Page, modules,
     assert result["codes"] == [c[1] for c in CODE_CASES[lang]]
     one, many = ("1 second,", "30 seconds,") if lang == "en" else ("1 segundo y", "30 segundos y")
     assert one in result["waits"][0] and many in result["waits"][1]
+
+
+# -- the API client's action requests (client.js; the action cards call them) ---------------------
+
+ACTION = {"action_id": "a_1", "message_id": "m_1", "status": "succeeded"}
+
+
+def error_body(code: str, **extra) -> dict:
+    return {"error": {"code": code, "message": f"The server says {code}.", **extra}}
+
+
+def serve_replies(page: Page, replies: list) -> list[dict]:
+    """Answer the page's requests under conversation c_1 with `replies`, in turn: (status, JSON
+    body), or None for a network error. Returns what was asked (method, path, headers)."""
+    asked: list[dict] = []
+
+    def reply(route: Route) -> None:
+        request = route.request
+        asked.append({"method": request.method, "path": re.sub(r"^https?://[^/]+", "", request.url), **request.headers})
+        answer = replies.pop(0)
+        if answer is None:
+            route.abort()
+        else:
+            status, body = answer
+            route.fulfill(status=status, content_type="application/json", body=json.dumps(body))
+
+    page.route(re.compile(r".*/api/v1/conversations/c_1(/.*)?$"), reply)
+    return asked
+
+
+# Call one ChatClient method; its value, or what it rejected with.
+CALL_CLIENT_JS = """async ([base, method, args]) => {
+    const { ChatClient } = await import(base + 'client.js');
+    const client = new ChatClient({ apiBase: location.origin + '/api/v1/', faults: 'drop-after=1' });
+    client.conversationId = 'c_1';
+    client.token = 'the-token';
+    try {
+        return { value: await client[method](...args) };
+    } catch (error) {
+        return { error: [error.name, error.status, error.code, error.message] };
+    }
+}"""
+
+
+def test_a_confirm_is_retried_with_the_same_key_until_it_has_an_outcome(page: Page, modules):
+    replies = [None, (503, error_body("store_unavailable")), (409, error_body("action_in_progress")), (200, ACTION)]
+    asked = serve_replies(page, replies)
+    result = page.evaluate(CALL_CLIENT_JS, [modules, "confirmAction", ["m_1", "a_1", "key-1"]])
+    assert result == {"value": ACTION}
+    # A network error, a 5xx and `action_in_progress` are retried (docs/protocol.md, "Actions"), always
+    # with the one key the card made, so the server runs the action once; faults are for message streams.
+    assert [(request["method"], request["path"]) for request in asked] == [
+        ("POST", "/api/v1/conversations/c_1/messages/m_1/actions/a_1/confirm")
+    ] * 4
+    assert {request["idempotency-key"] for request in asked} == {"key-1"}
+    assert {request["authorization"] for request in asked} == {"Bearer the-token"}
+    assert not any("x-chat-faults" in request for request in asked)
+
+
+def test_a_confirm_gives_up_after_three_retries(page: Page, modules):
+    asked = serve_replies(page, [(500, error_body("internal"))] * 4)
+    result = page.evaluate(CALL_CLIENT_JS, [modules, "confirmAction", ["m_1", "a_1", "key-1"]])
+    assert result == {"error": ["ApiError", 500, "internal", "The server says internal."]}
+    assert len(asked) == 4
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # What became of the action elsewhere is an outcome, not an error.
+        ((409, error_body("action_already_confirmed", details={"action": ACTION})), {"value": ACTION}),
+        (
+            (409, error_body("action_dismissed")),
+            {"error": ["ApiError", 409, "action_dismissed", "The server says action_dismissed."]},
+        ),
+        ((404, {}), {"error": ["ApiError", 404, "http_error", "HTTP 404"]}),
+    ],
+    ids=["decided-elsewhere", "refused", "no-error-body"],
+)
+def test_a_dismiss_is_sent_once_and_the_answer_is_its_outcome_or_its_error(page: Page, modules, reply, expected):
+    asked = serve_replies(page, [reply])
+    result = page.evaluate(CALL_CLIENT_JS, [modules, "dismissAction", ["m_1", "a_1"]])
+    assert result == expected
+    ((method, path, key),) = [(r["method"], r["path"], r.get("idempotency-key")) for r in asked]
+    assert (method, path, key) == ("POST", "/api/v1/conversations/c_1/messages/m_1/actions/a_1/dismiss", None)
+
+
+def test_the_client_lists_the_conversations_actions(page: Page, modules):
+    asked = serve_replies(
+        page, [(200, {"conversation_id": "c_1", "actions": [ACTION]}), (404, error_body("not_found"))]
+    )
+    assert page.evaluate(CALL_CLIENT_JS, [modules, "listActions", []]) == {"value": [ACTION]}
+    assert page.evaluate(CALL_CLIENT_JS, [modules, "listActions", []]) == {
+        "error": ["ApiError", 404, "not_found", "The server says not_found."]
+    }
+    assert [(r["method"], r["path"], r["authorization"]) for r in asked] == [
+        ("GET", "/api/v1/conversations/c_1/actions", "Bearer the-token")
+    ] * 2
+
+
+# -- chat.js defines the panel, panel.js (the page's entry module) boots it -----------------------
+
+
+def test_importing_chat_js_starts_no_panel_and_the_entry_module_does(page: Page, modules, live_server):
+    # The panel's markup and configuration on the page: importing chat.js must not boot a panel.
+    result = page.evaluate(
+        """async (base) => {
+            const root = document.createElement('div');
+            root.setAttribute('data-chat-panel', '');
+            const config = document.createElement('script');
+            config.type = 'application/json';
+            config.id = 'chat-config';
+            config.textContent = '{}';
+            document.body.append(root, config);
+            const chat = await import(base + 'chat.js');
+            return { exports: Object.keys(chat).sort(), booted: 'chatPanel' in window };
+        }""",
+        modules,
+    )
+    assert result == {"exports": ["ChatPanel", "ChatWidgetError"], "booted": False}
+    # The panel page loads the entry, which boots the ChatPanel class chat.js defines.
+    page.goto(live_server.url + "/panel?lang=en")
+    page.locator("[data-chat-panel][data-ready='true']").wait_for()
+    assert page.evaluate(
+        "async (url) => window.chatPanel instanceof (await import(url)).ChatPanel", modules + "chat.js"
+    )
