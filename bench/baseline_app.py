@@ -40,6 +40,7 @@ from starlette.routing import Route
 from widget_server.backends.base import CancelToken, Turn
 from widget_server.backends.demo import DemoBackend
 from widget_server.messages import text_digest
+from widget_server.protocol import ASSISTANT_MESSAGE_PREFIX, CONVERSATION_PREFIX, event_id, new_id
 
 PACE = float(os.environ.get("WIDGET_SERVER_DEMO_DELAY_SECONDS", "0.04"))
 RETRY_MS = 2000
@@ -56,7 +57,7 @@ def _dumps(data: dict) -> str:
 
 
 async def create_conversation(request: Request) -> JSONResponse:
-    conversation_id = "c_" + secrets.token_urlsafe(12)
+    conversation_id = new_id(CONVERSATION_PREFIX)
     token = secrets.token_urlsafe(32)
     _CONVERSATIONS[conversation_id] = token
     return JSONResponse({"conversation_id": conversation_id, "token": token}, status_code=201)
@@ -72,13 +73,13 @@ async def post_message(request: Request):
     if not isinstance(text, str) or not text.strip() or not isinstance(request_id, str) or not request_id:
         return JSONResponse({"error": {"code": "invalid_body", "message": "text and request_id"}}, status_code=400)
     chunks = [chunk for chunk in _DEMO.stream(Turn(text), CancelToken()) if isinstance(chunk, str) and chunk]
-    message_id = "m_" + secrets.token_urlsafe(12)
+    message_id = new_id(ASSISTANT_MESSAGE_PREFIX)
 
     async def events():
         yield ServerSentEvent(retry=RETRY_MS)
         seq = 1
         yield ServerSentEvent(
-            _dumps({"message_id": message_id, "seq": seq}), event="message.started", id=f"{message_id}:{seq}"
+            _dumps({"message_id": message_id, "seq": seq}), event="message.started", id=event_id(message_id, seq)
         )
         answer = []
         for index, chunk in enumerate(chunks):
@@ -87,10 +88,10 @@ async def post_message(request: Request):
             seq += 1
             answer.append(chunk)
             data = {"message_id": message_id, "seq": seq, "text": chunk}
-            yield ServerSentEvent(_dumps(data), event="text.delta", id=f"{message_id}:{seq}")
+            yield ServerSentEvent(_dumps(data), event="text.delta", id=event_id(message_id, seq))
         seq += 1
         data = {"message_id": message_id, "seq": seq, **text_digest("".join(answer))}
-        yield ServerSentEvent(_dumps(data), event="message.completed", id=f"{message_id}:{seq}")
+        yield ServerSentEvent(_dumps(data), event="message.completed", id=event_id(message_id, seq))
 
     return EventSourceResponse(
         events(),

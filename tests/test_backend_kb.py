@@ -16,11 +16,13 @@ import httpx
 import pytest
 
 from widget_server import cli, create_app
+from widget_server.backends.base import CancelToken, Turn
 from widget_server.backends.bm25 import BM25, fold, tokenize
 from widget_server.backends.kb import (
     ELISION,
     Block,
     KnowledgeBase,
+    KnowledgeBaseBackend,
     detect_language,
     parse_markdown,
     passages_of,
@@ -28,7 +30,7 @@ from widget_server.backends.kb import (
     sample_dir,
     trim_passage,
 )
-from widget_server.config import ConfigError
+from widget_server.config import SETTINGS_BY_NAME, ConfigError, load_settings
 
 from .helpers import REPO_ROOT, assert_digest, assert_sound_events, wait_until
 
@@ -356,17 +358,40 @@ def test_cancel_stops_the_answer(live_server_factory, chat_factory):
     assert time.monotonic() - started < 2.0
 
 
-def test_links_use_the_host_of_an_authorized_question_only(live_server_factory, chat_factory):
+def test_links_use_the_host_each_question_was_sent_to(live_server_factory, chat_factory):
     server = live_server_factory(BACKEND="kb")
     chat = chat_factory(server)
-    backend = server.service.backend
     stranger = chat.http.post(chat.messages_url(), json={"request_id": "r-0", "text": "port?"},
                               headers={"Authorization": "Bearer wrong", "Host": "evil.example"})  # fmt: skip
     assert stranger.status_code == 404
-    assert backend.origin_of(chat.conversation_id) == ""
     result = chat.send("Which port does the server listen on?", "r-1")
-    assert backend.origin_of(chat.conversation_id) == server.url
     assert f"]({server.url}/kb/configuration.md)" in result.text
+    # The host comes with each question (the Turn's server_origin), not from an earlier one.
+    elsewhere = chat.send("Which port does the server listen on?", "r-2", headers={"Host": "chat.example:8443"})
+    assert "](http://chat.example:8443/kb/configuration.md)" in elsewhere.text
+    assert "evil.example" not in result.text + elsewhere.text
+
+
+def test_the_backend_reads_the_host_from_the_turn():
+    backend = KnowledgeBaseBackend.from_settings(load_settings({"BACKEND": "kb", "DEMO_DELAY_SECONDS": 0}, environ={}))
+    question = "Which port does the server listen on?"
+    for server_origin in ("https://help.example", "http://127.0.0.1:8000"):
+        turn = Turn(question, conversation_id="c_1", message_id="m_1", server_origin=server_origin)
+        text = "".join(backend.stream(turn, CancelToken()))
+        assert f"]({server_origin}/kb/configuration.md)" in text
+        assert text == backend.answer(question, server_origin)
+
+
+def test_the_backend_takes_its_settings_defaults_from_config():
+    backend = KnowledgeBaseBackend.from_settings(load_settings({"BACKEND": "kb"}, environ={}))
+    for name, value in {
+        "KB_MIN_SCORE": backend.min_score,
+        "KB_MAX_PASSAGES": backend.max_passages,
+        "KB_BASE_URL": backend.base_url,
+        "KB_CONTACT": backend.contact,
+        "DEMO_DELAY_SECONDS": backend.delay,
+    }.items():
+        assert value == SETTINGS_BY_NAME[name].default, name
 
 
 FAQ_FILES = {

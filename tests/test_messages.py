@@ -17,10 +17,9 @@ from widget_server.messages import (
     MessageState,
     StreamEvent,
     clean_text,
-    event_id,
-    parse_event_id,
     text_digest,
 )
+from widget_server.protocol import event_id, parse_event_id
 from widget_server.sse import EventStreamParser
 
 ERROR = ErrorInfo.for_code(ErrorCode.PROVIDER)

@@ -43,7 +43,6 @@ import fcntl
 import json
 import logging
 import re
-import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,8 +51,9 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .backends.base import ActionProposal
-from .errors import ApiError, ChatError, ErrorCode
+from .errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
 from .messages import MessageState
+from .protocol import ACTION_PREFIX, CLIENT_KEY_RULE, is_client_key, new_id
 from .stores.base import CLAIMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus, Store
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,6 @@ MAX_ARGUMENTS_BYTES = 4096
 # this long for its result before answering 409 `action_in_progress`.
 CONFIRM_WAIT_SECONDS = 15.0
 
-IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$"
-_IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -305,10 +303,6 @@ def registry() -> dict[str, Action]:
         return _registry
 
 
-def new_action_id() -> str:
-    return "a_" + secrets.token_urlsafe(12)
-
-
 def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, count: int) -> ActionRecord:
     """Validate a backend's proposal (the generator calls this the moment it
     is yielded); the record to store, or a ChatError that fails the answer."""
@@ -326,7 +320,7 @@ def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, 
             ErrorCode.VALIDATION, f"action {proposal.name!r} proposed with invalid arguments: {error}"
         ) from None
     return ActionRecord(
-        action_id=new_action_id(),
+        action_id=new_id(ACTION_PREFIX),
         conversation_id=conversation_id,
         message_id=message_id,
         name=proposal.name,
@@ -340,7 +334,7 @@ def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, 
 
 
 def _not_found() -> ApiError:
-    return ApiError(404, "not_found", "No such action for this message.")
+    return ApiError(404, "not_found", ACTION_NOT_FOUND)
 
 
 def _actionable(store: Store, conversation_id: str, message_id: str, action_id: str) -> ActionRecord:
@@ -493,11 +487,6 @@ def parse_idempotency_key(header: str | None, body_key: Any) -> str:
             "missing_idempotency_key",
             "An Idempotency-Key is required: generate it once per action and reuse it on every retry of its confirm.",
         )
-    if not _IDEMPOTENCY_KEY.fullmatch(key):
-        raise ApiError(
-            400,
-            "invalid_idempotency_key",
-            "The Idempotency-Key must be 1 to 128 characters of letters, digits, '.', '_', '~' or '-', "
-            "starting with a letter or digit.",
-        )
+    if not is_client_key(key):
+        raise ApiError(400, "invalid_idempotency_key", f"The Idempotency-Key must be {CLIENT_KEY_RULE}.")
     return key

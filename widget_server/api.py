@@ -6,27 +6,18 @@ clear JSON error and changes nothing.
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+from collections.abc import Iterable
 
-from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 
 from .errors import ApiError
 from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
-from .messages import clean_text, parse_event_id
-from .service import ChatService, EventStream
-
-CONVERSATION_COOKIE = "chatwidget_conversation"
+from .messages import clean_text
+from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
+from .service import EventStream
+from .transport import CONVERSATION_COOKIE, authorize, chat_service, json_body, settings
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
-
-REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,127}$"
-# Always used with fullmatch: Python's `$` also matches before a trailing
-# "\n", so `match` accepted "r1\n" (the pattern string is shared with the
-# OpenAPI document, where `$` has the ECMAScript meaning).
-_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
-_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 STREAM_HEADERS = {
     "Cache-Control": "no-store",
@@ -37,53 +28,7 @@ STREAM_HEADERS = {
 }
 
 
-def service() -> ChatService:
-    return current_app.extensions["widget_server.service"]
-
-
-def _bearer_token() -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return None
-
-
-def _authorize(conversation_id: str, *, allow_query_token: bool = False):
-    token = _bearer_token()
-    if token is None and allow_query_token:
-        # EventSource cannot set headers, so the GET stream accepts ?token=.
-        token = request.args.get("token") or None
-    if not _ID.fullmatch(conversation_id):
-        raise ApiError(404, "not_found", "No such conversation, or the token does not match it.")
-    return service().authorize(conversation_id, token)
-
-
-def _check_message_id(message_id: str) -> None:
-    if not _ID.fullmatch(message_id):
-        raise ApiError(404, "not_found", "No such message in this conversation.")
-
-
-def _json_body() -> dict[str, Any]:
-    if request.mimetype != "application/json":
-        raise ApiError(
-            415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."
-        )
-    raw = request.get_data(cache=False)
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {error}.") from None
-    except RecursionError:
-        # Deeply nested arrays or objects exhaust the decoder's stack: a
-        # client mistake, not a server error (it used to be a 500).
-        raise ApiError(400, "invalid_json", "The request body is not valid JSON: it is nested too deeply.") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
-    return body
-
-
-def _stream_response(stream) -> Response:
+def _stream_response(stream: Iterable[bytes]) -> Response:
     return Response(stream, status=200, mimetype="text/event-stream", headers=STREAM_HEADERS, direct_passthrough=True)
 
 
@@ -108,7 +53,7 @@ def _faults() -> FaultPlan:
     header = request.headers.get("X-Chat-Faults")
     if not header:
         return NO_FAULTS
-    if not current_app.config["WIDGET_SERVER"]["FAULTS"]:
+    if not settings()["FAULTS"]:
         raise ApiError(
             403, "faults_disabled", "Fault injection is disabled on this server (it is for tests and QA only)."
         )
@@ -119,8 +64,8 @@ def _faults() -> FaultPlan:
 
 
 @bp.post("/conversations")
-def create_conversation():
-    conversation_id, token = service().create_conversation()
+def create_conversation() -> Response:
+    conversation_id, token = chat_service().create_conversation()
     response = jsonify({"conversation_id": conversation_id, "token": token})
     response.status_code = 201
     # Lets the panel find its conversation again after a reload where a
@@ -130,7 +75,7 @@ def create_conversation():
     response.set_cookie(
         CONVERSATION_COOKIE,
         f"{conversation_id}.{token}",
-        max_age=int(current_app.config["WIDGET_SERVER"]["CONVERSATION_TTL_SECONDS"]),
+        max_age=int(settings()["CONVERSATION_TTL_SECONDS"]),
         path="/",
         secure=True,
         httponly=True,
@@ -140,17 +85,16 @@ def create_conversation():
     return response
 
 
-@bp.get("/conversations/<conversation_id>")
-def get_conversation(conversation_id: str):
-    _authorize(conversation_id)
-    return jsonify({"conversation_id": conversation_id, "messages": service().history(conversation_id)})
+@bp.get("/conversations/<conversation:conversation_id>")
+def get_conversation(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    return jsonify({"conversation_id": conversation_id, "messages": chat_service().history(conversation_id)})
 
 
-@bp.post("/conversations/<conversation_id>/messages")
-def post_message(conversation_id: str):
-    _authorize(conversation_id)
-    body = _json_body()
-    settings = current_app.config["WIDGET_SERVER"]
+@bp.post("/conversations/<conversation:conversation_id>/messages")
+def post_message(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    body = json_body()
     unknown = sorted(set(body) - {"request_id", "text"})
     if unknown:
         raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only request_id and text.")
@@ -160,12 +104,8 @@ def post_message(conversation_id: str):
         raise ApiError(
             400, "missing_request_id", "request_id is required: a string the client generates once per message."
         )
-    if not _REQUEST_ID.fullmatch(request_id):
-        raise ApiError(
-            400,
-            "invalid_request_id",
-            "request_id must be 1 to 128 characters of letters, digits, '.', '_', '~' or '-', starting with a letter or digit.",
-        )
+    if not is_client_key(request_id):
+        raise ApiError(400, "invalid_request_id", f"request_id must be {CLIENT_KEY_RULE}.")
     if not isinstance(text, str):
         raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
     # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form:
@@ -174,7 +114,7 @@ def post_message(conversation_id: str):
     text = clean_text(text)
     if not text.strip():
         raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
-    limit = settings["MAX_TEXT_CHARS"]
+    limit = settings()["MAX_TEXT_CHARS"]
     if len(text) > limit:
         raise ApiError(
             413,
@@ -190,11 +130,15 @@ def post_message(conversation_id: str):
             "invalid_last_event_id",
             "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.",
         )
-    chat = service()
+    chat = chat_service()
     chat.check_can_start(conversation_id, request_id)
     slot = chat.reserve_stream(conversation_id)  # refuse before starting any work
     try:
-        message_id, _created = chat.submit(conversation_id, request_id, text)
+        # The answer's links are absolute, on the scheme and host the question was sent to
+        # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
+        message_id, _created = chat.submit(
+            conversation_id, request_id, text, server_origin=request.host_url.rstrip("/")
+        )
         # A retry of the same request may say where it got to.
         after_seq = _resume_position(message_id, from_query=False)
         chat.check_resume_position(conversation_id, message_id, after_seq)
@@ -204,11 +148,10 @@ def post_message(conversation_id: str):
     return _stream_response(EventStream(slot, message_id, after_seq, faults=faults))
 
 
-@bp.get("/conversations/<conversation_id>/messages/<message_id>/events")
-def get_events(conversation_id: str, message_id: str):
-    _authorize(conversation_id, allow_query_token=True)
-    _check_message_id(message_id)
-    chat = service()
+@bp.get("/conversations/<conversation:conversation_id>/messages/<message:message_id>/events")
+def get_events(conversation_id: str, message_id: str) -> Response:
+    authorize(conversation_id, allow_query_token=True)
+    chat = chat_service()
     after_seq = _resume_position(message_id, from_query=True)
     chat.check_resume_position(conversation_id, message_id, after_seq)
     # ?snapshot=1: start with the whole text so far (a client that saw a gap
@@ -221,18 +164,16 @@ def get_events(conversation_id: str, message_id: str):
     return _stream_response(EventStream(slot, message_id, after_seq, snapshot=snapshot))
 
 
-@bp.get("/conversations/<conversation_id>/messages/<message_id>")
-def get_message(conversation_id: str, message_id: str):
-    _authorize(conversation_id)
-    _check_message_id(message_id)
-    return jsonify(service().message_state(conversation_id, message_id))
+@bp.get("/conversations/<conversation:conversation_id>/messages/<message:message_id>")
+def get_message(conversation_id: str, message_id: str) -> Response:
+    authorize(conversation_id)
+    return jsonify(chat_service().message_state(conversation_id, message_id))
 
 
-@bp.post("/conversations/<conversation_id>/messages/<message_id>/cancel")
-def cancel_message(conversation_id: str, message_id: str):
-    _authorize(conversation_id)
-    _check_message_id(message_id)
-    chat = service()
+@bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/cancel")
+def cancel_message(conversation_id: str, message_id: str) -> Response:
+    authorize(conversation_id)
+    chat = chat_service()
     chat.cancel(conversation_id, message_id)
     return jsonify(chat.message_state(conversation_id, message_id))
 
@@ -242,27 +183,26 @@ def cancel_message(conversation_id: str, message_id: str):
 MAX_REPORTED = 1_000_000
 
 
-@bp.post("/conversations/<conversation_id>/messages/<message_id>/report")
-def report_message(conversation_id: str, message_id: str):
+@bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/report")
+def report_message(conversation_id: str, message_id: str) -> Response:
     """What the client saw and repaired on this message's streams (counted in
     /metrics): duplicate events it ignored, gaps (events never received) it
     filled with a snapshot. Sent by the widget when a message ends, only if
     something was repaired."""
-    _authorize(conversation_id)
-    _check_message_id(message_id)
-    body = _json_body()
+    authorize(conversation_id)
+    body = json_body()
     unknown = sorted(set(body) - {"duplicates", "dropped"})
     if unknown:
         raise ApiError(
             400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped."
         )
-    counts = {}
+    counts: dict[str, int] = {}
     for field in ("duplicates", "dropped"):
         value = body.get(field, 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED:
             raise ApiError(400, "invalid_report", f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
         counts[field] = value
-    chat = service()
+    chat = chat_service()
     chat.message_state(conversation_id, message_id)  # 404 for another conversation's message
     chat.metrics.client_report(**counts)
     return Response(status=204)

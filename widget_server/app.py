@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, qa, ratelimits, web
+from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, qa, ratelimits, transport, web
 from .backends.base import create_backend
 from .config import load_settings
 from .metrics import Metrics
@@ -30,7 +31,8 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.config["WIDGET_SERVER"] = settings
     # Werkzeug refuses larger bodies with 413 before we read them.
     app.config["MAX_CONTENT_LENGTH"] = settings["MAX_BODY_BYTES"]
-    app.json.ensure_ascii = False  # type: ignore[attr-defined]
+    if isinstance(app.json, DefaultJSONProvider):
+        app.json.ensure_ascii = False  # docs/protocol.md: non-ASCII characters are sent as is
     logging.getLogger("widget_server").setLevel(settings["LOG_LEVEL"])
     if "*" in settings["EMBED_ORIGINS"]:
         log.warning("EMBED_ORIGINS is '*': any website may embed this chat panel")
@@ -38,6 +40,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if settings["PROXY_HOPS"]:
         # The client address (rate limits, logs) from X-Forwarded-For, set by
         # exactly this many trusted proxies; never trusted without them.
+        # Flask's documented way to add WSGI middleware is to replace this method.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings["PROXY_HOPS"])  # type: ignore[method-assign]
 
     store = create_store(settings)
@@ -47,6 +50,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
 
     errorhandlers.init_app(app)
+    transport.init_app(app)  # the id converters, before the blueprints whose rules name them
     ratelimits.init_app(app)
     monitoring.init_app(app)
     api.init_app(app)

@@ -16,6 +16,9 @@ from typing import Any
 
 ENV_PREFIX = "WIDGET_SERVER_"
 
+# The validated settings, by name: one value for each of SETTINGS below.
+Settings = dict[str, Any]
+
 
 class ConfigError(ValueError):
     """A setting has a value the server cannot run with."""
@@ -386,12 +389,10 @@ SETTINGS: tuple[Setting, ...] = (
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-def load_settings(
-    explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Defaults < environment < explicit; validated. Unknown explicit keys are an error."""
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
+    values: Settings = {}
     for setting in SETTINGS:
         value = setting.default
         if setting.env_var in environ:
@@ -406,7 +407,7 @@ def load_settings(
     return values
 
 
-def _check_together(values: dict[str, Any]) -> None:
+def _check_together(values: Settings) -> None:
     if values["ENV"] == "production" and values["FAULTS"]:
         raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
     if values["ENV"] == "production" and values["QA"]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from flask import Flask, current_app, jsonify, request
+from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .errors import ApiError
@@ -21,11 +22,13 @@ _HTTP_CODES = {
 }
 
 
-def _json_error(status: int, code: str, message: str, retry_after: int | None = None, details: dict | None = None):
-    body = {"error": {"code": code, "message": message}}
+def _json_error(
+    status: int, code: str, message: str, retry_after: int | None = None, details: dict[str, Any] | None = None
+) -> Response:
+    error: dict[str, Any] = {"code": code, "message": message}
     if details:
-        body["error"]["details"] = details
-    response = jsonify(body)
+        error["details"] = details
+    response = jsonify({"error": error})
     response.status_code = status
     response.headers["Cache-Control"] = "no-store"
     if retry_after is not None:
@@ -33,11 +36,11 @@ def _json_error(status: int, code: str, message: str, retry_after: int | None = 
     return response
 
 
-def handle_api_error(error: ApiError):
+def handle_api_error(error: ApiError) -> Response:
     return _json_error(error.status, error.code, error.message, error.retry_after, error.details)
 
 
-def handle_http_exception(error: HTTPException):
+def handle_http_exception(error: HTTPException) -> Response:
     status = error.code or 500
     if status == 413:
         limit = request.max_content_length
@@ -59,7 +62,7 @@ def handle_http_exception(error: HTTPException):
 STORE_RETRY_AFTER_SECONDS = 2
 
 
-def handle_store_unavailable(error: StoreUnavailable):
+def handle_store_unavailable(error: StoreUnavailable) -> Response:
     log.warning("%s %s: the store is unavailable: %s", request.method, request.path, error)
     metrics = current_app.extensions.get("widget_server.metrics")
     if metrics is not None:
@@ -72,7 +75,7 @@ def handle_store_unavailable(error: StoreUnavailable):
     )
 
 
-def handle_unexpected(error: Exception):
+def handle_unexpected(error: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
     return _json_error(500, "internal", "Something went wrong on our side. Nothing was saved; try again.")
 

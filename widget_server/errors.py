@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class ErrorCode(str, Enum):
@@ -99,7 +100,7 @@ class ApiError(Exception):
         message: str,
         *,
         retry_after: int | None = None,
-        details: dict | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -108,8 +109,16 @@ class ApiError(Exception):
         self.retry_after = retry_after
         self.details = details or {}
 
-    def to_json(self) -> dict:
-        body: dict = {"error": {"code": self.code, "message": self.message}}
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.details:
-            body["error"]["details"] = self.details
-        return body
+            error["details"] = self.details
+        return {"error": error}
+
+
+# The 404 `not_found` messages. An unknown id, a malformed one and a wrong token get the same
+# one, so a caller cannot tell whether a conversation exists (docs/protocol.md, "Conventions";
+# tests/test_api_errors.py).
+CONVERSATION_NOT_FOUND = "No such conversation, or the token does not match it."
+MESSAGE_NOT_FOUND = "No such message in this conversation."
+ACTION_NOT_FOUND = "No such action for this message."

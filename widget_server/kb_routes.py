@@ -4,46 +4,24 @@ Only documents the `kb` backend indexed at start are served, looked up by their 
 to `KB_DIR` (so `..`, absolute paths, other files and other extensions are 404 by
 construction), from the text read at start. With another backend every `/kb/` path is 404.
 
-The answer's links must be absolute (the widget renders no relative link), so before a
-question is accepted this blueprint tells the backend which scheme://host the conversation
-uses, as the panel's own API base does, once the conversation's token has been checked.
+The answers' links to these documents are absolute, on the host each question was sent to:
+the backend reads it from the question's Turn (`server_origin`, docs/backends.md).
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, Response, abort, current_app, request
+from flask import Blueprint, Flask, Response, abort
 
-from .api import _bearer_token
 from .backends.kb import KnowledgeBaseBackend
-from .errors import ApiError
+from .transport import chat_service
 
 bp = Blueprint("kb", __name__)
 
 
-def _backend() -> KnowledgeBaseBackend | None:
-    backend = current_app.extensions["widget_server.service"].backend
-    return backend if isinstance(backend, KnowledgeBaseBackend) else None
-
-
-@bp.before_app_request
-def _remember_origin() -> None:
-    if request.endpoint != "api.post_message":
-        return
-    backend = _backend()
-    conversation_id = (request.view_args or {}).get("conversation_id", "")
-    if backend is None or not conversation_id:
-        return
-    try:
-        current_app.extensions["widget_server.service"].authorize(conversation_id, _bearer_token())
-    except ApiError:
-        return  # the view refuses it
-    backend.remember_origin(conversation_id, request.host_url)
-
-
 @bp.get("/kb/<path:path>")
 def source(path: str) -> Response:
-    backend = _backend()
-    document = backend.kb.documents.get(path) if backend is not None else None
+    backend = chat_service().backend
+    document = backend.kb.documents.get(path) if isinstance(backend, KnowledgeBaseBackend) else None
     if document is None:
         abort(404)
     response = Response(document.text, mimetype="text/plain")

@@ -18,6 +18,7 @@ from typing import Any
 
 from . import sse
 from .errors import ErrorInfo
+from .protocol import event_id
 
 
 class MessageState(str, Enum):
@@ -58,22 +59,6 @@ class EventKind(str, Enum):
 
 class InvalidTransition(Exception):
     pass
-
-
-def event_id(message_id: str, seq: int) -> str:
-    return f"{message_id}:{seq}"
-
-
-# Matched with fullmatch: `$` would also accept a trailing "\n".
-_EVENT_ID = re.compile(r"(?P<message_id>[A-Za-z0-9_-]{1,64}):(?P<seq>0|[1-9][0-9]{0,9})")
-
-
-def parse_event_id(value: str) -> tuple[str, int] | None:
-    """`<message_id>:<seq>` → (message_id, seq), or None if malformed."""
-    match = _EVENT_ID.fullmatch(value)
-    if not match:
-        return None
-    return match["message_id"], int(match["seq"])
 
 
 @dataclass(frozen=True)

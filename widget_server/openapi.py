@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, jsonify
+from flask import Blueprint, Flask, Response, current_app, jsonify
 
-from .actions import IDEMPOTENCY_KEY_PATTERN
-from .api import REQUEST_ID_PATTERN
 from .errors import ErrorCode
 from .messages import EventKind, MessageState
+from .protocol import EVENT_ID_PATTERN, ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, LAST_EVENT_ID_PATTERN, REQUEST_ID_PATTERN
 from .stores.base import ActionStatus
 
 bp = Blueprint("openapi", __name__)
 
-_ID_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+_ID_SCHEMA = {"type": "string", "pattern": ID_PATTERN}
 _STATES = [state.value for state in MessageState]
 
 
@@ -55,9 +54,6 @@ def _errors(*statuses: int) -> dict[str, Any]:
     }
     return {str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses}
 
-
-# `<message_id>:<seq>`, as messages.parse_event_id accepts it.
-_EVENT_ID_PATTERN = "^[A-Za-z0-9_-]{1,64}:(0|[1-9][0-9]{0,9})$"
 
 _EVENT_STREAM = {
     "description": (
@@ -260,7 +256,7 @@ _STREAM_EVENT = {
     "required": ["event", "id", "data"],
     "properties": {
         "event": {"enum": [kind.value for kind in EventKind]},
-        "id": {"type": "string", "pattern": _EVENT_ID_PATTERN},
+        "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
         "data": {"type": "string", "contentMediaType": "application/json"},
         "retry": {"type": "integer", "minimum": 0},
     },
@@ -280,12 +276,13 @@ _STREAM_EVENT = {
     ],
 }
 
-_BEARER = [{"bearer": []}]
+# Security requirement: the conversation's Bearer token (no scopes).
+_BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 _CONVERSATION_ID = {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
 _MESSAGE_ID = {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
 # Empty means "from the start"; otherwise the id of an event of this message
 # (another message's id, or a position not yet reached, is a 400).
-_LAST_EVENT_ID_SCHEMA = {"type": "string", "pattern": "^([A-Za-z0-9_-]{1,64}:(0|[1-9][0-9]{0,9}))?$"}
+_LAST_EVENT_ID_SCHEMA = {"type": "string", "pattern": LAST_EVENT_ID_PATTERN}
 _LAST_EVENT_ID_HEADER = {
     "name": "Last-Event-ID",
     "in": "header",
@@ -579,8 +576,8 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
 
 
 @bp.get("/openapi.json")
-def openapi_json():
-    document = current_app.extensions.get("widget_server.openapi")
+def openapi_json() -> Response:
+    document: dict[str, Any] | None = current_app.extensions.get("widget_server.openapi")
     if document is None:
         document = current_app.extensions["widget_server.openapi"] = build_document()
     return jsonify(document)

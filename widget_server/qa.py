@@ -25,7 +25,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from . import expected
 from .backends.demo import SCENARIOS, load_seed_answers
 from .i18n import DEFAULT_LANGUAGE, load_strings, pick_language
-from .web import _csp
+from .transport import content_security_policy as _csp
 
 bp = Blueprint("qa", __name__)
 

@@ -19,19 +19,21 @@ from typing import Any
 
 from . import sse
 from .backends.base import Backend, Turn
-from .errors import ApiError, ErrorCode, ErrorInfo
+from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError, ErrorCode, ErrorInfo
 from .faults import NO_FAULTS, FaultPlan
 from .generation import GenerationRun
 from .messages import EventKind, MessageState, StreamEvent
 from .metrics import NO_METRICS, Metrics
+from .protocol import (
+    ASSISTANT_MESSAGE_PREFIX,
+    CONVERSATION_PREFIX,
+    USER_MESSAGE_PREFIX,
+    is_id,
+    new_id,
+)
 from .stores.base import Conversation, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
 
 log = logging.getLogger(__name__)
-
-
-def _new_id(prefix: str) -> str:
-    # 96 random bits, URL-safe, never containing ":" (the event id separator).
-    return prefix + secrets.token_urlsafe(12)
 
 
 def _hash_token(token: str) -> str:
@@ -40,9 +42,6 @@ def _hash_token(token: str) -> str:
 
 def request_fingerprint(text: str) -> str:
     return hashlib.sha256(json.dumps({"text": text}, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-NOT_FOUND_MESSAGE = "No such conversation, or the token does not match it."
 
 
 class ChatService:
@@ -70,22 +69,23 @@ class ChatService:
     # -- conversations -----------------------------------------------------
 
     def create_conversation(self) -> tuple[str, str]:
-        conversation_id = _new_id("c_")
+        conversation_id = new_id(CONVERSATION_PREFIX)
         token = secrets.token_urlsafe(32)
         self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time()))
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:
         """The conversation, or a 404 that says nothing about whether it exists."""
-        conversation = self.store.get_conversation(conversation_id) if token else None
+        known = token and is_id(conversation_id)
+        conversation = self.store.get_conversation(conversation_id) if known else None
         if conversation is None or not hmac.compare_digest(conversation.token_hash, _hash_token(token or "")):
-            raise ApiError(404, "not_found", NOT_FOUND_MESSAGE)
+            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND)
         return conversation
 
     def _message_in(self, conversation_id: str, message_id: str) -> MessageInfo:
         info = self.store.message(message_id)
         if info is None or info.conversation_id != conversation_id:
-            raise ApiError(404, "not_found", "No such message in this conversation.")
+            raise ApiError(404, "not_found", MESSAGE_NOT_FOUND)
         return self.reap_if_lost(info)
 
     def reap_if_lost(self, info: MessageInfo) -> MessageInfo:
@@ -115,12 +115,13 @@ class ChatService:
 
     # -- submitting --------------------------------------------------------
 
-    def submit(self, conversation_id: str, request_id: str, text: str) -> tuple[str, bool]:
+    def submit(self, conversation_id: str, request_id: str, text: str, *, server_origin: str = "") -> tuple[str, bool]:
         """Claim `request_id`; start generating only if the claim is new.
 
         The running limit is checked again here, atomically with the claim
         (the transport checks it first only to refuse early, before taking
-        a stream slot).
+        a stream slot). `server_origin` is the scheme://host the question was
+        sent to; the backend reads it from the Turn.
         """
         try:
             with self._claim_lock(conversation_id):
@@ -130,8 +131,8 @@ class ChatService:
                     request_id,
                     request_fingerprint(text),
                     text,
-                    _new_id("u_"),
-                    _new_id("m_"),
+                    new_id(USER_MESSAGE_PREFIX),
+                    new_id(ASSISTANT_MESSAGE_PREFIX),
                 )
         except RequestConflict as conflict:
             raise ApiError(
@@ -142,13 +143,13 @@ class ChatService:
                 details={"message_id": conflict.exchange.assistant_message_id},
             ) from None
         except UnknownMessage:
-            raise ApiError(404, "not_found", NOT_FOUND_MESSAGE) from None
+            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
         message_id = claim.exchange.assistant_message_id
         if claim.created:
             run = GenerationRun(
                 self.store,
                 self.backend,
-                Turn(text, claim.history, conversation_id, message_id),
+                Turn(text, claim.history, conversation_id, message_id, server_origin=server_origin),
                 time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
                 on_finish=self._forget_run,
                 metrics=self.metrics,

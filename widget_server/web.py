@@ -6,42 +6,37 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, render_template, request
 
-from .api import CONVERSATION_COOKIE
 from .errors import ApiError
 from .i18n import load_strings, pick_language
+from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
 
 bp = Blueprint("web", __name__)
 
 _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 
 
-def _settings() -> dict:
-    return current_app.config["WIDGET_SERVER"]
+def _static_folder() -> str:
+    # Set by create_app (app.py), never None here.
+    folder = current_app.static_folder
+    assert folder is not None
+    return folder
 
 
-def _strings() -> dict[str, dict]:
-    return load_strings(current_app.static_folder)
+def _strings() -> dict[str, dict[str, Any]]:
+    return load_strings(_static_folder())
 
 
 def _frame_ancestors() -> str:
-    origins = _settings()["EMBED_ORIGINS"]
+    origins = settings()["EMBED_ORIGINS"]
     return "*" if "*" in origins else " ".join(origins)
 
 
-def _csp(frame_ancestors: str) -> str:
-    # Strict: our own scripts and styles only, no inline code, API calls to
-    # our own origin only, and embedding only from the allow-listed origins.
-    return (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
-        f"base-uri 'none'; form-action 'self'; frame-ancestors {frame_ancestors}"
-    )
-
-
 def _host_origins() -> list[str]:
-    origins = _settings()["EMBED_ORIGINS"]
+    origins = settings()["EMBED_ORIGINS"]
     own = request.host_url.rstrip("/")
     return [own if origin == "'self'" else origin for origin in origins]
 
@@ -58,7 +53,7 @@ def _flag(name: str) -> bool:
     return request.args.get(name, "").strip().lower() in {"1", "true", "yes", "on", "reduce"}
 
 
-def _remembered_conversation() -> dict | None:
+def _remembered_conversation() -> dict[str, str] | None:
     """The conversation this browser started here, from its partitioned cookie.
 
     A third-party iframe often may not use localStorage (Chromium blocks it
@@ -70,16 +65,15 @@ def _remembered_conversation() -> dict | None:
     conversation_id, _, token = raw.partition(".")
     if not conversation_id or not token:
         return None
-    service = current_app.extensions["widget_server.service"]
     try:
-        service.authorize(conversation_id, token)
+        chat_service().authorize(conversation_id, token)
     except ApiError:
         return None
     return {"conversation_id": conversation_id, "token": token}
 
 
 def _render_panel(standalone: bool) -> Response:
-    settings = _settings()
+    values = settings()
     strings = _strings()
     lang = pick_language(request.args.get("lang"), strings)
     t = strings[lang]
@@ -94,10 +88,10 @@ def _render_panel(standalone: bool) -> Response:
         "standalone": standalone,
         "hostOrigin": host_origin,
         "hostOrigins": host_origins,
-        "faults": request.args.get("faults", "") if settings.get("FAULTS") else "",
-        "retryMs": settings["RETRY_MS"],
+        "faults": request.args.get("faults", "") if values["FAULTS"] else "",
+        "retryMs": values["RETRY_MS"],
         "maxBackoffMs": 8000,
-        "stallTimeoutMs": int(settings["HEARTBEAT_SECONDS"] * 3000) + 5000,
+        "stallTimeoutMs": int(values["HEARTBEAT_SECONDS"] * 3000) + 5000,
         "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
         "announceIntervalMs": _bounded_int("announceInterval", 1000, 100, 10000),
         "reducedMotion": _flag("reducedMotion"),
@@ -112,36 +106,38 @@ def _render_panel(standalone: bool) -> Response:
         # Inline (data-target): part of the host page, nothing to close.
         closable=not standalone and request.args.get("inline") != "1",
         config=config,
-        max_chars=settings["MAX_TEXT_CHARS"],
+        max_chars=values["MAX_TEXT_CHARS"],
         reduced_motion=config["reducedMotion"],
     )
     response = Response(html, mimetype="text/html")
-    response.headers["Content-Security-Policy"] = _csp("'none'" if standalone else _frame_ancestors())
+    response.headers["Content-Security-Policy"] = content_security_policy(
+        "'none'" if standalone else _frame_ancestors()
+    )
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
 @bp.get("/")
-def index():
+def index() -> str:
     return render_template("index.html", origin=request.host_url.rstrip("/"))
 
 
 @bp.get("/panel")
-def panel():
+def panel() -> Response:
     return _render_panel(standalone=False)
 
 
 @bp.get("/chat")
-def standalone_chat():
+def standalone_chat() -> Response:
     return _render_panel(standalone=True)
 
 
 @bp.get("/widget.js")
-def loader():
-    cache = current_app.extensions.setdefault("widget_server.loader", {})
+def loader() -> Response:
+    cache: dict[str, Any] = current_app.extensions.setdefault("widget_server.loader", {})
     if "body" not in cache:
-        source = (Path(current_app.static_folder) / "widget.js").read_text(encoding="utf-8")
+        source = (Path(_static_folder()) / "widget.js").read_text(encoding="utf-8")
         strings = {lang: {key: t[key] for key in _LOADER_KEYS} for lang, t in _strings().items()}
         body = source.replace("__CHATWIDGET_STRINGS__", json.dumps(strings, ensure_ascii=False, separators=(",", ":")))
         cache["body"] = body.encode("utf-8")

@@ -42,12 +42,16 @@ ENTRY_POINT_GROUP = "widget_server.backends"
 
 @dataclass(frozen=True)
 class Turn:
-    """What a backend is asked to answer."""
+    """What a backend is asked to answer, and the request it came with (docs/backends.md)."""
 
     text: str
     history: list[tuple[str, str]] = field(default_factory=list)  # (role, text), oldest first
     conversation_id: str = ""
     message_id: str = ""
+    # The scheme://host[:port] the question was sent to, without a final "/" (the request's
+    # Host, as the panel's own API base): where a link to this server must point. "" when
+    # the turn did not come from an HTTP request.
+    server_origin: str = ""
 
 
 class CancelToken:

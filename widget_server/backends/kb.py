@@ -12,8 +12,11 @@ An answer quotes the best passages faithfully (trimmed at a sentence boundary, m
 It never writes anything else: every other word comes from the documents.
 
 Links: with `KB_BASE_URL`, to the owner's own site; without it, to this server's read-only
-`/kb/<path>` route (kb_routes.py), as an absolute URL built from the host the question was
-sent to (the widget only renders absolute links).
+`/kb/<path>` route (kb_routes.py), as an absolute URL on the host the question was sent to,
+the Turn's `server_origin` (the widget only renders absolute links).
+
+Its settings (`KB_*`, and `DEMO_DELAY_SECONDS` for its pace) are declared, with their
+defaults, in config.py; `from_settings` reads them from the validated settings.
 """
 
 from __future__ import annotations
@@ -22,17 +25,15 @@ import logging
 import os
 import posixpath
 import re
-import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from ..chunking import split_sentences
-from ..config import ConfigError
+from ..config import SETTINGS_BY_NAME, ConfigError, Settings
 from .base import CancelToken, Turn
 from .bm25 import BM25, STOP_WORDS_EN, STOP_WORDS_ES, fold_accents, split_code, tokenize
 from .demo import group_chunks, split_words
@@ -47,16 +48,19 @@ QUOTE_CHARS = 900  # a quoted passage is trimmed to about this many characters
 RELATIVE_SCORE = 0.75  # a passage after the first must score at least this share of the best
 CHUNK_CHARS = 48  # about this many characters per streamed piece
 MAX_FILE_BYTES = 2_000_000  # larger files are skipped (with a warning)
-MAX_ORIGINS = 10_000  # conversations whose origin is remembered for links
 
 ELISION = " \\[…\\]"  # renders "[…]": the quote goes on in the source
+
+# KB_CONTACT's default, in English (config.py). Left at it, an answer says it in the
+# question's language: TEXTS[language]["contact"].
+DEFAULT_CONTACT: str = SETTINGS_BY_NAME["KB_CONTACT"].default
 
 TEXTS = {
     "en": {
         "lead": "Here is what I found in the documentation:",
         "source": "Source",
         "unknown": "I don't know: I found nothing about that in the documentation. To ask a person, {contact}.",
-        "contact": "contact the site's support team",
+        "contact": DEFAULT_CONTACT,
     },
     "es": {
         "lead": "Esto es lo que he encontrado en la documentación:",
@@ -65,7 +69,6 @@ TEXTS = {
         "contact": "contacta con el equipo de soporte del sitio",
     },
 }
-DEFAULT_CONTACT = TEXTS["en"]["contact"]
 
 
 def sample_dir() -> Path:
@@ -526,66 +529,50 @@ def _link_text(text: str) -> str:
     return re.sub(r"([\\\[\]<])", r"\\\1", text)
 
 
-@dataclass
+@dataclass(frozen=True)
 class KnowledgeBaseBackend:
+    """Stateless between answers: what a link needs from the request comes with the Turn."""
+
     name = "kb"
 
     kb: KnowledgeBase
-    min_score: float = 0.3
-    max_passages: int = 3
-    base_url: str = ""
-    contact: str = DEFAULT_CONTACT
-    delay: float = 0.04
-    _origins: OrderedDict[str, str] = field(default_factory=OrderedDict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    min_score: float  # KB_MIN_SCORE
+    max_passages: int  # KB_MAX_PASSAGES
+    base_url: str  # KB_BASE_URL (validated by config.py), or "": this server's /kb/<path>
+    contact: str  # KB_CONTACT
+    delay: float  # DEMO_DELAY_SECONDS: the pause between streamed pieces
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> KnowledgeBaseBackend:
-        folder = settings.get("KB_DIR") or ""
-        base_url = settings.get("KB_BASE_URL") or ""
-        if base_url and urlsplit(base_url).scheme.lower() not in ("http", "https"):
-            raise ConfigError(f"KB_BASE_URL: {base_url!r} is not an http(s) URL like https://www.example.com/help/")
-        kb = KnowledgeBase.load(folder or sample_dir())
+    def from_settings(cls, settings: Settings) -> KnowledgeBaseBackend:
+        kb = KnowledgeBase.load(settings["KB_DIR"] or sample_dir())
         log.info(
             "kb: %d passages from %d documents in %s, indexed in %.0f ms",
             len(kb.passages), len(kb.documents), kb.root, kb.seconds * 1000,
         )  # fmt: skip
         return cls(
             kb,
-            min_score=settings.get("KB_MIN_SCORE", 0.3),
-            max_passages=settings.get("KB_MAX_PASSAGES", 3),
-            base_url=base_url,
-            contact=settings.get("KB_CONTACT") or DEFAULT_CONTACT,
-            delay=settings.get("DEMO_DELAY_SECONDS", 0.04),
+            min_score=settings["KB_MIN_SCORE"],
+            max_passages=settings["KB_MAX_PASSAGES"],
+            base_url=settings["KB_BASE_URL"],
+            contact=settings["KB_CONTACT"] or DEFAULT_CONTACT,
+            delay=settings["DEMO_DELAY_SECONDS"],
         )
 
     # -- links --------------------------------------------------------------------------
 
-    def remember_origin(self, conversation_id: str, origin: str) -> None:
-        """The scheme://host the conversation's questions were sent to (kb_routes.py)."""
-        with self._lock:
-            self._origins[conversation_id] = origin.rstrip("/")
-            self._origins.move_to_end(conversation_id)
-            while len(self._origins) > MAX_ORIGINS:
-                self._origins.popitem(last=False)
-
-    def origin_of(self, conversation_id: str) -> str:
-        with self._lock:
-            return self._origins.get(conversation_id, "")
-
-    def link(self, doc: str, anchor: str = "", origin: str = "") -> str:
+    def link(self, doc: str, anchor: str = "", server_origin: str = "") -> str:
         """Where a document (a section of it) is read: KB_BASE_URL + path (`{path}` in it is
         replaced by the path without `.md`), with the section's anchor; or this server's
         `/kb/<path>` (plain text, so no anchor)."""
         if not self.base_url:
-            return f"{origin}/kb/{quote(doc)}"
+            return f"{server_origin}/kb/{quote(doc)}"
         if "{path}" in self.base_url:
             url = self.base_url.replace("{path}", quote(doc[:-3] if doc.lower().endswith(".md") else doc))
         else:
             url = self.base_url + ("" if self.base_url.endswith("/") else "/") + quote(doc)
         return f"{url}#{anchor}" if anchor else url
 
-    def _resolver(self, doc: str, origin: str) -> Callable[[str], str | None]:
+    def _resolver(self, doc: str, server_origin: str) -> Callable[[str], str | None]:
         def resolve(target: str) -> str | None:
             target = re.sub(r"[\x00-\x20\x7f]", "", target)
             parts = urlsplit(target)
@@ -594,19 +581,23 @@ class KnowledgeBaseBackend:
             if target.startswith("//"):
                 return None
             if not parts.path:  # "#anchor": the same document
-                return self.link(doc, parts.fragment, origin) if parts.fragment else self.link(doc, "", origin)
+                return (
+                    self.link(doc, parts.fragment, server_origin)
+                    if parts.fragment
+                    else self.link(doc, "", server_origin)
+                )
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(doc), unquote(parts.path)))
             if joined in self.kb.documents:
-                return self.link(joined, parts.fragment, origin)
+                return self.link(joined, parts.fragment, server_origin)
             if self.base_url:
-                return urljoin(self.link(doc, "", origin), target)
+                return urljoin(self.link(doc, "", server_origin), target)
             return None  # a file this server does not serve
 
         return resolve
 
     # -- answering ------------------------------------------------------------------------
 
-    def answer(self, question: str, origin: str = "") -> str:
+    def answer(self, question: str, server_origin: str = "") -> str:
         """The whole answer to `question`, as Markdown."""
         language = detect_language(question)
         texts = TEXTS[language]
@@ -626,14 +617,14 @@ class KnowledgeBaseBackend:
             chosen.append(passage)
         parts = [texts["lead"]]
         for passage in chosen:
-            quoted = safe_markdown(trim_passage(passage.blocks), self._resolver(passage.doc, origin))
+            quoted = safe_markdown(trim_passage(passage.blocks), self._resolver(passage.doc, server_origin))
             parts.append(_quote(quoted))
-            link = self.link(passage.doc, passage.anchor, origin)
+            link = self.link(passage.doc, passage.anchor, server_origin)
             parts.append(f"{texts['source']}: [{_link_text(passage.title)}]({link})")
         return "\n\n".join(parts) + "\n"
 
     def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]:
-        text = self.answer(turn.text, self.origin_of(turn.conversation_id))
+        text = self.answer(turn.text, turn.server_origin)
         for index, chunk in enumerate(group_chunks(split_words(text), CHUNK_CHARS)):
             if index and self.delay and cancel.wait(self.delay):
                 return

@@ -1,0 +1,140 @@
+"""What the blueprints share: the service, the settings, the conversation's token, JSON
+bodies, the id converters of their URLs, and the pages' Content-Security-Policy.
+
+Each blueprint (api.py, actions_api.py, web.py, kb_routes.py, qa.py) is a thin adapter from
+HTTP to the service; this module holds the pieces more than one of them needs, so none
+imports another's private helpers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import NotFound
+from werkzeug.routing import BaseConverter
+
+from .config import Settings
+from .errorhandlers import handle_api_error
+from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
+from .protocol import is_id
+from .service import ChatService
+from .stores.base import Conversation
+
+# `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
+# page to find it again (api.py, web.py).
+CONVERSATION_COOKIE = "chatwidget_conversation"
+
+
+def chat_service() -> ChatService:
+    service: ChatService = current_app.extensions["widget_server.service"]
+    return service
+
+
+def settings() -> Settings:
+    values: Settings = current_app.config["WIDGET_SERVER"]
+    return values
+
+
+def bearer_token() -> str | None:
+    """The token of `Authorization: Bearer <token>` (the scheme in any case), or None."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def authorize(conversation_id: str, *, allow_query_token: bool = False) -> Conversation:
+    """The conversation, if the request carries its token; else 404 `not_found`.
+
+    `allow_query_token`: also accept `?token=`, for the GET stream only, because
+    EventSource cannot set headers (docs/protocol.md, "Conventions").
+    """
+    token = bearer_token()
+    if token is None and allow_query_token:
+        token = request.args.get("token") or None
+    return chat_service().authorize(conversation_id, token)
+
+
+def json_body() -> dict[str, Any]:
+    """The request's body, which must be a JSON object sent as `application/json`."""
+    if request.mimetype != "application/json":
+        raise ApiError(
+            415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."
+        )
+    raw = request.get_data(cache=False)
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {error}.") from None
+    except RecursionError:
+        # Deeply nested arrays or objects exhaust the decoder's stack: a
+        # client mistake, not a server error (tests/test_api_errors.py).
+        raise ApiError(400, "invalid_json", "The request body is not valid JSON: it is nested too deeply.") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
+    return body
+
+
+def content_security_policy(frame_ancestors: str) -> str:
+    """The pages' policy: our own scripts and styles only, no inline code, API calls to our
+    own origin only, and embedding only by `frame_ancestors`."""
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+        f"base-uri 'none'; form-action 'self'; frame-ancestors {frame_ancestors}"
+    )
+
+
+# -- ids in URLs -----------------------------------------------------------------------------
+
+
+class MalformedId(NotFound):
+    """A path segment that is not an id, refused while the URL is routed."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__()
+        self.error = error
+
+
+class IdConverter(BaseConverter):
+    """`<conversation:…>`, `<message:…>`, `<action:…>`: a path segment that is an id
+    (protocol.ID_PATTERN), or 404 `not_found`.
+
+    Every segment reaches `to_python` (the converter's regex is the default one), so that a
+    malformed id gets the very body an unknown one gets, instead of routing's own 404: a
+    caller learns nothing from the difference (tests/test_api_errors.py,
+    test_unknown_conversation_wrong_token_and_missing_token_look_the_same).
+    """
+
+    not_found = CONVERSATION_NOT_FOUND
+
+    def to_python(self, value: str) -> str:
+        if not is_id(value):
+            raise MalformedId(ApiError(404, "not_found", self.not_found))
+        return value
+
+
+class ConversationIdConverter(IdConverter):
+    not_found = CONVERSATION_NOT_FOUND
+
+
+class MessageIdConverter(IdConverter):
+    not_found = MESSAGE_NOT_FOUND
+
+
+class ActionIdConverter(IdConverter):
+    not_found = ACTION_NOT_FOUND
+
+
+def _handle_malformed_id(error: MalformedId) -> Response:
+    return handle_api_error(error.error)
+
+
+def init_app(app: Flask) -> None:
+    """Before any blueprint: their rules name these converters."""
+    app.url_map.converters.update(
+        conversation=ConversationIdConverter, message=MessageIdConverter, action=ActionIdConverter
+    )
+    app.register_error_handler(MalformedId, _handle_malformed_id)
