@@ -1,0 +1,146 @@
+"""docs/architecture.md stays true of the code.
+
+- Its layer table places every module of the package in one row, names only
+  files that exist, and a module imports only from its own row and the rows
+  above it (imports read with tests/test_structure.py's `import_graph`).
+- Every file, function and class the page names exists: a renamed or
+  removed one fails here until the page follows it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .helpers import REPO_ROOT
+from .test_structure import PACKAGE_DIR, import_graph, module_name
+
+PAGE = REPO_ROOT / "docs" / "architecture.md"
+SOURCE_DIRS = ("widget_server", "static", "templates")
+# A path in the repository, as the page writes it: `widget_server/api.py`, `static/qa/`.
+REPO_PATH = re.compile(r"^(?:widget_server|static|templates|tests|docs)/[\w./-]*$")
+# A function the page names: `submit()`, `ChatService.submit()`, `readOnce({send})`.
+FUNCTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Za-z_]\w*)\(.*\)$")
+
+
+def page() -> str:
+    return PAGE.read_text(encoding="utf-8")
+
+
+def code_spans(text: str) -> list[str]:
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def layer_rows() -> list[tuple[str, list[str]]]:
+    """(layer, the repository paths in its files column), top row first."""
+    section = page().split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or cells[0] in ("layer", "---"):
+            continue
+        rows.append((cells[0], [span for span in code_spans(cells[1]) if REPO_PATH.match(span)]))
+    return rows
+
+
+def modules_under(path: str) -> set[str]:
+    target = REPO_ROOT / path
+    files = sorted(target.rglob("*.py")) if path.endswith("/") else [target]
+    return {module_name(file) for file in files if file.suffix == ".py"}
+
+
+def module_layers() -> dict[str, int]:
+    layers: dict[str, int] = {}
+    for index, (_layer, paths) in enumerate(layer_rows()):
+        for path in paths:
+            if path.startswith("widget_server/"):
+                for module in modules_under(path):
+                    assert module not in layers, f"{module} is in two rows of the table"
+                    layers[module] = index
+    return layers
+
+
+def test_the_table_has_the_layers():
+    names = [layer for layer, _ in layer_rows()]
+    assert names[0] == "protocol" and len(names) >= 8, names
+    for layer, paths in layer_rows():
+        assert paths, f"the {layer!r} row names no file"
+
+
+def test_every_module_of_the_package_is_in_the_table():
+    known = {module_name(path) for path in PACKAGE_DIR.rglob("*.py")}
+    assert sorted(known - set(module_layers())) == []
+
+
+def test_a_module_imports_only_from_its_row_and_the_rows_above():
+    layers = module_layers()
+    rows = [layer for layer, _ in layer_rows()]
+    upward = [
+        f"{module} ({rows[layers[module]]}) imports {imported} ({rows[layers[imported]]})"
+        for module, imports in sorted(import_graph().items())
+        for imported in sorted(imports)
+        if layers[imported] > layers[module]
+    ]
+    assert upward == []
+
+
+@pytest.mark.parametrize("path", sorted({span for span in code_spans(page()) if REPO_PATH.match(span)}))
+def test_every_path_the_page_names_exists(path):
+    assert (REPO_ROOT / path).exists(), f"docs/architecture.md names {path}, which does not exist"
+
+
+def defines(source: str, name: str) -> bool:
+    """`name` is defined in Python or JavaScript `source`: a def, class,
+    function, method, or a property of a returned object (`{ update, append }`)."""
+    escaped = re.escape(name)
+    patterns = (
+        rf"\b(?:def|class|function)\s+{escaped}\b",
+        rf"^\s*(?:(?:async|static|get)\s+)*{escaped}\s*\([^)]*\)\s*\{{",
+        rf"\breturn\s*\{{[^}}]*\b{escaped}\b",
+    )
+    return any(re.search(pattern, source, re.M) for pattern in patterns)
+
+
+def source_files() -> list[Path]:
+    return [
+        path
+        for folder in SOURCE_DIRS
+        for path in sorted((REPO_ROOT / folder).rglob("*"))
+        if path.suffix in (".py", ".js") and path.is_file()
+    ]
+
+
+def named_definitions() -> set[str]:
+    """The functions the page names, and the classes it names them on
+    (`ChatService` of `ChatService.submit()`; not `view` of `view.blocks()`)."""
+    names = set()
+    for span in code_spans(page()):
+        if match := FUNCTION.match(span):
+            names.add(match["name"])
+            names.update(part for part in span.split("(", 1)[0].split(".")[:-1] if part[:1].isupper())
+    return names
+
+
+NAMED_FUNCTIONS = sorted(named_definitions())
+
+
+def test_the_page_names_functions():
+    assert len(NAMED_FUNCTIONS) > 20, NAMED_FUNCTIONS
+
+
+@pytest.mark.parametrize("name", NAMED_FUNCTIONS)
+def test_every_function_the_page_names_exists(name):
+    assert any(defines(path.read_text(encoding="utf-8"), name) for path in source_files()), (
+        f"docs/architecture.md names {name}(), which nothing in {', '.join(SOURCE_DIRS)} defines"
+    )
+
+
+def test_the_definition_finder_tells_a_definition_from_a_call():
+    assert defines("def submit(self):\n", "submit")
+    assert defines("export function createEventStreamParser(onEvent) {\n", "createEventStreamParser")
+    assert defines("  async loop() {\n", "loop")
+    assert defines("  return { update, append, finish, blocks: (from = 0) => [] };\n", "blocks")
+    assert not defines("    this.loop();\n", "loop")
+    assert not defines("chat.submit(conversation_id)\n", "submit")
