@@ -28,6 +28,12 @@ the factory to test the allow-list itself.
 Playwright and axe are optional: nothing here imports them until a test
 uses `chat_widget` (which needs pytest-playwright's `page` fixture), so
 the plugin costs nothing to anyone who does not drive a browser.
+
+`--chat-system-browsers` is for machines whose browsers come from the OS
+(Debian's `chromium` and `firefox-esr`) rather than `playwright install`:
+it adds `widget_server.testing.system_browser_launch_args` to
+pytest-playwright's `browser_type_launch_args`. Which Playwright versions
+drive Firefox ESR: docs/testing.md, "System browsers".
 """
 
 from __future__ import annotations
@@ -38,10 +44,18 @@ from typing import Any
 
 import pytest
 
+from . import testing
 from .config import ENV_PREFIX
 from .testing import RECORDER_SCRIPT, ChatServer, ChatWidget
 
-__all__ = ["RECORDER_SCRIPT", "TEST_DEFAULTS", "ChatServer", "ChatWidget", "chat_server_settings"]
+__all__ = [
+    "RECORDER_SCRIPT",
+    "TEST_DEFAULTS",
+    "ChatServer",
+    "ChatWidget",
+    "chat_server_settings",
+    "system_browser_launch_args",
+]
 
 # Only for servers started by the fixtures; see the module docstring.
 TEST_DEFAULTS: dict[str, Any] = {"EMBED_ORIGINS": "*"}
@@ -67,6 +81,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="Store of the chat_server fixtures [env WIDGET_SERVER_STORE; default memory].",
     )
+    group.addoption(
+        "--chat-system-browsers",
+        dest="chat_system_browsers",
+        action="store_true",
+        default=False,
+        help="Run pytest-playwright's browsers from the OS instead of `playwright install`: Chromium "
+        f"{testing.CHROMIUM}, Firefox ESR {testing.FIREFOX} through WebDriver BiDi (Firefox ESR 153 needs "
+        "playwright==1.64.1).",
+    )
+
+
+SYSTEM_BROWSERS_PLUGIN = "widget_server_system_browsers"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With `--chat-system-browsers`, check every browser the run asks for
+    now (a missing one is a one-line usage error, before any test runs),
+    then register the fixture that launches them."""
+    if not config.getoption("chat_system_browsers"):
+        return
+    try:
+        browser_names = config.getoption("browser")  # pytest-playwright's --browser
+    except ValueError:  # no such option: pytest-playwright is not loaded
+        raise pytest.UsageError(
+            "--chat-system-browsers sets pytest-playwright's launch arguments: pip install pytest-playwright"
+        ) from None
+    for browser_name in browser_names or ["chromium"]:  # pytest-playwright's default
+        system_browser_launch_args(browser_name)
+    # Registered here, after every plugin pytest loaded from an entry point
+    # (pytest-playwright's included): of two fixtures of one name registered
+    # by plugins, the later one overrides the earlier, and entry points load
+    # in no fixed order. tests/test_plugin_options.py checks the override.
+    config.pluginmanager.register(SystemBrowserFixtures, SYSTEM_BROWSERS_PLUGIN)
+
+
+def system_browser_launch_args(browser_name: str) -> dict[str, Any]:
+    """`widget_server.testing.system_browser_launch_args`, its failure a
+    one-line `pytest.UsageError` that says what to install."""
+    try:
+        return testing.system_browser_launch_args(browser_name)
+    except testing.SystemBrowserError as error:
+        raise pytest.UsageError(
+            f"--chat-system-browsers: {error}; or leave the option out and run `playwright install {browser_name}`"
+        ) from None
+
+
+class SystemBrowserFixtures:
+    """The plugin object `pytest_configure` registers for `--chat-system-browsers`."""
+
+    @pytest.fixture(scope="session")
+    @staticmethod
+    def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_name: str) -> dict[str, Any]:
+        """pytest-playwright's launch arguments, with the system browser's on top."""
+        return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
 
 
 def chat_server_settings(config: pytest.Config, environ: Any = None, **overrides: Any) -> dict[str, Any]:

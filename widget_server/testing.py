@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import threading
 from collections.abc import Mapping
@@ -27,7 +28,8 @@ from urllib.parse import urlsplit
 
 # Debian's system browsers, which Playwright drives where it cannot download
 # its own: Chromium by executable path, Firefox ESR through WebDriver BiDi
-# (any `moz-…` channel selects it).
+# (any `moz-…` channel selects it). docs/testing.md, "System browsers", has
+# the facts, including which Playwright versions drive Firefox ESR.
 CHROMIUM = "/usr/bin/chromium"
 FIREFOX = "/usr/bin/firefox-esr"
 CHROMIUM_ARGS = [
@@ -40,6 +42,36 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+FIREFOX_BIDI_CHANNEL = "moz-firefox"
+# pytest-playwright's browser name -> the Debian package that provides the system browser.
+SYSTEM_BROWSER_PACKAGES = {"chromium": "chromium", "firefox": "firefox-esr"}
+
+
+class SystemBrowserError(LookupError):
+    """There is no system browser for a browser name (or it is not installed)."""
+
+
+def system_browser_launch_args(browser_name: str) -> dict[str, Any]:
+    """Playwright launch arguments that start the OS's browser for
+    `browser_name` ("chromium" or "firefox") instead of a downloaded one.
+
+    The one definition of how this project launches Debian's browsers: the
+    plugin's `--chat-system-browsers` and tests/e2e/conftest.py both use it.
+    Raises `SystemBrowserError` (one line, saying what to install) when the
+    executable is missing or the name has no system browser.
+    """
+    if browser_name == "chromium":
+        executable, launch_args = CHROMIUM, {"executable_path": CHROMIUM, "args": list(CHROMIUM_ARGS)}
+    elif browser_name == "firefox":
+        executable, launch_args = FIREFOX, {"executable_path": FIREFOX, "channel": FIREFOX_BIDI_CHANNEL}
+    else:
+        known = ", ".join(SYSTEM_BROWSER_PACKAGES)
+        raise SystemBrowserError(f"no system browser for {browser_name!r}; system browsers exist for: {known}")
+    if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
+        package = SYSTEM_BROWSER_PACKAGES[browser_name]
+        raise SystemBrowserError(f"no system {browser_name} at {executable} (on Debian: apt-get install {package})")
+    return launch_args
+
 
 TERMINAL_STATES = ("completed", "cancelled", "failed", "incomplete")
 
@@ -276,7 +308,8 @@ class ChatWidget:
         inject axe into each frame and run it there; every violation says
         which frame (`frame_url`) it was found in.
         """
-        from axe_playwright_python.sync_playwright import Axe
+        # axe-playwright-python ships no type information (no py.typed marker).
+        from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
 
         script = Axe().axe_script
         options = {"runOnly": {"type": "tag", "values": list(tags)}, "resultTypes": ["violations"], "iframes": False}

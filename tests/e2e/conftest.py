@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX
+from widget_server.pytest_plugin import system_browser_launch_args
+from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX  # noqa: F401  (tests/e2e/test_orca.py imports them from here)
 
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args, browser_name):
-    if browser_name == "chromium":
-        return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
-    if browser_name == "firefox":
-        return {**browser_type_launch_args, "executable_path": FIREFOX, "channel": "moz-firefox"}
-    raise pytest.UsageError(f"no system browser for {browser_name!r}; use --browser chromium or firefox")
+    # What the plugin's --chat-system-browsers does, always on for our own tests (docs/testing.md).
+    return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
 
 
 from widget_server.testing import ChatWidget  # noqa: E402

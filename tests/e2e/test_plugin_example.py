@@ -1,12 +1,12 @@
 """The pytest plugin for site owners (widget_server.pytest_plugin).
 
 The README's example is read from README.md at test time and run as a site
-owner runs it: in a separate pytest, from a folder with none of our
-conftest files, so only the installed plugin (entry point `pytest11`)
-provides `chat_server` and `chat_widget`. Its only conftest gives pytest-
-playwright this session's browser launch arguments (the system browsers).
-If the README changes, this test runs the new text; if the block goes
-missing, it fails.
+owner runs it on this machine: in a separate pytest, from a folder with no
+conftest at all, so only the installed plugins (entry points `pytest11`)
+provide `chat_server`, `chat_widget` and `page`, with the command README
+gives for browsers that come from the OS (`--chat-system-browsers`; they
+cannot be downloaded here). If the README changes, this test runs the new
+text; if the block or the command goes missing, it fails.
 
 The plugin's pieces are tested too: the fixtures with the demo backend, the
 command-line options and their environment fallbacks, the snippet, the page
@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -39,6 +38,8 @@ pytestmark = pytest.mark.e2e
 
 README = REPO_ROOT / "README.md"
 SECTION = "## Testing your site's embed"
+# How README tells a site owner whose browsers come from the OS to run the example.
+SYSTEM_BROWSERS_COMMAND = "pytest --chat-system-browsers --browser chromium --browser firefox"
 
 
 def readme_example() -> str:
@@ -128,24 +129,20 @@ def test_chat_widget_records_what_is_announced(page, chat_server, chat_widget, t
 """
 
 
-def test_the_readme_example_passes_as_a_site_owner_runs_it(browser_name, browser_type_launch_args, tmp_path):
+def test_the_readme_gives_the_command_for_system_browsers():
+    section = README.read_text(encoding="utf-8").split(SECTION, 1)[1].split("\n## ", 1)[0]
+    assert SYSTEM_BROWSERS_COMMAND in section, section
+    assert "playwright install chromium firefox" in section, section
+    # Which Playwright drives Firefox ESR (docs/testing.md, "System browsers").
+    assert "playwright==1.64.1" in section and "Firefox ESR 153" in section, section
+
+
+def test_the_readme_example_passes_as_a_site_owner_runs_it(browser_name, tmp_path):
     (tmp_path / "test_readme_example.py").write_text(readme_example(), encoding="utf-8")
     (tmp_path / "test_recorder.py").write_text(RECORDER_TEST, encoding="utf-8")
-    # The same system browsers as this session (they cannot be downloaded here).
-    (tmp_path / "conftest.py").write_text(
-        textwrap.dedent(
-            f"""\
-            import pytest
-
-
-            @pytest.fixture(scope="session")
-            def browser_type_launch_args(browser_type_launch_args):
-                return {{**browser_type_launch_args, **{browser_type_launch_args!r}}}
-            """
-        ),
-        encoding="utf-8",
-    )
-    result = run_pytest(tmp_path, "--browser", browser_name)
+    # README's command, one browser per run of this test: this session's (so the quick
+    # loop stays in Chromium and the full run covers both).
+    result = run_pytest(tmp_path, "--chat-system-browsers", "--browser", browser_name)
     report = output(result)
     assert result.returncode == 0, report
     test_name = re.search(r"^def (test_\w+)", readme_example(), re.M).group(1)
@@ -306,6 +303,7 @@ def test_the_options_are_in_pytest_help(tmp_path):
     assert result.returncode == 0, output(result)
     assert "--chat-backend=NAME" in result.stdout and "--chat-store=NAME" in result.stdout
     assert "WIDGET_SERVER_BACKEND" in result.stdout
+    assert "--chat-system-browsers" in result.stdout and "playwright==1.64.1" in result.stdout
 
 
 # -- Playwright is optional ---------------------------------------------------
