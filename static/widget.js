@@ -10,45 +10,47 @@
  * object window.ChatWidgetConfig < data-* attributes.
  */
 (() => {
-  var script = document.currentScript;
+  const script = document.currentScript;
   if (!script || window.ChatWidget) return;
   // Filled in by the server from static/widget/i18n/*.json.
-  var STRINGS = __CHATWIDGET_STRINGS__;
-  var chatOrigin = new URL(script.src, location.href).origin;
-  var js = window.ChatWidgetConfig || {};
-  var data = script.dataset;
-  var opt = (name, fallback) =>
-    data[name] != null ? data[name] : js[name] != null ? String(js[name]) : fallback;
-  var lang = opt('lang', document.documentElement.lang || 'en')
+  const STRINGS = __CHATWIDGET_STRINGS__;
+  const chatOrigin = new URL(script.src, location.href).origin;
+  const pageConfig = window.ChatWidgetConfig || {};
+  const attributes = script.dataset;
+  const option = (name, fallback) => {
+    if (attributes[name] != null) return attributes[name];
+    return pageConfig[name] != null ? String(pageConfig[name]) : fallback;
+  };
+  const requestedLang = option('lang', document.documentElement.lang || 'en')
     .toLowerCase()
     .split('-')[0];
-  if (!STRINGS[lang]) lang = 'en';
-  var t = STRINGS[lang];
-  var title = opt('title', t.panelTitle);
-  var side = opt('position', 'right') === 'left' ? 'left' : 'right';
-  var targetSelector = opt('target', '');
-  var target = targetSelector ? document.querySelector(targetSelector) : null;
+  const lang = STRINGS[requestedLang] ? requestedLang : 'en';
+  const strings = STRINGS[lang];
+  const title = option('title', strings.panelTitle);
+  const side = option('position', 'right') === 'left' ? 'left' : 'right';
+  const targetSelector = option('target', '');
+  const target = targetSelector ? document.querySelector(targetSelector) : null;
   if (targetSelector && !target) {
-    console.error('chat widget: data-target "' + targetSelector + '" matches no element');
+    console.error(`chat widget: data-target "${targetSelector}" matches no element`);
     return;
   }
 
-  var frame = null;
-  var launcher = null;
-  var panel = null;
-  var isOpen = false;
-  var frameLoaded = false;
+  let frame = null;
+  let launcher = null;
+  let panel = null;
+  let isOpen = false;
+  let frameLoaded = false;
 
   function panelUrl() {
-    var url = new URL('/panel', chatOrigin);
+    const url = new URL('/panel', chatOrigin);
     url.searchParams.set('lang', lang);
     url.searchParams.set('title', title);
     url.searchParams.set('host', location.origin);
     if (target) url.searchParams.set('inline', '1');
-    ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion'].forEach((name) => {
-      var value = opt(name, '');
+    for (const name of ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion']) {
+      const value = option(name, '');
       if (value) url.searchParams.set(name, value);
-    });
+    }
     return url.href;
   }
 
@@ -67,21 +69,17 @@
 
   function emit(name) {
     return script.dispatchEvent(
-      new CustomEvent('chatwidget:' + name, { cancelable: true, bubbles: true }),
+      new CustomEvent(`chatwidget:${name}`, { cancelable: true, bubbles: true }),
     );
   }
 
-  var CSS =
+  const CSS =
     ':host{all:initial}' +
-    '.launcher{position:fixed;bottom:16px;' +
-    side +
-    ':16px;z-index:2147483000;min-width:44px;min-height:44px;' +
+    `.launcher{position:fixed;bottom:16px;${side}:16px;z-index:2147483000;min-width:44px;min-height:44px;` +
     'padding:10px 18px;border:2px solid #fff;border-radius:24px;background:#0b57d0;color:#fff;' +
     'font:600 16px/1.2 system-ui,sans-serif;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}' +
     '.launcher:focus-visible{outline:3px solid #0b57d0;outline-offset:3px}' +
-    '.panel{position:fixed;bottom:80px;' +
-    side +
-    ':16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));' +
+    `.panel{position:fixed;bottom:80px;${side}:16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));` +
     'height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:12px;overflow:hidden;' +
     'background:#fff;box-shadow:0 4px 24px rgba(0,0,0,.35)}' +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
@@ -91,23 +89,24 @@
     '@media (forced-colors:active){.launcher,.panel{border:2px solid CanvasText}}';
 
   function mountFloating() {
-    var host = document.createElement('div');
+    const host = document.createElement('div');
     host.setAttribute('data-chatwidget', '');
-    var root = host.attachShadow({ mode: 'open' });
+    const root = host.attachShadow({ mode: 'open' });
     try {
-      var sheet = new CSSStyleSheet();
+      const sheet = new CSSStyleSheet();
       sheet.replaceSync(CSS);
       root.adoptedStyleSheets = [sheet]; // not subject to the host's style-src CSP
-    } catch (e) {
-      var style = document.createElement('style');
+    } catch {
+      // No constructable style sheets: a <style> element does the same.
+      const style = document.createElement('style');
       style.textContent = CSS;
       root.appendChild(style);
     }
     launcher = document.createElement('button');
     launcher.type = 'button';
     launcher.className = 'launcher';
-    launcher.textContent = t.launcher;
-    launcher.setAttribute('aria-label', t.launcherLabel);
+    launcher.textContent = strings.launcher;
+    launcher.setAttribute('aria-label', strings.launcherLabel);
     launcher.setAttribute('aria-expanded', 'false');
     launcher.setAttribute('aria-controls', 'chatwidget-panel');
     launcher.addEventListener('click', () => {
@@ -157,7 +156,7 @@
   function start() {
     if (target) {
       isOpen = true;
-      var inline = makeFrame();
+      const inline = makeFrame();
       inline.style.cssText = 'display:block;width:100%;height:100%;min-height:480px;border:0';
       target.appendChild(inline);
     } else {

@@ -1,10 +1,12 @@
 // Event-stream reader: bytes in, events out; no DOM, no network. Rules from
 // the HTML Living Standard §9.2.6 "Interpreting an event stream" ("§6";
-// "dispatch N" is step N of its "dispatch the event").
-//   const p = createEventStreamParser(({ type, data, id }) => ...);
-//   p.feed(uint8array); ... p.end();
-// To reconnect, send p.lastEventId as Last-Event-ID after p.retry ms (null:
-// unset) and feed the new body to the same p. onEvent runs inside feed().
+// "dispatch N" is step N of its "dispatch the event"):
+// https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
+//   const parser = createEventStreamParser(({ type, data, id }) => ...);
+//   parser.feed(uint8array); ... parser.end();
+// To reconnect, send parser.lastEventId as Last-Event-ID after parser.retry
+// ms (null: unset) and feed the new body to the same parser. onEvent runs
+// inside feed().
 
 export function createEventStreamParser(onEvent) {
   let decoder, parts, skipLF, data, type, idBuffer;
@@ -28,7 +30,10 @@ export function createEventStreamParser(onEvent) {
     // dispatch 1: the last event ID string takes the buffer's value.
     lastEventId = idBuffer;
     // dispatch 2: an empty data buffer fires nothing, clears the type.
-    if (!data) return void (type = '');
+    if (!data) {
+      type = '';
+      return;
+    }
     // dispatch 3: drop the final LF; 5-6: type, or "message" if empty;
     // 7: clear both buffers.
     const event = { type: type || 'message', data: data.slice(0, -1), id: lastEventId };
@@ -50,14 +55,21 @@ export function createEventStreamParser(onEvent) {
       field = line.slice(0, colon);
       value = line.slice(line[colon + 1] === ' ' ? colon + 2 : colon + 1);
     }
-    // §6 "process the field" (names are case-sensitive):
-    if (field === 'event') type = value;
-    else if (field === 'data') data += value + '\n';
-    // "id": ignored if the value holds a NULL.
-    else if (field === 'id') !value.includes('\0') && (idBuffer = value);
-    // "retry": only all ASCII digits, base ten (empty: ignored).
-    else if (field === 'retry') /^[0-9]+$/.test(value) && (retry = parseInt(value, 10));
-    // §6: other fields are ignored.
+    // §6 "process the field" (names are case-sensitive); other fields are ignored.
+    switch (field) {
+      case 'event':
+        type = value;
+        break;
+      case 'data':
+        data += `${value}\n`;
+        break;
+      case 'id': // ignored if the value holds a NULL
+        if (!value.includes('\0')) idBuffer = value;
+        break;
+      case 'retry': // only all ASCII digits, base ten (empty: ignored)
+        if (/^[0-9]+$/.test(value)) retry = parseInt(value, 10);
+        break;
+    }
   }
 
   function processText(text) {
@@ -71,8 +83,7 @@ export function createEventStreamParser(onEvent) {
     // line is joined once, when it ends (O(total), not O(n^2)).
     const lineBreak = /\r\n|\r|\n/g;
     lineBreak.lastIndex = start;
-    let match;
-    while ((match = lineBreak.exec(text))) {
+    for (let match = lineBreak.exec(text); match; match = lineBreak.exec(text)) {
       parts.push(text.slice(start, match.index));
       const line = parts.join('');
       parts = [];
