@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, ClassVar
 
 from .backends.base import ActionProposal
 from .errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
@@ -187,7 +187,7 @@ class Action:
 
     name: str = ""
     label: str = ""
-    arguments_schema: Mapping[str, Any] = {"type": "object", "properties": {}}
+    arguments_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}}
 
     def validate(self, arguments: Any) -> dict[str, Any]:
         return validate_arguments(self.arguments_schema, arguments)
@@ -213,7 +213,7 @@ class CallbackRequest(Action):
     # dots or parentheses (validate() also wants 6 to 15 digits). No nested
     # quantifier: matching stays linear whatever the input.
     PHONE_PATTERN = r"\+?[0-9(][0-9 ().-]{4,28}[0-9)]"
-    arguments_schema = {
+    arguments_schema: ClassVar[Mapping[str, Any]] = {
         "type": "object",
         "required": ["name", "phone"],
         "additionalProperties": False,
@@ -407,22 +407,22 @@ def confirm(
                 "This action's details are not valid, so it was not carried out.",
                 details={"problems": error.problems},
             ) from None
-    outcome, action = store.claim_action(action_id, key)
-    if action is None:
+    outcome, claimed = store.claim_action(action_id, key)
+    if claimed is None:
         raise _not_found()
     if outcome == CLAIMED:
-        return _execute(store, settings, action, key)
+        return _execute(store, settings, claimed, key)
     if outcome == DISMISSED:
-        raise _dismissed(action)
+        raise _dismissed(claimed)
     if outcome == OTHER_KEY:
-        raise _already_confirmed(action)
+        raise _already_confirmed(claimed)
     assert outcome == SAME_KEY
-    action = store.wait_action(action_id, CONFIRM_WAIT_SECONDS)
-    if action is None:
+    finished = store.wait_action(action_id, CONFIRM_WAIT_SECONDS)
+    if finished is None:
         raise _not_found()
-    if action.status == ActionStatus.EXECUTING:
+    if finished.status == ActionStatus.EXECUTING:
         raise _in_progress()
-    return action
+    return finished
 
 
 def _execute(store: Store, settings: Mapping[str, Any], action: ActionRecord, key: str) -> ActionRecord:

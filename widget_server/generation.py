@@ -21,10 +21,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from typing import ClassVar
 
 from .actions import propose
 from .backends.base import ActionProposal, Backend, CancelToken, Turn
 from .errors import ChatError, ErrorCode, ErrorInfo
+from .messages import StreamEvent
 from .metrics import NO_METRICS, Metrics
 from .stores.base import Store, StoreUnavailable
 
@@ -85,7 +87,7 @@ class GenerationRun:
             log.warning("message %s abandoned at shutdown (worker_lost)", self.message_id)
         self.cancel_token.cancel("shutdown")
 
-    def _propose(self, proposal: ActionProposal, count: int):
+    def _propose(self, proposal: ActionProposal, count: int) -> StreamEvent | None:
         record = propose(proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count)
         return self.store.add_action(self.message_id, record)
 
@@ -168,7 +170,7 @@ class RunKeeper:
     TICK_SECONDS = 0.5
 
     # Weak: a keeper goes with its store (tests make many).
-    _keepers: weakref.WeakKeyDictionary[Store, RunKeeper] = weakref.WeakKeyDictionary()
+    _keepers: ClassVar[weakref.WeakKeyDictionary[Store, RunKeeper]] = weakref.WeakKeyDictionary()
     _keepers_lock = threading.Lock()
 
     @classmethod

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify
 
+from .metrics import Metrics
 from .stores.base import StoreUnavailable
+from .transport import chat_service
 
 bp = Blueprint("monitoring", __name__)
 
 
 @bp.get("/metrics")
-def metrics():
-    registry = current_app.extensions["widget_server.metrics"]
+def metrics() -> Response:
+    registry: Metrics = current_app.extensions["widget_server.metrics"]
     if not registry.enabled:
         abort(404)
     body, content_type = registry.exposition()
@@ -19,10 +21,10 @@ def metrics():
 
 
 @bp.get("/healthz")
-def healthz():
+def healthz() -> Response:
     """200 when this worker can serve; 503 when its store is unreachable, so a
     load balancer sends visitors elsewhere until Redis is back."""
-    chat = current_app.extensions["widget_server.service"]
+    chat = chat_service()
     body = {"status": "ok", "backend": chat.backend.name, "open_streams": chat.open_streams, "store": "ok"}
     try:
         chat.store.ping()

@@ -24,10 +24,16 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flask import Flask, current_app, request
 
+from .config import Settings
 from .errors import ApiError
+from .metrics import Metrics
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +81,7 @@ _ENDPOINT_LIMITS = {
 
 
 class RateLimits:
-    def __init__(self, settings: dict, metrics) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
         from limits import parse_many
         from limits.storage import storage_from_string
         from limits.strategies import MovingWindowRateLimiter
@@ -106,7 +112,7 @@ class RateLimits:
             for item in self.items[limit.name]:
                 self._hit(limit, item, key)
 
-    def _hit(self, limit: Limit, item, key: str) -> None:
+    def _hit(self, limit: Limit, item: RateLimitItem, key: str) -> None:
         from limits.errors import StorageError
 
         try:

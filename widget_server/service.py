@@ -14,7 +14,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from . import sse
@@ -373,7 +373,7 @@ class EventStream:
         self._iterator.close()
         self._slot.release()
 
-    def _generate(self) -> Iterator[bytes]:
+    def _generate(self) -> Generator[bytes, None, None]:
         try:
             yield from self._events()
         finally:

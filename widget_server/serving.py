@@ -21,13 +21,51 @@ import math
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from gunicorn.app.base import BaseApplication
+# gunicorn ships no type information; the hooks below describe, as Protocols, the little
+# they use of its master and workers. (types-gunicorn in the lint extra would replace this.)
+from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from .service import ChatService
+
+
+class _Log(Protocol):
+    def warning(self, msg: str, *args: object) -> None: ...
+
+
+class _Config(Protocol):
+    graceful_timeout: int
+
+
+class _Listener(Protocol):
+    sock: socket.socket
+
+
+class _Master(Protocol):
+    """gunicorn's arbiter, as the server hooks see it."""
+
+    cfg: _Config
+    log: _Log
+    LISTENERS: list[_Listener]
+
+
+class _Worker(Protocol):
+    """A gunicorn worker, as the worker hooks see it."""
+
+    pid: int
+    alive: bool
+    # Set by our SIGTERM handler: when the graceful stop began (time.monotonic()).
+    widget_shutdown_started: float
 
 
 class WidgetServerApplication(BaseApplication):
@@ -64,7 +102,7 @@ class WidgetServerApplication(BaseApplication):
         for key, value in options.items():
             self.cfg.set(key, value)
 
-    def load(self):
+    def load(self) -> Flask:
         from .app import create_app
 
         return create_app(self.explicit_config)
@@ -74,13 +112,15 @@ def _bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _service(worker):
+def _service(worker: _Worker) -> ChatService | None:
+    """The worker's chat service, once it has loaded the app (gunicorn's `worker.wsgi`)."""
     app = getattr(worker, "wsgi", None)
     extensions = getattr(app, "extensions", None) or {}
-    return extensions.get("widget_server.service")
+    service: ChatService | None = extensions.get("widget_server.service")
+    return service
 
 
-def _install_signal_handlers(worker) -> None:
+def _install_signal_handlers(worker: _Worker) -> None:
     """SIGINT/SIGQUIT leave at once; SIGTERM begins the graceful stop.
 
     Ctrl-C: gunicorn's gevent worker raises SystemExit from a greenlet
@@ -89,12 +129,12 @@ def _install_signal_handlers(worker) -> None:
     completion), so we flush our output and end the process.
     """
 
-    def leave(signum, frame):
+    def leave(signum: int, frame: FrameType | None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
 
-    def stop_gracefully(signum, frame):
+    def stop_gracefully(signum: int, frame: FrameType | None) -> None:
         # Only flags here (a signal handler): streams see the flag at their
         # next poll; gunicorn's loop sees `alive` within a second.
         worker.widget_shutdown_started = time.monotonic()
@@ -111,7 +151,7 @@ def _install_signal_handlers(worker) -> None:
     signal.signal(signal.SIGTERM, stop_gracefully)
 
 
-def _finish_answers(server, worker) -> None:
+def _finish_answers(server: _Master, worker: _Worker) -> None:
     """In the exiting worker: answers still generating get the rest of the
     grace to finish into the shared store; the rest end as `worker_lost`.
     (With the memory store nothing outlives the process: nothing to wait for.)"""
@@ -126,14 +166,14 @@ def _finish_answers(server, worker) -> None:
         server.log.warning("worker %s: %d answer(s) unfinished at shutdown ended as worker_lost", worker.pid, abandoned)
 
 
-def _forget_worker_metrics(server, worker) -> None:
+def _forget_worker_metrics(server: _Master, worker: _Worker) -> None:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
 
 
-def _announce_ready(server) -> None:
+def _announce_ready(server: _Master) -> None:
     for listener in server.LISTENERS:
         host, port = listener.sock.getsockname()[:2]
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)

@@ -147,7 +147,8 @@ def loader() -> Response:
     response.headers["Cache-Control"] = "public, max-age=300"
     # Host pages that isolate themselves (COEP) may still load the loader.
     response.headers["Cross-Origin-Resource-Policy"] = "cross-origin"
-    return response.make_conditional(request)
+    response.make_conditional(request)  # 304 when the ETag matches (in place)
+    return response
 
 
 def security_headers(response: Response) -> Response:

@@ -171,11 +171,12 @@ _WORD = re.compile(r"[^\W_]+")
 def split_code(text: str) -> list[str]:
     """`text` cut around its code spans (and fences): even items are outside code, odd ones
     are code, backticks included; joined they are `text`."""
-    parts, position = [], 0
+    parts: list[str] = []
+    position = 0
     for span in _CODE_SPAN.finditer(text):
         parts += [text[position : span.start()], span.group(0)]
         position = span.end()
-    return parts + [text[position:]]
+    return [*parts, text[position:]]
 
 
 def strip_markup(text: str) -> str:

@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any, Generic, TypeVar
 
 from ..chunking import split_sentences
+from ..config import Settings
 from ..errors import ChatError, ErrorCode
 from .base import ActionProposal, CancelToken, Turn
 
@@ -34,7 +36,7 @@ def split_words(text: str) -> list[str]:
     return chunks
 
 
-def load_seed_answers() -> dict:
+def load_seed_answers() -> dict[str, dict[str, Any]]:
     data = resources.files("widget_server").joinpath("data/seed_answers.json").read_text(encoding="utf-8")
     return json.loads(data)
 
@@ -286,14 +288,18 @@ _FAILURE_LEADS = {
 }
 
 
+# What a scenario yields: text only (SCENARIOS), or text and action proposals (ACTION_SCENARIOS).
+Piece = TypeVar("Piece", str, str | ActionProposal)
+
+
 @dataclass(frozen=True)
-class Scenario:
+class Scenario(Generic[Piece]):
     name: str
     description: str
-    play: Callable[[DemoBackend, CancelToken], Iterator[str]]
+    play: Callable[[DemoBackend, CancelToken], Iterator[Piece]]
 
 
-def _failure_scenario(code: ErrorCode) -> Scenario:
+def _failure_scenario(code: ErrorCode) -> Scenario[str]:
     def play(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
         yield from backend.paced(split_sentences(f"This answer is about to fail. {_FAILURE_LEADS[code]} "), cancel)
         if cancel.cancelled:
@@ -310,10 +316,10 @@ def _hang(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
     cancel.wait(1e9)  # woken only by cancel or the time limit
 
 
-SCENARIOS: dict[str, Scenario] = {}
+SCENARIOS: dict[str, Scenario[str]] = {}
 
 
-def _register(*scenarios: Scenario) -> None:
+def _register(*scenarios: Scenario[str]) -> None:
     for scenario in scenarios:
         SCENARIOS[scenario.name] = scenario
 
@@ -355,7 +361,7 @@ _register(
 # text, and SCENARIOS is played by tools that expect text only (the QA
 # page's expected scripts). `/scenario <name>` plays either kind.
 
-ACTION_SCENARIOS: dict[str, Scenario] = {}
+ACTION_SCENARIOS: dict[str, Scenario[str | ActionProposal]] = {}
 
 ACTION_ANSWER = "I can ask our team to call you back. Check the details below, then confirm or dismiss the request.\n"
 ACTION_ARGUMENTS = {"name": "Ana García", "phone": "+34 600 123 456", "preferred_time": "mornings"}
@@ -403,6 +409,8 @@ def _normalise_question(text: str) -> str:
 
 class DemoBackend:
     name = "demo"
+    delay: float
+    seeds: dict[str, dict[str, Any]]
 
     def __init__(self, delay: float = 0.04) -> None:
         self.delay = delay
@@ -412,7 +420,7 @@ class DemoBackend:
         }
 
     @classmethod
-    def from_settings(cls, settings: dict) -> DemoBackend:
+    def from_settings(cls, settings: Settings) -> DemoBackend:
         return cls(delay=settings["DEMO_DELAY_SECONDS"])
 
     def paced(self, chunks: list[str], cancel: CancelToken, delay: float | None = None) -> Iterator[str]:
@@ -425,10 +433,12 @@ class DemoBackend:
             yield chunk
 
     def help_text(self) -> str:
-        lines = [f"- `{s.name}` — {s.description}." for s in (*SCENARIOS.values(), *ACTION_SCENARIOS.values())]
+        described = [(s.name, s.description) for s in SCENARIOS.values()]
+        described += [(s.name, s.description) for s in ACTION_SCENARIOS.values()]
+        lines = [f"- `{name}` — {description}." for name, description in described]
         return HELP_ANSWER_HEAD + "\n".join(lines) + "\n"
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]:
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]:
         text = turn.text
         command, _, argument = text.strip().partition(" ")
         if text.startswith("/echo") and (len(text) == 5 or text[5] in " \n"):

@@ -114,7 +114,7 @@ def plain_inline(text: str) -> str:
     return " ".join(text.split())
 
 
-def github_slug(text: str, seen: Counter) -> str:
+def github_slug(text: str, seen: Counter[str]) -> str:
     slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
     count = seen[slug]
     seen[slug] += 1
@@ -164,7 +164,10 @@ def _is_delimiter_row(line: str) -> bool:
 
 def _row_block(header: list[str], row: list[str]) -> Block:
     lines = []
-    for name, cell in zip(header, row):
+    # A row may have fewer or more cells than the header: the missing ones are empty (and
+    # empty cells are left out here), the excess is ignored (GitHub Flavored Markdown,
+    # "Tables (extension)", https://github.github.com/gfm/#tables-extension-).
+    for name, cell in zip(header, row, strict=False):
         if cell:
             lines.append(f"- **{name}:** {cell}" if name else f"- {cell}")
     label = plain_inline(row[0]) if row else ""
@@ -197,7 +200,7 @@ def split_blocks(lines: list[str]) -> list[Block]:
             j = i + 1
             while j < n and not _closes_fence(lines[j], fence.group(1)):
                 j += 1
-            code = lines[i : j + 1] if j < n else lines[i:] + [fence.group(1)]
+            code = lines[i : j + 1] if j < n else [*lines[i:], fence.group(1)]
             blocks.append(Block("code", "\n".join(code)))
             i = j + 1
             continue
@@ -250,10 +253,11 @@ def parse_markdown(text: str, fallback_title: str) -> list[Section]:
     first_h1 = next((plain_inline(h[3]) for h in headings if h[2] == 1 and plain_inline(h[3])), "")
     root = title or first_h1 or fallback_title
     stack: list[tuple[int, str]] = []
-    slugs: Counter = Counter()
+    slugs: Counter[str] = Counter()
     sections: list[Section] = []
-    path, anchor, position = (root,), "", 0
-    for start, end, level, raw in headings + [(len(lines), len(lines), 0, "")]:
+    path: tuple[str, ...] = (root,)
+    anchor, position = "", 0
+    for start, end, level, raw in [*headings, (len(lines), len(lines), 0, "")]:
         blocks = split_blocks(lines[position:start])
         if blocks:
             sections.append(Section(path, anchor, tuple(blocks)))
@@ -301,25 +305,29 @@ class Passage:
 
 
 def passages_of(doc: str, sections: list[Section]) -> list[Passage]:
+    return [passage for section in sections for passage in _section_passages(doc, section)]
+
+
+def _section_passages(doc: str, section: Section) -> list[Passage]:
+    """Each table row alone; other blocks grouped while they fit in PASSAGE_CHARS."""
     passages: list[Passage] = []
-    for section in sections:
-        group: list[Block] = []
+    group: list[Block] = []
 
-        def close() -> None:
-            if group:
-                passages.append(Passage(doc, section.path, section.anchor, tuple(group)))
-                group.clear()
+    def close() -> None:
+        if group:
+            passages.append(Passage(doc, section.path, section.anchor, tuple(group)))
+            group.clear()
 
-        for block in section.blocks:
-            if block.kind == "row":
-                close()
-                path = section.path + ((block.label,) if block.label else ())
-                passages.append(Passage(doc, path, section.anchor, (block,)))
-                continue
-            if group and sum(len(b.text) + 2 for b in group) + len(block.text) > PASSAGE_CHARS:
-                close()
-            group.append(block)
-        close()
+    for block in section.blocks:
+        if block.kind == "row":
+            close()
+            path = section.path + ((block.label,) if block.label else ())
+            passages.append(Passage(doc, path, section.anchor, (block,)))
+            continue
+        if group and sum(len(b.text) + 2 for b in group) + len(block.text) > PASSAGE_CHARS:
+            close()
+        group.append(block)
+    close()
     return passages
 
 
@@ -442,8 +450,10 @@ def _safe_inline(text: str, resolve: Callable[[str], str | None]) -> str:
 def safe_markdown(text: str, resolve: Callable[[str], str | None]) -> str:
     """`text` with links kept only to http(s)/mailto targets (relative ones resolved by
     `resolve`), images as their alt text, and raw HTML escaped; code left exactly as is."""
-    lines, out, fence, run = text.split("\n"), [], "", []
-    for line in lines:
+    out: list[str] = []
+    run: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
         if fence:
             out.append(line)
             if _closes_fence(line, fence):
@@ -488,7 +498,9 @@ def _cut_code(text: str, room: int) -> str:
         if sum(len(x) + 1 for x in kept) + len(line) > room:
             break
         kept.append(line)
-    return "\n".join(kept + [_FENCE.match(lines[0]).group(1)])
+    opening = _FENCE.match(lines[0])
+    assert opening is not None, "a code block starts with its fence (split_blocks)"
+    return "\n".join([*kept, opening.group(1)])
 
 
 def trim_passage(blocks: tuple[Block, ...], limit: int = QUOTE_CHARS) -> str:

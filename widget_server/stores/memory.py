@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..errors import ErrorInfo
@@ -156,7 +157,7 @@ class MemoryStore(Store):
 
     # -- writing -----------------------------------------------------------
 
-    def _write(self, message_id: str, operation) -> StreamEvent | None:
+    def _write(self, message_id: str, operation: Callable[[MessageLog], StreamEvent]) -> StreamEvent | None:
         with self._lock:
             record = self._messages.get(message_id)
             if record is None:

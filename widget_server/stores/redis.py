@@ -49,7 +49,8 @@ import os
 import secrets
 import socket
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ErrorInfo
 from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
@@ -65,6 +66,9 @@ from .base import (
     StoreUnavailable,
     UnknownMessage,
 )
+
+if TYPE_CHECKING:
+    from redis.typing import StreamEntry
 
 PREFIX = "cw:"
 
@@ -191,10 +195,55 @@ def _event_from_json(raw: bytes | str) -> StreamEvent:
     return StreamEvent.from_json(json.loads(raw))
 
 
+def _text(reply: bytes | str) -> str:
+    """A reply as text: bytes from the store's own client (it does not decode responses),
+    str from a client passed in that does."""
+    return reply.decode() if isinstance(reply, bytes) else reply
+
+
+def _entry_seq(entry: StreamEntry) -> int:
+    """A log entry's sequence number: its id is `<seq>-1` (see the keys above)."""
+    entry_id, _ = entry
+    assert entry_id is not None, "only a consumer group's deleted entries lack an id"
+    return int(_text(entry_id).split("-")[0])
+
+
+def _entry_event(entry: StreamEntry) -> StreamEvent:
+    _, fields = entry
+    assert fields is not None, "only a consumer group's deleted entries lack fields"
+    return _event_from_json(fields[b"e"])
+
+
 def _events(entries: list[tuple[int, bytes]]) -> list[StreamEvent]:
     return [_event_from_json(raw) for _, raw in entries]
 
 
+StoreClass = TypeVar("StoreClass", bound=type[Store])
+
+
+def _unavailable_on_connection_errors(cls: StoreClass) -> StoreClass:
+    """Every public method raises StoreUnavailable for Redis connection trouble."""
+    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
+
+    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except trouble as error:
+                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+
+        return wrapper
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
+@_unavailable_on_connection_errors
 class RedisStore(Store):
     shared = True  # other processes write here too: cancellation must be polled
 
@@ -306,10 +355,16 @@ class RedisStore(Store):
             return None
         for suffix in ("", ":exchanges", ":requests"):
             self.redis.expire(key + suffix, self._ttl)
-        return Conversation(conversation_id, values[0].decode(), float(values[1] or 0))
+        return Conversation(conversation_id, _text(values[0]), float(values[1] or 0))
 
     def claim_request(
-        self, conversation_id, request_id, fingerprint, user_text, new_user_message_id, new_assistant_message_id
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        user_text: str,
+        new_user_message_id: str,
+        new_assistant_message_id: str,
     ) -> Claim:
         exchange = {
             "conversation_id": conversation_id,
@@ -349,7 +404,7 @@ class RedisStore(Store):
         return Claim(found, created=True, history=history)
 
     @staticmethod
-    def _exchange(raw: bytes) -> Exchange:
+    def _exchange(raw: bytes | str) -> Exchange:
         data = json.loads(raw)
         return Exchange(
             data["request_id"],
@@ -449,19 +504,18 @@ class RedisStore(Store):
         entries = self.redis.xrange(key, min=f"({after_seq}-1", max="+")
         if not entries:
             return []
-        first_seq = int(entries[0][0].split(b"-")[0])
-        if first_seq == after_seq + 1:
-            return [_event_from_json(fields[b"e"]) for _, fields in entries]
+        if _entry_seq(entries[0]) == after_seq + 1:
+            return [_entry_event(entry) for entry in entries]
         snapshot = self.snapshot(message_id)
         if snapshot is None:
             return []
-        later = self.redis.xrange(key, min=f"({snapshot.seq}-1", max="+")
-        return [snapshot, *(_event_from_json(fields[b"e"]) for _, fields in later)]
+        later = self.redis.xrange(key, min=f"({snapshot.seq}-1", max="+") or []
+        return [snapshot, *(_entry_event(entry) for entry in later)]
 
     def message_state(self, message_id: str) -> MessageState | None:
         """Just the state (one HGET), for pollers that need nothing else."""
         state = self.redis.hget(self._msg(message_id), "state")
-        return MessageState(state.decode()) if state is not None else None
+        return MessageState(_text(state)) if state is not None else None
 
     # -- actions -----------------------------------------------------------
 
@@ -544,28 +598,3 @@ class RedisStore(Store):
             if action is None or action.status != ActionStatus.EXECUTING or time.monotonic() >= deadline:
                 return action
             time.sleep(min(self.ACTION_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-
-
-def _unavailable_on_connection_errors(cls: type) -> type:
-    """Every public method raises StoreUnavailable for Redis connection trouble."""
-    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
-
-    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
-
-    def wrap(method):
-        @functools.wraps(method)
-        def wrapper(*args, **kwargs):
-            try:
-                return method(*args, **kwargs)
-            except trouble as error:
-                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
-
-        return wrapper
-
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_"):
-            setattr(cls, name, wrap(value))
-    return cls
-
-
-RedisStore = _unavailable_on_connection_errors(RedisStore)

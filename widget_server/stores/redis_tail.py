@@ -151,15 +151,15 @@ class TailHub:
                 continue
             with self._lock:
                 for key, entries in _streams(reply):
-                    tail = self._tails.get(key)
-                    if tail is None or not entries:
+                    read = self._tails.get(key)
+                    if read is None or not entries:
                         continue
                     for entry_id, fields in entries:
                         seq = int(entry_id.split(b"-")[0])
-                        if seq > tail.last_seq:
-                            tail.entries.append((seq, fields[b"e"]))
-                            tail.last_seq = seq
-                    tail.changed.notify_all()
+                        if seq > read.last_seq:
+                            read.entries.append((seq, fields[b"e"]))
+                            read.last_seq = seq
+                    read.changed.notify_all()
 
 
 def _streams(reply: Any) -> list[tuple[bytes, list]]:
