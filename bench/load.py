@@ -349,12 +349,12 @@ def snapshot_code() -> Path:
 
 def code_state(code_dir: Path) -> dict:
     """Which server code was measured: HEAD, files changed since, a digest of the copy (read-only git)."""
-    git = lambda *a: subprocess.run(
-        ["git", "--no-optional-locks", *a],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "--no-optional-locks", *arguments], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+
     digest = hashlib.sha256()
     for path in sorted((code_dir / "widget_server").rglob("*.py")):
         digest.update(str(path.relative_to(code_dir)).encode() + b"\0" + path.read_bytes())
@@ -397,9 +397,9 @@ class Redis:
             try:
                 self.client.ping()
                 break
-            except redis.RedisError:
+            except redis.RedisError as error:
                 if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start: {self.process.stderr_tail}")  # type: ignore[attr-defined]
+                    raise RuntimeError(f"redis-server did not start: {self.process.stderr_tail}") from error  # type: ignore[attr-defined]
                 time.sleep(0.05)
         self.maxclients = int(self.client.config_get("maxclients")["maxclients"])
 
@@ -487,10 +487,10 @@ class Server:
             try:
                 with socket.create_connection((HOST, self.port), timeout=1) as sock:
                     sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
-                    if sock.recv(64).startswith(b"HTTP/1.1 200"):
-                        # all workers up? gunicorn forks them right after binding
-                        if len(self.server_pids()) >= self.setup.workers + (0 if self.setup.store is None else 1):
-                            return
+                    # Healthy, and all workers up? gunicorn forks them right after binding.
+                    processes = self.setup.workers + (0 if self.setup.store is None else 1)
+                    if sock.recv(64).startswith(b"HTTP/1.1 200") and len(self.server_pids()) >= processes:
+                        return
             except OSError:
                 pass
             time.sleep(0.1)
@@ -942,7 +942,7 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
 
     tasks = [asyncio.create_task(client(rng.uniform(0, ANSWER_SECONDS))) for _ in range(n)]
     cpu_server, cpu_client = server.cpu(), time.process_time()
-    done, pending = await asyncio.wait(tasks, timeout=max(1, hard - time.monotonic()))
+    _done, pending = await asyncio.wait(tasks, timeout=max(1, hard - time.monotonic()))
     wall = time.monotonic() - start
     for task in pending:
         task.cancel()
@@ -1159,7 +1159,7 @@ def main() -> int:
     global CODE_DIR
     if not args.live_code:
         # A frozen copy that starts: retry a few times if it was caught mid-edit.
-        for attempt in range(4):
+        for _attempt in range(4):
             CODE_DIR = snapshot_code()
             probe = Server(Setup("probe", "probe", "memory", 1), {})
             try:

@@ -188,7 +188,7 @@ INSTRUMENT_SCRIPT = r"""
   });
   observer.observe(transcript, { childList: true, characterData: true, subtree: true });
   document.addEventListener('chatwidget:state', (event) => {
-    if (%s.includes(event.detail.state) && B.enter !== null && B.end === null) B.end = [event.detail.state, performance.now()];
+    if (__TERMINAL_STATES__.includes(event.detail.state) && B.enter !== null && B.end === null) B.end = [event.detail.state, performance.now()];
   });
   // The timer's resolution here (a non-isolated frame coarsens it).
   let step = Infinity;
@@ -200,7 +200,7 @@ INSTRUMENT_SCRIPT = r"""
   B.resolution = step;
   return { visibility: document.visibilityState, resolution: step };
 }
-""" % json.dumps(list(TERMINAL))
+""".replace("__TERMINAL_STATES__", json.dumps(list(TERMINAL)))
 
 # On the chat server's own origin: the least a page can do to show the first words.
 BARE_SCRIPT = """
@@ -544,7 +544,7 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
 def widget_first_text(browser, host: HostSite, server: ChatServer, deadline: Deadline) -> dict:
     context = browser.new_context()
     try:
-        page, frame = open_widget(context, host.embed_page(server.url, path="/ttft"), deadline)
+        _page, frame = open_widget(context, host.embed_page(server.url, path="/ttft"), deadline)
         frame.evaluate(INSTRUMENT_SCRIPT)
         composer = frame.locator("[data-chat-input]")
         composer.fill(SEED_QUESTION, timeout=deadline.ms(10))

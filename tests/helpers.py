@@ -57,7 +57,7 @@ class CountingBackend:
     def stream(self, turn, cancel):
         with self._lock:
             self.calls += 1
-        self.turns = getattr(self, "turns", []) + [turn]
+        self.turns = [*getattr(self, "turns", []), turn]
         try:
             yield from self.inner.stream(turn, cancel)
         finally:
@@ -85,7 +85,7 @@ class StreamResult:
     def text(self) -> str:
         """The answer as a client rebuilds it: snapshots replace, deltas append."""
         text = ""
-        for event, data in zip(self.events, self.payloads):
+        for event, data in zip(self.events, self.payloads, strict=True):
             if event.event == "message.snapshot":
                 text = data["text"]
             elif event.event == "text.delta":
@@ -185,7 +185,7 @@ def assert_sound_events(
     assert result.events, "the stream carried no events"
     message_id = message_id or result.message_id
     seqs: list[int] = []
-    for event, data in zip(result.events, result.payloads):
+    for event, data in zip(result.events, result.payloads, strict=True):
         assert data["message_id"] == message_id, (event, data)
         assert isinstance(data["seq"], int), data
         assert event.id == f"{message_id}:{data['seq']}", (event.id, data)

@@ -402,6 +402,7 @@ def test_bad_input_changes_nothing_and_a_good_request_still_works(live_server_fa
     for name, body, content_type, status, code in BAD_POSTS:
         response = _post(chat, body, content_type)
         assert response.status_code == status, name
+        assert response.json()["error"]["code"] == code, name
     assert_json_error(
         chat.http.post(chat.messages_url(), json={"request_id": "r-first", "text": "/echo changed"}, headers=chat.auth),
         409,

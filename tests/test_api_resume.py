@@ -157,7 +157,7 @@ def test_resume_after_eviction_starts_with_a_snapshot(live_server_factory, chat_
     assert rest.text == LONG_MARKDOWN
     assert_digest(rest.payloads[-1], LONG_MARKDOWN)
     # Each later snapshot, if any, is a longer prefix of the same answer.
-    snapshots = [p["text"] for kind, p in zip(rest.kinds, rest.payloads) if kind == "message.snapshot"]
+    snapshots = [p["text"] for kind, p in zip(rest.kinds, rest.payloads, strict=True) if kind == "message.snapshot"]
     assert all(LONG_MARKDOWN.startswith(text) for text in snapshots)
     assert [len(text) for text in snapshots] == sorted(len(text) for text in snapshots)
 

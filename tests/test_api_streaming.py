@@ -6,6 +6,7 @@ through the project's standard event-stream parser.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -112,7 +113,7 @@ def test_first_delta_arrives_long_before_completion(live_server_factory, chat_fa
     # separate the first chunk from the last; allow generous slack.
     assert completed_at - first_delta_at >= 3 * pace - 0.1
     # Deltas arrive spread out, one by one, not in a burst.
-    gaps = [b[0] - a[0] for a, b in zip(deltas, deltas[1:])]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(deltas)]
     assert sum(gap >= pace / 2 for gap in gaps) >= len(gaps) - 1
     # When the first words were on screen, the answer was not finished yet.
     assert state_at_first_delta is not None

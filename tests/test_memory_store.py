@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -159,27 +162,33 @@ def test_first_ending_wins_and_later_writes_are_refused(first):
     assert (info.error == ERROR) is (first == "fail")
 
 
+def _run_together(*operations: Callable[[], Any]) -> list[Any]:
+    """Each operation in its own thread, released at the same instant; their results."""
+    barrier = threading.Barrier(len(operations))
+    results: list[Any] = []
+
+    def run(operation: Callable[[], Any]) -> None:
+        barrier.wait()
+        results.append(operation())
+
+    threads = [threading.Thread(target=run, args=(operation,)) for operation in operations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    return results
+
+
 def test_concurrent_endings_exactly_one_wins():
     for _ in range(20):
         store = make_store()
         claim(store, "r1")
         store.start("m_r1")
-        barrier = threading.Barrier(3)
-        results = []
-
-        def end(operation):
-            barrier.wait()
-            results.append(operation())
-
-        threads = [
-            threading.Thread(target=end, args=(lambda: store.complete("m_r1"),)),
-            threading.Thread(target=end, args=(lambda: store.cancel("m_r1"),)),
-            threading.Thread(target=end, args=(lambda: store.fail("m_r1", ERROR),)),
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(5)
+        results = _run_together(
+            functools.partial(store.complete, "m_r1"),
+            functools.partial(store.cancel, "m_r1"),
+            functools.partial(store.fail, "m_r1", ERROR),
+        )
         winners = [r for r in results if r is not None]
         assert len(results) == 3
         assert len(winners) == 1

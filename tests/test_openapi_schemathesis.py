@@ -75,6 +75,33 @@ def _has_free_parameters(operation, fixed: set[str]) -> bool:
     return bool(operation.body) or any(parameter.name not in fixed for parameter in operation.iter_parameters())
 
 
+def _check_cases(
+    server_url: str, strategy: Any, pinned: dict[str, str], auth: dict[str, str], max_examples: int
+) -> list[int]:
+    """Send the cases `strategy` generates and check each response; their statuses."""
+    seen: list[int] = []
+
+    @given(case=strategy)
+    @_settings(max_examples)
+    def check(case: Any) -> None:
+        response = case.call(base_url=server_url)
+        assert response.request.headers.get("Authorization") == auth["Authorization"]
+        for name, value in pinned.items():
+            assert case.path_parameters[name] == value
+        case.validate_response(response, checks=CHECKS)
+        if response.status_code == 200 and response.headers.get("content-type", [""])[0].startswith(
+            "text/event-stream"
+        ):
+            # Read whole, not cut short, and ended by a terminal event.
+            assert not response.stream_cut_short
+            kinds = [event.event for event in parse_stream([response.content])]
+            assert kinds and kinds[-1] in TERMINAL_EVENTS, kinds
+        seen.append(response.status_code)
+
+    check()
+    return seen
+
+
 def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     server = live_server_factory(DEMO_DELAY_SECONDS=0, ACTIONS_RECORD_PATH=str(tmp_path / "actions.jsonl"))
     chat = ChatClient(server.url).new_conversation()
@@ -124,26 +151,9 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
             if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth}):
                 continue
             strategy = operation.as_strategy(generation_mode=mode, path_parameters=pinned, headers=auth)
-
-            @given(case=strategy)
-            @_settings(max_examples)
-            def check(case: Any) -> None:
-                response = case.call(base_url=server.url)
-                assert response.request.headers.get("Authorization") == auth["Authorization"]
-                for name, value in pinned.items():
-                    assert case.path_parameters[name] == value
-                case.validate_response(response, checks=CHECKS)
-                if response.status_code == 200 and response.headers.get("content-type", [""])[0].startswith(
-                    "text/event-stream"
-                ):
-                    # Read whole, not cut short, and ended by a terminal event.
-                    assert not response.stream_cut_short
-                    kinds = [event.event for event in parse_stream([response.content])]
-                    assert kinds and kinds[-1] in TERMINAL_EVENTS, kinds
-                sent[operation.label] += 1
-                statuses[(operation.label, ids)].add(response.status_code)
-
-            check()
+            seen = _check_cases(server.url, strategy, pinned, auth, max_examples)
+            sent[operation.label] += len(seen)
+            statuses[(operation.label, ids)].update(seen)
 
     total = sum(sent.values())
     assert total >= 300, sent

@@ -9,6 +9,7 @@ a real network delivers any of those.
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
 import random
 import re
@@ -163,7 +164,7 @@ def _random_split(raw: bytes, rng: random.Random) -> list[bytes]:
         return [raw]
     count = rng.randint(1, min(len(raw) - 1, 12))
     cuts = sorted(rng.sample(range(1, len(raw)), count))
-    return [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
+    return [raw[a:b] for a, b in itertools.pairwise([0, *cuts, len(raw)])]
 
 
 def _feeds(raw: bytes):
@@ -472,7 +473,7 @@ def _httpx_sse_events(raw: bytes, cuts: list[int]) -> list:
     events = []
     lines: list[str] = []
     bounds = [0, *sorted(set(cuts)), len(raw)]
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         text = decoder.decode(raw[a:b])
         if text:
             lines.extend(lines_decoder.decode(text))
@@ -503,7 +504,8 @@ def test_writer_to_our_parser_and_httpx_sse_round_trip(texts, ids, kinds, seed):
     events_only = b""
     expected_ids = []
     last_id = ""
-    for text, id_, kind in zip(texts, ids, kinds):
+    # ids and kinds are drawn four long; texts, one to four, set how many events there are.
+    for text, id_, kind in zip(texts, ids[: len(texts)], kinds[: len(texts)], strict=True):
         encoded = encode_event(text, id=id_, event=kind)
         raw += encoded + encode_comment()
         events_only += encoded
@@ -516,7 +518,7 @@ def test_writer_to_our_parser_and_httpx_sse_round_trip(texts, ids, kinds, seed):
     rng = random.Random(seed)
     cuts = sorted(rng.sample(range(1, len(raw)), min(len(raw) - 1, rng.randint(0, 10))))
     bounds = [0, *cuts, len(raw)]
-    chunks = [raw[a:b] for a, b in zip(bounds, bounds[1:])]
+    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
 
     for how in (chunks, [raw]):
         ours = _parse_chunks(how)

@@ -12,6 +12,7 @@ connections: `end()` between them (the Python reader has no `reset()`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def runs_for(case: dict[str, Any]) -> list[tuple[str, list[list[int]]]]:
 
 def chunks_at(data: bytes, cuts: list[int]) -> list[bytes]:
     edges = [0, *cuts, len(data)]
-    return [data[a:b] for a, b in zip(edges, edges[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def expected(case: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def _as_dict(event: ServerSentEvent) -> dict[str, str]:
 def run_python(case: dict[str, Any], cuts: list[list[int]]) -> dict[str, Any]:
     events: list[ServerSentEvent] = []
     parser = EventStreamParser(events.append)
-    for stream, stream_cuts in zip(streams_of(case), cuts):
+    for stream, stream_cuts in zip(streams_of(case), cuts, strict=True):
         for chunk in chunks_at(stream.data, stream_cuts):
             parser.feed(chunk)
         parser.end()

@@ -192,17 +192,16 @@ class EventStreamParser:
         field, colon, value = line.partition(":")
         if colon and value.startswith(" "):
             value = value[1:]
+        # 9.2.6, "process the field": an `id` containing U+0000 NULL, a `retry` that is not
+        # only ASCII digits, and any other field are ignored.
         if field == "event":
             self._event_type = value
         elif field == "data":
             self._data.append(value)
-        elif field == "id":
-            if "\x00" not in value:
-                self._id_buffer = value
-        elif field == "retry":
-            if value and value.isascii() and value.isdigit():
-                self.retry = int(value)
-        # Any other field is ignored.
+        elif field == "id" and "\x00" not in value:
+            self._id_buffer = value
+        elif field == "retry" and value and value.isascii() and value.isdigit():
+            self.retry = int(value)
 
     def _dispatch(self) -> None:
         # Step 1 happens even if no event is dispatched: a blank line after

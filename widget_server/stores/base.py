@@ -248,7 +248,8 @@ class Store(ABC):
 
     shared = False
 
-    def renew_lease(self, message_id: str) -> None:
+    # A do-nothing default on purpose (no leases in one process), not a forgotten abstract method.
+    def renew_lease(self, message_id: str) -> None:  # noqa: B027
         """Extend the generating process's lease on the message."""
 
     def keep_runs(self, message_ids: list[str], *, renew: bool) -> dict[str, MessageState | None]:
@@ -266,8 +267,10 @@ class Store(ABC):
         or running and its lease has run out; None (no effect) otherwise."""
         return None
 
-    def ping(self) -> None:
+    # Do-nothing defaults on purpose (a store inside the process is always reachable and
+    # holds no connections), not forgotten abstract methods.
+    def ping(self) -> None:  # noqa: B027
         """Raise StoreUnavailable if the store cannot be reached."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027
         """Release connections; the default store holds none."""

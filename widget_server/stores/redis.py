@@ -323,8 +323,8 @@ class RedisStore(Store):
         replies = pipe.execute()
         states = replies[1::2] if renew else replies
         return {
-            message_id: MessageState(state.decode()) if state is not None else None
-            for message_id, state in zip(message_ids, states)
+            message_id: MessageState(_text(state)) if state is not None else None
+            for message_id, state in zip(message_ids, states, strict=True)
         }
 
     def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
