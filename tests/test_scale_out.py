@@ -39,8 +39,8 @@ SETTINGS = {
     "SHUTDOWN_GRACE_SECONDS": 15,
 }
 
-# The issue's bound for worker death to reach readers (the lease above makes
-# it about 3 s; the default 5 s lease about 7.5 s).
+# The bound for a worker's death to reach its readers (docs/serving.md, "When a
+# worker dies": within the 15 s the design allows; the lease above makes it about 3 s).
 WORKER_LOST_BOUND_SECONDS = 15
 
 

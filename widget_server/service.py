@@ -243,8 +243,9 @@ class ChatService:
     def history(self, conversation_id: str) -> list[dict[str, Any]]:
         """User turns and their answers, except failed and cancelled exchanges.
 
-        Failed turns are kept in the store for diagnostics but never shown
-        (the seed's page saved `{"error": …}` as an answer). A cancelled
+        Failed turns are kept in the store for diagnostics but never shown: an
+        error is never saved into history as if it were an answer (docs/design.md,
+        "Errors that say what to do next"). A cancelled
         exchange is the user's "never mind": not shown after a reload and not
         given to the backend. An answer still running is listed with its
         state so a reloaded client can resume it.
