@@ -72,11 +72,19 @@ def chat_base_url(server, browser_name: str) -> str:
     return server.url if browser_name == "chromium" else server.url.replace("127.0.0.1", "localhost")
 
 
+ANNOUNCE_INTERVAL_MS = 100
+
+
 @pytest.fixture
 def embed(page, host_site, chat_server, browser_name):
     """Open a host page that embeds the widget; returns a ChatWidget."""
 
     def load(server=None, path="/", **data):
+        # Sentences are announced at most every 100 ms (the panel's floor)
+        # instead of the visitor's 1 s, so a test waits less for the
+        # completion cue; tests about the pace pass announce_interval=1000
+        # (test_accessibility_contract.py A5, test_orca.py).
+        data.setdefault("announce_interval", ANNOUNCE_INTERVAL_MS)
         url = host_site.embed_page(chat_base_url(server or chat_server, browser_name), path=path, **data)
         page.goto(url)
         widget = ChatWidget(page)

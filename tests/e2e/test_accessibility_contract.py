@@ -133,7 +133,7 @@ def test_A4_aria_busy_until_every_kind_of_end(embed, chat_server_factory, contex
 
 
 def test_A5_one_polite_region_speaks_sentences_then_the_cue(embed):
-    widget = embed()
+    widget = embed(announce_interval=1000)  # the visitor's pace: the whole answer fits in one batch
     widget.open()
     regions = widget.frame.locator("[aria-live=polite]")
     expect(regions).to_have_count(1)
@@ -150,7 +150,7 @@ def test_A5_one_polite_region_speaks_sentences_then_the_cue(embed):
 
 
 def test_A5_batches_are_paced_whole_sentences_and_code_is_summarised(embed, chat_server_factory):
-    widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.25))
+    widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.25), announce_interval=1000)  # the visitor's pace
     widget.open()
     assert ask(widget, "Show me Cmaj7 voicings") == "completed"
     widget.wait_for_announcement(EN["complete"])

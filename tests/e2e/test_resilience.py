@@ -108,7 +108,9 @@ def test_case_6_a_timeout_marks_the_partial_answer_incomplete(embed, chat_server
 
 
 def test_case_7_announcements_are_sentences_in_order_and_focus_never_moves(embed, seed_answers):
-    widget = embed()
+    # The visitor's pace: at 1 s the answer's opening line ("…, for each
+    # chord:") is always batched with the sentence after it.
+    widget = embed(announce_interval=1000)
     widget.open()
     widget.send(QUESTION)
     assert widget.wait_until_complete() == "completed"
