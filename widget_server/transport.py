@@ -9,7 +9,7 @@ imports another's private helpers.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import NotFound
@@ -108,7 +108,7 @@ class IdConverter(BaseConverter):
     test_unknown_conversation_wrong_token_and_missing_token_look_the_same).
     """
 
-    not_found = CONVERSATION_NOT_FOUND
+    not_found: ClassVar[str]  # the 404's message, the one an unknown id of this kind gets
 
     def to_python(self, value: str) -> str:
         if not is_id(value):
