@@ -92,7 +92,7 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-@pytest.mark.parametrize("module", ["widget_server.sse"])
+@pytest.mark.parametrize("module", ["widget_server.sse", "widget_server.protocol"])
 def test_the_protocol_module_imports_no_transport(module):
     """httpx-sse's rule: the protocol module loads neither Flask nor the app."""
     probe = (

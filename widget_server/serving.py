@@ -30,7 +30,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
 # gunicorn ships no type information; the hooks below describe, as Protocols, the little
-# they use of its master and workers. (types-gunicorn in the lint extra would replace this.)
+# they use of its master and workers (types-gunicorn's stubs type load() against a WSGI
+# callable that Flask's StartResponse protocol does not match).
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
 if TYPE_CHECKING:
