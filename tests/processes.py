@@ -28,7 +28,8 @@ class ServerProcess:
         self.workers = workers
         self.url = ""
         self.process: subprocess.Popen | None = None
-        self._log = tempfile.NamedTemporaryFile(prefix="widget-server-", suffix=".log", delete=False)
+        # The server's output file outlives start(): stop() reads and closes it.
+        self._log = tempfile.NamedTemporaryFile(prefix="widget-server-", suffix=".log", delete=False)  # noqa: SIM115
         self.output: list[str] = []
 
     def start(self, timeout: float = 30.0) -> ServerProcess:

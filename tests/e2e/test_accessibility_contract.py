@@ -7,6 +7,7 @@ of the contract is left without its test here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -161,7 +162,7 @@ def test_A5_batches_are_paced_whole_sentences_and_code_is_summarised(embed, chat
     assert "Code block, vextab, 1 line." in spoken
     assert "```" not in spoken and "`" not in spoken and "**" not in spoken
     # Never more often than about once a second.
-    gaps = [b["t"] - a["t"] for a, b in zip(log, log[1:])]
+    gaps = [later["t"] - earlier["t"] for earlier, later in itertools.pairwise(log)]
     assert min(gaps) >= 900, gaps
     # Each batch ends at a sentence end (or is a cue): never mid-sentence.
     for text in texts:

@@ -83,7 +83,7 @@ def test_corpus_case(sse_page: Page, sse_server: LiveServer, case):
         },
     )
     assert len(results) == len(runs)
-    for (mode, cuts), result in zip(runs, results):
+    for (mode, cuts), result in zip(runs, results, strict=True):
         assert result["mode"] == mode
         got = {k: result[k] for k in ("events", "lastEventId", "retry")}
         assert got == expected(case), describe(case, mode, cuts)

@@ -183,7 +183,8 @@ class OrcaDesktop:
             time.sleep(0.05)
 
     def _log(self, name: str):
-        log = open(self.workdir / name, "wb")
+        # Kept open for the child processes' whole life; stop() closes it.
+        log = open(self.workdir / name, "wb")  # noqa: SIM115
         self._logs.append(log)
         return log
 
