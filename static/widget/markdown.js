@@ -1,535 +1,619 @@
 /* Progressive, safe markdown for streamed chat answers (CommonMark subset, GFM tables).
- * createMarkdownView(el, {strings, headingOffset, protocols}) → {update, append, finish, blocks}.
+ * createMarkdownView(root, {strings, headingOffset, protocols}) → {update, append, finish, blocks}.
  * Complete lines only advance the parser; a block closes when a complete line ends it,
  * is rendered once and never touched again; an update re-renders only the open tail.
  * DOM via createElement/createTextNode/setAttribute only; raw HTML stays text; links
- * need an absolute http(s)/mailto URL; images render as their alt text. */
+ * need an absolute http(s)/mailto URL; images render as their alt text.
+ * §: https://spec.commonmark.org/0.31.2/; tests: tests/e2e/test_markdown.py. */
 
-const STRINGS = {
-  codeBlock: (lang, n) => `Code block, ${lang ? lang + ', ' : ''}${n} line${n === 1 ? '' : 's'}.`,
-  table: (c, r) => `Table, ${c} column${c === 1 ? '' : 's'}, ${r} row${r === 1 ? '' : 's'}.`,
+// The panel passes translated ones (i18n.js, markdownSummaries).
+const DEFAULT_SUMMARIES = {
+  codeBlock: (language, lines) =>
+    `Code block, ${language ? `${language}, ` : ''}${lines} line${lines === 1 ? '' : 's'}.`,
+  table: (columns, rows) =>
+    `Table, ${columns} column${columns === 1 ? '' : 's'}, ${rows} row${rows === 1 ? '' : 's'}.`,
 };
-const ENT_SRC = '&(?:#(\\d{1,7})|#[xX]([\\da-fA-F]{1,6})|(amp|lt|gt|quot|apos|nbsp));';
-const ENT = new RegExp(ENT_SRC, 'y');
-const UNESC = new RegExp('\\\\([!-/:-@[-`{-~])|' + ENT_SRC, 'g');
-const NAMED = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\xa0' };
-const AUTO =
-  /<(?:([A-Za-z][A-Za-z\d+.-]{1,31}:[^<>\x00-\x20]*)|([\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)*))>/y;
-const DEST =
-  /\([ \t\n]*(?:<([^<>\n]*)>|((?:\\.|[^\x00-\x20()\\]|\((?:\\.|[^\x00-\x20()\\])*\))*))(?:[ \t\n]+(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\((?:\\.|[^()\\])*\)))?[ \t\n]*\)/y;
+const ENTITY_SOURCE = '&(?:#(\\d{1,7})|#[xX]([\\da-fA-F]{1,6})|(amp|lt|gt|quot|apos|nbsp));';
+const ENTITY = new RegExp(ENTITY_SOURCE, 'y');
+const ESCAPE_OR_ENTITY = new RegExp(`\\\\([!-/:-@[-\`{-~])|${ENTITY_SOURCE}`, 'g');
+const NAMED_ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\xa0' };
+const AUTOLINK =
+  /<(?:([A-Za-z][A-Za-z\d+.-]{1,31}:[^<>\0-\x20]*)|([\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)*))>/y;
+const DESTINATION =
+  /\([ \t\n]*(?:<([^<>\n]*)>|((?:\\.|[^\0-\x20()\\]|\((?:\\.|[^\0-\x20()\\])*\))*))(?:[ \t\n]+(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\((?:\\.|[^()\\])*\)))?[ \t\n]*\)/y;
 const SPECIAL = /[\\`*_[!<&\n]/g;
-const PUNCT = /[\p{P}\p{S}]/u;
-const WS = /\s/;
+const PUNCTUATION = /[\p{P}\p{S}]/u;
+const WHITESPACE = /\s/;
 const FENCE = /^(`{3,}|~{3,})[ \t]*(.*)$/;
-const ATX = /^(#{1,6})(?:[ \t](.*))?$/;
-const HR = /^([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
-const LI = /^([*+-]|(\d{1,9})[.)])(?:([ \t]+)(.*))?$/;
-const TEXT = /[^ \t]/;
+const HEADING = /^(#{1,6})(?:[ \t](.*))?$/;
+const RULE = /^([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const LIST_ITEM = /^([*+-]|(\d{1,9})[.)])(?:([ \t]+)(.*))?$/;
+const NON_BLANK = /[^ \t]/;
 
-const el = (tag, attrs) => {
-  const e = document.createElement(tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  return e;
+const element = (tag, attributes) => {
+  const node = document.createElement(tag);
+  for (const name in attributes) node.setAttribute(name, attributes[name]);
+  return node;
 };
-const txt = (s) => document.createTextNode(s);
-const frag = () => document.createDocumentFragment();
-const link = (href) => el('a', { href, rel: 'noopener noreferrer', target: '_blank' });
+const textNode = (text) => document.createTextNode(text);
+const fragment = () => document.createDocumentFragment();
+const linkElement = (href) => element('a', { href, rel: 'noopener noreferrer', target: '_blank' });
 
-const ent = (m) => {
-  if (m[3]) return NAMED[m[3]];
-  const c = m[1] ? +m[1] : parseInt(m[2], 16);
-  return String.fromCodePoint(c > 0 && c < 0x110000 && (c < 0xd800 || c > 0xdfff) ? c : 0xfffd);
-};
+function matchAt(pattern, source, index) {
+  pattern.lastIndex = index;
+  return pattern.exec(source);
+}
 
-function safe(u, protos) {
+function decodeEntity(decimal, hex, name) {
+  if (name) return NAMED_ENTITIES[name];
+  const code = decimal ? +decimal : parseInt(hex, 16);
+  return String.fromCodePoint(
+    code > 0 && code < 0x110000 && (code < 0xd800 || code > 0xdfff) ? code : 0xfffd,
+  );
+}
+
+function safeUrl(url, protocols) {
   try {
-    const p = new URL(u.replace(/[\x00-\x1f\x7f-\x9f]/g, ''));
-    return protos.includes(p.protocol) ? p.href : '';
+    const parsed = new URL(url.replace(/\p{Cc}/gu, ''));
+    return protocols.includes(parsed.protocol) ? parsed.href : '';
   } catch {
     return '';
   }
 }
 
-function indent(s) {
-  let c = 0;
-  for (const ch of s) {
-    if (ch === ' ') c++;
-    else if (ch === '\t') c += 4 - (c % 4);
+function indentation(line) {
+  let columns = 0;
+  for (const char of line) {
+    if (char === ' ') columns++;
+    else if (char === '\t') columns += 4 - (columns % 4);
     else break;
   }
-  return c;
+  return columns;
 }
 
-// Removes n columns of indentation (tab stops of 4).
-function strip(s, n) {
-  let c = 0,
-    i = 0;
-  for (; c < n && i < s.length; i++) {
-    if (s[i] === ' ') c++;
-    else if (s[i] === '\t') {
-      const w = 4 - (c % 4);
-      if (c + w > n) return ' '.repeat(c + w - n) + s.slice(i + 1);
-      c += w;
+function unindent(line, count) {
+  let columns = 0,
+    index = 0;
+  for (; columns < count && index < line.length; index++) {
+    if (line[index] === ' ') columns++;
+    else if (line[index] === '\t') {
+      const width = 4 - (columns % 4);
+      if (columns + width > count)
+        return ' '.repeat(columns + width - count) + line.slice(index + 1);
+      columns += width;
     } else break;
   }
-  return s.slice(i);
+  return line.slice(index);
 }
 
 // Table cells; "\|" is a literal pipe (NUL, never in a line, stands in for it).
-const cells = (l) =>
-  l
+const tableCells = (line) =>
+  line
     .trim()
     .replace(/\\\|/g, '\0')
     .replace(/^\||\|$/g, '')
     .split('|')
-    .map((c) => c.trim().replace(/\0/g, '|'));
+    .map((cell) => cell.trim().replace(/\0/g, '|'));
 
-function delim(t) {
-  const c = t.includes('|') && cells(t);
-  if (c && c.every((x) => /^:?-+:?$/.test(x))) {
-    return c.map((x) =>
-      x[0] === ':' ? (x.endsWith(':') ? 'center' : 'left') : x.endsWith(':') ? 'right' : '',
-    );
+function delimiterRow(text) {
+  const cells = tableCells(text);
+  if (text.includes('|') && cells.every((cell) => /^:?-+:?$/.test(cell))) {
+    return cells.map((cell) => {
+      const left = cell[0] === ':',
+        right = cell.endsWith(':');
+      return left && right ? 'center' : left ? 'left' : right ? 'right' : '';
+    });
   }
 }
 
-function bracket(s, i) {
-  for (let d = 0; i < s.length; i++) {
-    const c = s[i];
-    if (c === '\\') i++;
-    else if (c === '`') {
-      let e = i;
-      while (s[e] === '`') e++;
-      const k = s.indexOf(s.slice(i, e), e);
-      i = k < 0 ? e - 1 : k + e - i - 1;
-    } else if (c === '[') d++;
-    else if (c === ']' && !--d) return i;
+function runEnd(source, index) {
+  const char = source[index];
+  while (source[index] === char) index++;
+  return index;
+}
+
+function closingBracket(source, index) {
+  for (let depth = 0; index < source.length; index++) {
+    const char = source[index];
+    if (char === '\\') index++;
+    else if (char === '`') {
+      const end = runEnd(source, index);
+      const close = source.indexOf(source.slice(index, end), end);
+      index = close < 0 ? end - 1 : close + end - index - 1;
+    } else if (char === '[') depth++;
+    else if (char === ']' && !--depth) return index;
   }
   return -1;
 }
 
-function inline(src, parent, protos, inLink) {
+function renderInline(source, parent, protocols, inLink) {
   const items = [];
-  let buf = '',
-    i = 0,
-    a,
-    img,
-    m2;
-  const push = (n) => {
-    if (buf) items.push(txt(buf));
-    buf = '';
-    if (n) items.push(n);
+  let text = '',
+    index = 0;
+  const push = (node) => {
+    if (text) items.push(textNode(text));
+    text = '';
+    if (node) items.push(node);
   };
-  while (i < src.length) {
-    SPECIAL.lastIndex = i;
-    const m = SPECIAL.exec(src),
-      j = m ? m.index : src.length;
-    buf += src.slice(i, j);
-    if (!m) break;
-    const c = src[(i = j)];
-    if (c === '\\') {
-      const d = src[i + 1];
-      if (d === '\n') push(el('br'));
-      else if (d && /[!-/:-@[-`{-~]/.test(d)) buf += d;
-      else {
-        buf += c;
-        i--;
+  while (index < source.length) {
+    const special = matchAt(SPECIAL, source, index);
+    const next = special ? special.index : source.length;
+    text += source.slice(index, next);
+    if (!special) break;
+    index = next;
+    const char = source[index];
+    if (char === '\\') {
+      const escaped = source[index + 1];
+      const escapes = escaped === '\n' || (escaped && /[!-/:-@[-`{-~]/.test(escaped));
+      if (escaped === '\n') push(element('br'));
+      else text += escapes ? escaped : char;
+      index += escapes ? 2 : 1;
+      continue;
+    }
+    const end = runEnd(source, index);
+    if (char === '`') {
+      let close = -1;
+      // §6.1
+      for (let start = source.indexOf('`', end); start >= 0 && close < 0; ) {
+        const closeEnd = runEnd(source, start);
+        if (closeEnd - start === end - index) close = start;
+        else start = source.indexOf('`', closeEnd);
       }
-      i += 2;
-    } else if (c === '`') {
-      let e = i,
-        end = -1;
-      while (src[e] === '`') e++;
-      for (let k = e, q; (k = src.indexOf('`', k)) >= 0; k = q) {
-        for (q = k; src[q] === '`'; ) q++;
-        if (q - k === e - i) {
-          end = k;
-          break;
-        }
-      }
-      if (end < 0) {
-        buf += src.slice(i, e);
-        i = e;
+      if (close < 0) {
+        text += source.slice(index, end);
+        index = end;
         continue;
       }
-      let s = src.slice(e, end).replace(/\n/g, ' ');
-      if (s[0] === ' ' && s.at(-1) === ' ' && /[^ ]/.test(s)) s = s.slice(1, -1);
-      const x = el('code');
-      x.appendChild(txt(s));
-      push(x);
-      i = end + e - i;
-    } else if (c === '*' || c === '_') {
-      let e = i;
-      while (src[e] === c) e++;
-      const b = src[i - 1] || ' ',
-        f = src[e] || ' ',
-        bw = WS.test(b),
-        fw = WS.test(f),
-        bp = PUNCT.test(b),
-        fp = PUNCT.test(f),
-        l = !fw && (!fp || bw || bp),
-        r = !bw && (!bp || fw || fp);
+      let code = source.slice(end, close).replace(/\n/g, ' ');
+      if (code[0] === ' ' && code.at(-1) === ' ' && /[^ ]/.test(code)) code = code.slice(1, -1);
+      const node = element('code');
+      node.appendChild(textNode(code));
+      push(node);
+      index = close + end - index;
+      continue;
+    }
+    if (char === '*' || char === '_') {
+      // §6.2: flanking
+      const before = source[index - 1] || ' ',
+        after = source[end] || ' ',
+        spaceBefore = WHITESPACE.test(before),
+        spaceAfter = WHITESPACE.test(after),
+        punctuationBefore = PUNCTUATION.test(before),
+        punctuationAfter = PUNCTUATION.test(after),
+        left = !spaceAfter && (!punctuationAfter || spaceBefore || punctuationBefore),
+        right = !spaceBefore && (!punctuationBefore || spaceAfter || punctuationAfter);
       push({
-        ch: c,
-        n: e - i,
-        len: e - i,
-        o: c === '*' ? l : l && (!r || bp),
-        c: c === '*' ? r : r && (!l || fp),
+        delimiter: char,
+        count: end - index,
+        length: end - index,
+        canOpen: char === '*' ? left : left && (!right || punctuationBefore),
+        canClose: char === '*' ? right : right && (!left || punctuationAfter),
       });
-      i = e;
-    } else if (
-      (c === '[' || (c === '!' && src[i + 1] === '[')) &&
-      (a = (img = c === '!') || !inLink ? bracket(src, i + img) : -1) > 0 &&
-      src[a + 1] === '(' &&
-      ((DEST.lastIndex = a + 1), (m2 = DEST.exec(src)))
-    ) {
-      const inner = src.slice(i + img + 1, a),
-        h =
-          !img &&
-          safe(
-            (m2[1] ?? m2[2]).replace(UNESC, (m, e, ...g) => e || ent([m, ...g])),
-            protos,
+      index = end;
+      continue;
+    }
+    // Inside a link's text, a link is text, an image is not (§6.3).
+    const image = char === '!';
+    const close =
+      (char === '[' || (image && source[index + 1] === '[')) && (image || !inLink)
+        ? closingBracket(source, index + (image ? 1 : 0))
+        : -1;
+    const destination =
+      close > 0 && source[close + 1] === '(' && matchAt(DESTINATION, source, close + 1);
+    if (destination) {
+      const href =
+        !image &&
+        safeUrl(
+          (destination[1] ?? destination[2]).replace(
+            ESCAPE_OR_ENTITY,
+            (_, escapedChar, decimal, hex, name) => escapedChar || decodeEntity(decimal, hex, name),
           ),
-        x = h ? link(h) : frag();
-      i = DEST.lastIndex;
-      inline(inner, x, protos, 1);
-      if (img) buf += x.textContent;
-      else push(x);
-    } else if (c === '<' && ((AUTO.lastIndex = i), (a = AUTO.exec(src)))) {
-      const h = !inLink && safe(a[1] || 'mailto:' + a[2], protos),
-        t = txt(a[1] || a[2]),
-        x = h ? link(h) : frag();
-      x.appendChild(t);
-      push(x);
-      i += a[0].length;
-    } else if (c === '&' && ((ENT.lastIndex = i), (a = ENT.exec(src)))) {
-      buf += ent(a);
-      i += a[0].length;
-    } else if (c === '\n') {
-      const hard = / {2,}$/.test(buf);
-      buf = buf.replace(/ +$/, '');
-      if (hard) push(el('br'));
-      else buf += c;
-      i++;
+          protocols,
+        );
+      const node = href ? linkElement(href) : fragment();
+      renderInline(source.slice(index + (image ? 2 : 1), close), node, protocols, true);
+      index = close + 1 + destination[0].length;
+      if (image) text += node.textContent;
+      else push(node);
+      continue;
+    }
+    const autolink = char === '<' && matchAt(AUTOLINK, source, index);
+    if (autolink) {
+      const [whole, uri, email] = autolink;
+      const href = !inLink && safeUrl(uri || `mailto:${email}`, protocols);
+      const node = href ? linkElement(href) : fragment();
+      node.appendChild(textNode(uri || email));
+      push(node);
+      index += whole.length;
+      continue;
+    }
+    const entity = char === '&' && matchAt(ENTITY, source, index);
+    if (entity) {
+      text += decodeEntity(entity[1], entity[2], entity[3]);
+      index += entity[0].length;
+    } else if (char === '\n') {
+      const hardBreak = / {2,}$/.test(text); // §6.7
+      text = text.replace(/ +$/, '');
+      if (hardBreak) push(element('br'));
+      else text += char;
+      index++;
     } else {
-      buf += c;
-      i++;
+      text += char;
+      index++;
     }
   }
   push();
-  // Emphasis: CommonMark's delimiter runs (flanking, rule of 3).
-  for (let i = 0; i < items.length; i++) {
-    const c = items[i];
-    for (let j = i - 1; c.ch && c.c && c.n && j >= 0; j--) {
-      const o = items[j];
+  // §6.2: a closer takes the nearest opener of its kind (rule of 3).
+  for (let closerAt = 0; closerAt < items.length; closerAt++) {
+    const closer = items[closerAt];
+    for (
+      let openerAt = closerAt - 1;
+      closer.delimiter && closer.canClose && closer.count && openerAt >= 0;
+      openerAt--
+    ) {
+      const opener = items[openerAt];
       if (
-        o.ch !== c.ch ||
-        !o.o ||
-        !o.n ||
-        ((o.c || c.o) && !((o.len + c.len) % 3) && (o.len % 3 || c.len % 3))
+        opener.delimiter !== closer.delimiter ||
+        !opener.canOpen ||
+        !opener.count ||
+        ((opener.canClose || closer.canOpen) &&
+          !((opener.length + closer.length) % 3) &&
+          (opener.length % 3 || closer.length % 3))
       )
         continue;
-      const k = o.n > 1 && c.n > 1 ? 2 : 1,
-        e = el(k > 1 ? 'strong' : 'em');
-      o.n -= k;
-      c.n -= k;
-      out(items.splice(j + 1, i - j - 1, e), e);
-      i = j + 1;
+      const used = opener.count > 1 && closer.count > 1 ? 2 : 1;
+      const emphasis = element(used > 1 ? 'strong' : 'em');
+      opener.count -= used;
+      closer.count -= used;
+      appendItems(items.splice(openerAt + 1, closerAt - openerAt - 1, emphasis), emphasis);
+      closerAt = openerAt + 1; // the closer again: it may have some left
       break;
     }
   }
-  out(items, parent);
+  appendItems(items, parent);
 }
-function out(items, p) {
-  for (const x of items) {
-    if (!x.ch) p.appendChild(x);
-    else if (x.n) p.appendChild(txt(x.ch.repeat(x.n)));
+
+function appendItems(items, parent) {
+  for (const item of items) {
+    if (!item.delimiter) parent.appendChild(item);
+    else if (item.count) parent.appendChild(textNode(item.delimiter.repeat(item.count)));
   }
 }
 
 // What a screen reader says: text, <br> as a space.
-function plainOf(n) {
-  const w = document.createTreeWalker(n, 5);
-  let s = '',
-    x;
-  while ((x = w.nextNode())) s += x.nodeType === 3 ? x.data : x.nodeName === 'BR' ? ' ' : '';
-  return s.replace(/\s+/g, ' ').trim();
+function plainTextOf(node) {
+  const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+  let text = '';
+  for (let next = walker.nextNode(); next; next = walker.nextNode()) {
+    if (next.nodeType === Node.TEXT_NODE) text += next.data;
+    else if (next.nodeName === 'BR') text += ' ';
+  }
+  return text.replace(/\s+/g, ' ').trim();
 }
 
-const lang = (b) => {
-  const l = b.info.split(/[ \t]/)[0];
-  return /^[A-Za-z0-9_+-]+$/.test(l) ? l : '';
+const codeLanguage = (block) => {
+  const word = block.info.split(/[ \t]/)[0];
+  return /^[A-Za-z0-9_+-]+$/.test(word) ? word : '';
 };
 
-function end(st) {
-  if (st.leaf) st.out.push(st.leaf);
-  st.leaf = null;
+function closeLeaf(state) {
+  if (state.leaf) state.ended.push(state.leaf);
+  state.leaf = null;
 }
 
-function start(st, d, b, off) {
-  end(st);
-  st.stack.length = d;
-  b.s = off;
-  b.path = st.stack.slice();
-  b.lines ||= [];
-  st.leaf = b;
+function openLeaf(state, depth, block, offset) {
+  closeLeaf(state);
+  state.stack.length = depth;
+  block.offset = offset;
+  block.path = state.stack.slice();
+  block.lines ||= [];
+  state.leaf = block;
 }
 
-// One line at offset off. State: open list items {list, ci: content column}, one
-// open leaf {k: kind, lines, s: offset, path: its items}.
-function feed(st, raw, off) {
-  const stk = st.stack;
-  let s = raw.replace(/\r$/, '').replace(/\0/g, '\ufffd'),
-    L = st.leaf,
-    d = 0,
-    fresh = 0,
-    m;
-  const blank = !TEXT.test(s);
-  for (; d < stk.length && (blank || indent(s) >= stk[d].ci); d++) s = strip(s, stk[d].ci);
-  if (L && L.k === 'code') {
-    if (d === stk.length) {
-      const f = indent(s) < 4 && /^(`{3,}|~{3,})[ \t]*$/.exec(s.trim());
-      if (f && f[1][0] === L.f[0] && f[1].length >= L.f.length) return end(st);
-      return void L.lines.push(strip(s, L.fi));
-    }
-    end(st);
-    L = null;
+// State: `stack`, the open list items; `leaf`, the open leaf block ({kind, lines,
+// offset, path}); `ended`, leaves to render; `provisional`: the unterminated line's.
+function feedLine(state, rawLine, offset) {
+  const stack = state.stack;
+  let line = rawLine.replace(/\r$/, '').replace(/\0/g, '\ufffd'),
+    leaf = state.leaf,
+    depth = 0,
+    inListItem = false;
+  const blank = !NON_BLANK.test(line);
+  while (depth < stack.length && (blank || indentation(line) >= stack[depth].contentColumn)) {
+    line = unindent(line, stack[depth].contentColumn);
+    depth++;
   }
-  if (blank) return end(st);
+  if (leaf?.kind === 'code') {
+    if (depth === stack.length) {
+      const fence = indentation(line) < 4 && /^(`{3,}|~{3,})[ \t]*$/.exec(line.trim());
+      if (fence && fence[1][0] === leaf.fence[0] && fence[1].length >= leaf.fence.length)
+        return closeLeaf(state);
+      leaf.lines.push(unindent(line, leaf.fenceIndent));
+      return;
+    }
+    closeLeaf(state);
+    leaf = null;
+  }
+  if (blank) return closeLeaf(state);
   for (;;) {
-    const para =
-        L && (L.k === 'paragraph' || L.k === 'list-item') && (L.lines.length || d === stk.length),
-      strict = para && L.lines.length && d === stk.length,
-      i = indent(s),
-      t = i < 4 ? s.trimStart() : '';
-    if (t) {
-      if (strict && (m = delim(t)) && m.length === cells(L.lines.at(-1)).length) {
-        const h = L.lines.at(-1);
-        L.lines = L.lines.slice(0, -1);
-        if (!L.lines.length) st.leaf = null;
-        return start(st, d, { k: 'table', al: m, lines: [h, t] }, L.ls);
+    const paragraph =
+      (leaf?.kind === 'paragraph' || leaf?.kind === 'list-item') &&
+      (leaf.lines.length || depth === stack.length);
+    const continuing = paragraph && leaf.lines.length && depth === stack.length;
+    const indent = indentation(line);
+    const content = indent < 4 ? line.trimStart() : '';
+    if (content) {
+      const alignments = continuing && delimiterRow(content);
+      if (alignments && alignments.length === tableCells(leaf.lines.at(-1)).length) {
+        const header = leaf.lines.at(-1);
+        leaf.lines = leaf.lines.slice(0, -1);
+        if (!leaf.lines.length) state.leaf = null;
+        const table = { kind: 'table', alignments, lines: [header, content] };
+        return openLeaf(state, depth, table, leaf.lastLineOffset);
       }
-      if ((m = FENCE.exec(t)) && !(m[1][0] === '`' && m[2].includes('`'))) {
-        return start(st, d, { k: 'code', f: m[1], fi: i, info: m[2].trim() }, off);
+      const fence = FENCE.exec(content);
+      if (fence && !(fence[1][0] === '`' && fence[2].includes('`'))) {
+        const code = { kind: 'code', fence: fence[1], fenceIndent: indent, info: fence[2].trim() };
+        return openLeaf(state, depth, code, offset);
       }
-      if ((m = ATX.exec(t)) || HR.test(t)) {
-        start(
-          st,
-          d,
-          m
-            ? {
-                k: 'heading',
-                n: m[1].length,
-                lines: [(m[2] || '').replace(/(^|[ \t]+)#+[ \t]*$/, '')],
-              }
-            : { k: 'rule' },
-          off,
-        );
-        return end(st);
+      const heading = HEADING.exec(content);
+      if (heading || RULE.test(content)) {
+        const text = (heading?.[2] || '').replace(/(^|[ \t]+)#+[ \t]*$/, '');
+        const block = heading
+          ? { kind: 'heading', level: heading[1].length, lines: [text] }
+          : { kind: 'rule' };
+        openLeaf(state, depth, block, offset);
+        return closeLeaf(state);
       }
-      if (t[0] === '>') {
-        const q = t.slice(1).replace(/^[ \t]/, '');
-        if (L && L.k === 'quote' && d === stk.length) return void L.lines.push(q);
-        return start(st, d, { k: 'quote', lines: [q] }, off);
+      if (content[0] === '>') {
+        const quoted = content.slice(1).replace(/^[ \t]/, '');
+        if (leaf?.kind === 'quote' && depth === stack.length) {
+          leaf.lines.push(quoted);
+          return;
+        }
+        return openLeaf(state, depth, { kind: 'quote', lines: [quoted] }, offset);
       }
-      if ((m = LI.exec(t)) && !(strict && (!TEXT.test(m[4] || '') || (m[2] && +m[2] !== 1)))) {
-        const prev = stk[d],
-          mk = m[1].slice(-1),
-          w = (m[3] || '').replace(/\t/g, '    ').length;
-        end(st);
-        stk.length = d++;
-        stk.push({
-          list: prev && prev.list.m === mk ? prev.list : { m: mk, o: !!m[2], n: +m[2], p: st.p },
-          ci: i + m[1].length + (w < 5 && TEXT.test(m[4] || '') ? w : 1),
-          p: st.p,
+      const item = LIST_ITEM.exec(content);
+      // §5.2: a list item interrupts a paragraph only with text, an ordered one only from 1.
+      const [, marker, number, spacing = '', itemText = ''] = item || [];
+      if (item && !(continuing && (!NON_BLANK.test(itemText) || (number && +number !== 1)))) {
+        const sibling = stack[depth],
+          markerChar = marker.slice(-1),
+          spacingWidth = spacing.replace(/\t/g, '    ').length;
+        closeLeaf(state);
+        stack.length = depth++;
+        stack.push({
+          list:
+            sibling?.list.marker === markerChar
+              ? sibling.list
+              : {
+                  marker: markerChar,
+                  ordered: !!number,
+                  start: +number,
+                  provisional: state.provisional,
+                },
+          contentColumn:
+            indent +
+            marker.length +
+            (spacingWidth < 5 && NON_BLANK.test(itemText) ? spacingWidth : 1),
+          provisional: state.provisional,
         });
-        s = m[4] || '';
-        L = null;
-        fresh = 1;
-        if (TEXT.test(s)) continue;
-        return start(st, d, { k: 'list-item', ls: off }, off);
+        line = itemText;
+        leaf = null;
+        inListItem = true;
+        if (NON_BLANK.test(line)) continue;
+        return openLeaf(state, depth, { kind: 'list-item', lastLineOffset: offset }, offset);
       }
     }
-    if (para) {
-      L.lines.push(s.trimStart());
-      L.ls = off;
-    } else if (L && L.k === 'table' && d === stk.length) L.lines.push(s);
-    else if (L && L.k === 'quote' && TEXT.test(L.lines.at(-1))) L.lines.push(s.trimStart());
-    else
-      start(st, d, { k: fresh ? 'list-item' : 'paragraph', lines: [s.trimStart()], ls: off }, off);
+    if (paragraph) {
+      leaf.lines.push(line.trimStart());
+      leaf.lastLineOffset = offset;
+    } else if (leaf?.kind === 'table' && depth === stack.length) leaf.lines.push(line);
+    else if (leaf?.kind === 'quote' && NON_BLANK.test(leaf.lines.at(-1)))
+      leaf.lines.push(line.trimStart());
+    else {
+      const kind = inListItem ? 'list-item' : 'paragraph';
+      openLeaf(state, depth, { kind, lines: [line.trimStart()], lastLineOffset: offset }, offset);
+    }
     return;
   }
 }
 
 export function createMarkdownView(root, options = {}) {
-  const S = { ...STRINGS, ...options.strings },
-    protos = options.protocols || ['http:', 'https:', 'mailto:'],
-    depth = options._depth | 0;
-  let text, rest, pos, st, done, closed, open, prov, grow;
+  const summaries = { ...DEFAULT_SUMMARIES, ...options.strings },
+    protocols = options.protocols || ['http:', 'https:', 'mailto:'],
+    quoteDepth = options._depth | 0;
+  // `pending`: the text after the last complete line.
+  let text, pending, pendingOffset, state, finished;
+  let closedBlocks, openBlocks, provisionalNodes, growing;
 
   function reset() {
     root.replaceChildren();
-    text = rest = '';
-    pos = 0;
-    st = { stack: [], out: [] };
-    done = false;
-    closed = [];
-    open = [];
-    prov = [];
-    grow = null;
+    text = '';
+    pending = '';
+    pendingOffset = 0;
+    state = { stack: [], ended: [] };
+    finished = false;
+    closedBlocks = [];
+    openBlocks = [];
+    provisionalNodes = [];
+    growing = null;
   }
 
   // Lists and items made on first use; those of the unterminated line are provisional.
-  function ensure(path) {
-    let par = root;
-    const mount = (o, p) => {
-      p.appendChild(o.el);
-      if (o.p) prov.push(o.el);
+  function containerFor(path) {
+    let parent = root;
+    const attach = (owner, container) => {
+      container.appendChild(owner.element);
+      if (owner.provisional) provisionalNodes.push(owner.element);
     };
-    for (const it of path) {
-      const l = it.list;
-      if (!l.el)
-        mount(l, par, (l.el = el(l.o ? 'ol' : 'ul', l.o && l.n !== 1 ? { start: l.n } : 0)));
-      if (!it.el) mount(it, l.el, (it.el = el('li')));
-      par = it.el;
+    for (const item of path) {
+      const list = item.list;
+      if (!list.element) {
+        const start = list.ordered && list.start !== 1 && { start: list.start };
+        list.element = element(list.ordered ? 'ol' : 'ul', start);
+        attach(list, parent);
+      }
+      if (!item.element) {
+        item.element = element('li');
+        attach(item, list.element);
+      }
+      parent = item.element;
     }
-    return par;
+    return parent;
   }
 
-  function row(b, line, tag) {
-    const tr = el('tr'),
-      c = cells(line);
-    b.al.forEach((a, j) => {
-      const td = el(tag, tag === 'th' ? { scope: 'col' } : 0);
-      if (a) td.setAttribute('align', a);
-      inline(c[j] || '', td, protos);
-      tr.appendChild(td);
+  function tableRow(block, line, cellTag) {
+    const row = element('tr'),
+      cells = tableCells(line);
+    block.alignments.forEach((alignment, column) => {
+      const cell = element(cellTag, cellTag === 'th' && { scope: 'col' });
+      if (alignment) cell.setAttribute('align', alignment);
+      renderInline(cells[column] || '', cell, protocols);
+      row.appendChild(cell);
     });
-    return tr;
+    return row;
   }
 
-  // Block b closed (fin) or open (removed next run). An open code block or table grows:
-  // lines/rows of complete lines are appended once, the unterminated one is a tail.
-  function render(b, fin, firm) {
-    const k = b.k,
-      par = ensure(b.path);
+  // An open code block or table grows: its complete lines (`firmLines`) are drawn once.
+  function renderBlock(block, closed, firmLines) {
+    const kind = block.kind,
+      parent = containerFor(block.path);
     let node, plain;
-    if (k === 'code' || k === 'table') {
-      const key = k + b.s + '\n' + (k === 'code' ? b.info : b.lines[0] + '\n' + b.lines[1]),
-        base = k === 'table' ? 2 : 0,
-        n = b.lines.length - base,
-        f = fin ? n : firm;
-      if (grow?.key !== key) {
-        grow?.node.remove();
-        const t = el(k === 'code' ? 'pre' : 'table');
-        if (base) t.appendChild(el('thead')).appendChild(row(b, b.lines[0], 'th'));
-        grow = {
-          key,
-          n: 0,
-          node: t,
-          box: t.appendChild(
-            base ? el('tbody') : el('code', lang(b) ? { class: 'language-' + lang(b) } : 0),
-          ),
-        };
+    if (kind === 'code' || kind === 'table') {
+      const headerLines = kind === 'table' ? 2 : 0,
+        lineCount = block.lines.length - headerLines,
+        firm = closed ? lineCount : firmLines,
+        key = `${kind}${block.offset}\n${kind === 'code' ? block.info : `${block.lines[0]}\n${block.lines[1]}`}`;
+      if (growing?.key !== key) {
+        growing?.node.remove();
+        node = element(kind === 'code' ? 'pre' : 'table');
+        if (headerLines)
+          node.appendChild(element('thead')).appendChild(tableRow(block, block.lines[0], 'th'));
+        const language = !headerLines && codeLanguage(block);
+        const body = headerLines
+          ? element('tbody')
+          : element('code', language && { class: `language-${language}` });
+        growing = { key, drawn: 0, node, body: node.appendChild(body) };
       }
-      const g = grow,
-        unit = (j) => (k === 'code' ? txt(b.lines[j] + '\n') : row(b, b.lines[j], 'td'));
-      for (; g.n < f; g.n++) g.box.appendChild(unit(g.n + base));
-      g.tail?.remove();
-      g.tail = n > f ? g.box.appendChild(unit(f + base)) : null;
-      g.used = 1;
-      node = g.node;
-      plain = k === 'code' ? S.codeBlock(lang(b), n) : S.table(b.al.length, n);
-      if (fin) grow = null;
-      if (node.parentNode !== par || node.nextSibling) par.appendChild(node);
+      const unit = (line) =>
+        kind === 'code'
+          ? textNode(`${block.lines[line]}\n`)
+          : tableRow(block, block.lines[line], 'td');
+      for (; growing.drawn < firm; growing.drawn++)
+        growing.body.appendChild(unit(growing.drawn + headerLines));
+      growing.partial?.remove();
+      growing.partial =
+        lineCount > firm ? growing.body.appendChild(unit(firm + headerLines)) : null;
+      growing.used = true;
+      node = growing.node;
+      plain =
+        kind === 'code'
+          ? summaries.codeBlock(codeLanguage(block), lineCount)
+          : summaries.table(block.alignments.length, lineCount);
+      if (closed) growing = null;
+      if (node.parentNode !== parent || node.nextSibling) parent.appendChild(node);
+      return { kind, plain, closed };
+    }
+    if (kind === 'rule') node = element('hr');
+    else if (kind === 'quote' && quoteDepth < 9) {
+      node = element('blockquote');
+      const quote = createMarkdownView(node, { ...options, _depth: quoteDepth + 1 });
+      quote.update(block.lines.join('\n'));
+      quote.finish();
+      plain = quote
+        .blocks()
+        .map((inner) => inner.plain)
+        .join(' ');
     } else {
-      if (k === 'rule') node = el('hr');
-      else if (k === 'quote' && depth < 9) {
-        const v = createMarkdownView((node = el('blockquote')), { ...options, _depth: depth + 1 });
-        v.update(b.lines.join('\n'));
-        v.finish();
-        plain = v
-          .blocks()
-          .map((x) => x.plain)
-          .join(' ');
-      } else {
-        const words = b.lines.join('\n').trim();
-        // A heading with no words (an open "# " that just arrived, or a bare
-        // "#") is drawn as nothing: an empty <hN> is an empty heading to a
-        // screen reader.
-        node =
-          k === 'heading' && words
-            ? el('h' + Math.max(1, Math.min(6, b.n + (options.headingOffset | 0))))
-            : k === 'list-item' || k === 'heading'
-              ? frag()
-              : el('p');
-        inline(words, node, protos);
-      }
-      plain ??= plainOf(node);
-      if (!fin) prov.push(...(node.nodeType === 11 ? node.childNodes : [node]));
-      par.appendChild(node);
+      const words = block.lines.join('\n').trim();
+      // No words yet ("# "): an empty <hN> would be an empty heading to a screen reader.
+      node =
+        kind === 'heading' && words
+          ? element(`h${Math.max(1, Math.min(6, block.level + (options.headingOffset | 0)))}`)
+          : kind === 'list-item' || kind === 'heading'
+            ? fragment()
+            : element('p');
+      renderInline(words, node, protocols);
     }
-    return { kind: k, plain, closed: !!fin };
+    plain ??= plainTextOf(node);
+    if (!closed)
+      provisionalNodes.push(...(node instanceof DocumentFragment ? node.childNodes : [node]));
+    parent.appendChild(node);
+    return { kind, plain, closed };
   }
 
-  function flush() {
-    for (const b of st.out) closed.push(render(b, 1));
-    st.out = [];
-  }
-
-  // rest: the text after the last complete line, at offset pos.
-  function run(more) {
-    for (const n of prov) n.remove();
-    prov = [];
-    if (grow) grow.used = 0;
-    rest += more;
-    for (let nl; (nl = rest.indexOf('\n')) >= 0; rest = rest.slice(nl + 1)) {
-      feed(st, rest.slice(0, nl), pos);
-      pos += nl + 1;
+  function advance(more) {
+    for (const node of provisionalNodes) node.remove();
+    provisionalNodes = [];
+    if (growing) growing.used = false;
+    pending += more;
+    const lines = pending.split('\n');
+    pending = lines.pop();
+    for (const line of lines) {
+      feedLine(state, line, pendingOffset);
+      pendingOffset += line.length + 1;
     }
-    if (done) {
-      if (rest) feed(st, rest, pos);
-      pos += rest.length;
-      rest = '';
-      end(st);
+    if (finished) {
+      if (pending) feedLine(state, pending, pendingOffset);
+      pendingOffset += pending.length;
+      pending = '';
+      closeLeaf(state);
     }
-    flush();
+    for (const block of state.ended) closedBlocks.push(renderBlock(block, true));
+    state.ended = [];
     // The unterminated line runs on a scratch state (open leaf's lines truncated back).
-    const M = st.leaf,
-      n0 = M && M.lines.length,
-      sc = { stack: st.stack.slice(), leaf: M && { ...M }, out: [], p: 1 };
-    if (rest) feed(sc, rest, pos);
-    open = [...sc.out, sc.leaf]
-      .filter(Boolean)
-      .map((b) =>
-        render(b, 0, M && M.s === b.s && M.k === b.k ? n0 - (b.k === 'table' ? 2 : 0) : 0),
+    const leaf = state.leaf,
+      firmLineCount = leaf?.lines.length,
+      scratch = {
+        stack: state.stack.slice(),
+        leaf: leaf && { ...leaf },
+        ended: [],
+        provisional: true,
+      };
+    if (pending) feedLine(scratch, pending, pendingOffset);
+    openBlocks = [...scratch.ended, scratch.leaf].filter(Boolean).map((block) => {
+      const sameLeaf = leaf?.offset === block.offset && leaf.kind === block.kind;
+      return renderBlock(
+        block,
+        false,
+        sameLeaf ? firmLineCount - (block.kind === 'table' ? 2 : 0) : 0,
       );
-    if (M) M.lines.length = n0;
-    if (grow && !grow.used) {
-      grow.node.remove();
-      grow = null;
+    });
+    if (leaf) leaf.lines.length = firmLineCount;
+    if (growing?.used === false) {
+      growing.node.remove();
+      growing = null;
     }
   }
 
   // A text not extending the previous one (a snapshot) re-renders from scratch.
   function update(full) {
-    full = String(full);
-    if (full === text) return;
-    if (done || full.slice(0, text.length) !== text) reset();
-    const more = full.slice(text.length);
-    run(more, (text = full));
+    const next = String(full);
+    if (next === text) return;
+    if (finished || next.slice(0, text.length) !== text) reset();
+    const more = next.slice(text.length);
+    text = next;
+    advance(more);
   }
 
   function append(delta) {
-    if (done) return update(text + delta);
+    if (finished) return update(text + delta);
     text += delta;
-    run(String(delta));
+    advance(String(delta));
   }
 
   function finish() {
-    if (!done) run('', (done = true));
+    if (finished) return;
+    finished = true;
+    advance('');
   }
 
   reset();
-  return { update, append, finish, blocks: (from = 0) => closed.slice(from).concat(open) };
+  return {
+    update,
+    append,
+    finish,
+    blocks: (from = 0) => closedBlocks.slice(from).concat(openBlocks),
+  };
 }
