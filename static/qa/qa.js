@@ -8,6 +8,8 @@
 // events (docs/events.md) on the panel's document, and Play types into its
 // composer. Every string comes from static/qa/i18n/<lang>.json, via the page.
 
+import { format } from '../widget/i18n.js';
+
 const config = JSON.parse(document.getElementById('qa-config').textContent);
 const t = config.strings;
 const EVENT_NAMES = ['announce', 'state', 'event', 'focus', 'ready'];
@@ -28,12 +30,6 @@ let mounted = null; // the settings the widget was last mounted with
 let panel = null; // {frame, doc, win, ready: Promise}
 let readyResolve = null;
 let lastDownload = null;
-
-function format(template, values = {}) {
-  return String(template).replace(/\{(\w+)\}/g, (_, key) =>
-    key in values ? String(values[key]) : `{${key}}`,
-  );
-}
 
 // -- the form -----------------------------------------------------------------
 
@@ -113,12 +109,7 @@ function addEntry(kind, value, text, details = {}) {
   session.log.push(entry);
   const row = document.createElement('tr');
   row.dataset.kind = kind;
-  const cells = [
-    (entry.ms / 1000).toFixed(3),
-    (t.kinds && t.kinds[kind]) || kind,
-    entry.value,
-    entry.text,
-  ];
+  const cells = [(entry.ms / 1000).toFixed(3), t.kinds?.[kind] || kind, entry.value, entry.text];
   cells.forEach((content, index) => {
     const cell = document.createElement(index === 0 ? 'th' : 'td');
     if (index === 0) cell.scope = 'row';
@@ -187,7 +178,7 @@ function attach(frame) {
     doc = null;
   }
   if (doc && doc.location.href === 'about:blank') return; // not the panel yet
-  const root = doc && doc.querySelector('[data-chat-panel]');
+  const root = doc?.querySelector('[data-chat-panel]');
   if (!root) {
     statusLine.textContent = t.noPanel;
     return;
@@ -310,7 +301,7 @@ function exportSession() {
   };
   const stamp = data.exportedAt.replace(/[:.]/g, '-');
   const file = `chatwidget-qa-${item.id}-${stamp}.json`;
-  const blob = new Blob([JSON.stringify(data, null, 2) + '\n'], { type: 'application/json' });
+  const blob = new Blob([`${JSON.stringify(data, null, 2)}\n`], { type: 'application/json' });
   if (lastDownload) {
     URL.revokeObjectURL(lastDownload.href);
     lastDownload.remove();
@@ -333,8 +324,7 @@ function start() {
   watchFrames();
   const initial = document.querySelector('script[data-qa-loader]');
   const existing = target.querySelector('iframe');
-  if (existing && existing.contentDocument && existing.contentDocument.readyState === 'complete')
-    attach(existing);
+  if (existing?.contentDocument?.readyState === 'complete') attach(existing);
   if (initial) {
     noteMount(initial, {
       lang: initial.dataset.lang || config.defaults.lang,
