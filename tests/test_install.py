@@ -35,7 +35,9 @@ import pytest
 
 from .helpers import REPO_ROOT, ChatClient
 
-pytestmark = pytest.mark.slow
+# One worker builds and installs the wheel once for the whole module (its
+# fixtures are module-scoped), instead of each xdist worker building its own.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("install")]
 
 READY = re.compile(r"widget-server is ready: open (http://127\.0\.0\.1:(\d+)/) ")
 STOP_SECONDS = 5.0
