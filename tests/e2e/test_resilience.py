@@ -200,7 +200,7 @@ def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_
         widget.send(QUESTION)
         assert_exact(widget, seed_answers)
 
-        def reported() -> float:
+        def reported(kind: str = kind) -> float:
             return metric_value(
                 httpx.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind
             )
