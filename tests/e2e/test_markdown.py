@@ -357,7 +357,7 @@ def test_seed_improvisation_blocks_are_announceable(md_page: Page):
 
 
 def test_seed_chunks_close_each_item_when_the_next_line_starts(md_page: Page):
-    """Fed as the #743 chunks, each item is closed as soon as the next one arrives."""
+    """Fed as the zero-width sentence chunks (docs/design.md), each item is closed as soon as the next one arrives."""
     chunks = IMPROVISATION["chunks_zero_width_split"]
     cuts = [sum(len(c) for c in chunks[:i]) for i in range(1, len(chunks))]
     steps = render(md_page, IMPROVISATION["answer"], "cuts", cuts, finish=False)["steps"]
