@@ -14,6 +14,7 @@ from widget_server.errors import ErrorCode, ErrorInfo
 from widget_server.messages import EventKind
 from widget_server.stores.base import Conversation, RequestConflict
 from widget_server.stores.redis import RedisStore
+from widget_server.stores.redis_tail import _Tail
 
 from .helpers import CountingBackend, wait_until
 
@@ -108,6 +109,23 @@ def test_an_evicted_position_gets_a_snapshot_then_the_rest(store):
     after = store.read_events("m_1", 2, timeout=1)
     assert [e.kind for e in after] == [EventKind.SNAPSHOT, EventKind.COMPLETED]
     assert after[0].seq == 11
+
+
+def test_the_fan_out_buffer_never_bridges_entries_redis_trimmed_first():
+    """The tailing XREAD may find that Redis already trimmed entries it never
+    read (a small LOG_MAX_EVENTS, a loaded process): a reader positioned
+    before that hole gets None (read Redis: a snapshot), never the entries
+    after the hole as if they were next (found by the full suite: 242 → 244)."""
+    tail = _Tail(240, threading.Lock(), max_entries=2)
+    tail.add(241, b"e241")
+    tail.add(242, b"e242")
+    tail.add(244, b"e244")  # 243 was trimmed before the XREAD came back
+    assert tail.after(242) is None
+    assert tail.after(243) == [(244, b"e244")]
+    tail.add(244, b"again")  # a repeat is ignored
+    tail.add(245, b"e245")
+    assert tail.after(243) == [(244, b"e244"), (245, b"e245")]
+    assert tail.after(241) is None
 
 
 # -- two servers sharing one Redis -----------------------------------------

@@ -45,6 +45,19 @@ class _Tail:
         self.used_at = time.monotonic()
         self.changed = threading.Condition(lock)
 
+    def add(self, seq: int, event: bytes) -> None:
+        """Keep one entry the tailing XREAD returned (older or repeated ones are ignored)."""
+        if seq <= self.last_seq:
+            return
+        if seq != self.last_seq + 1:
+            # Redis trimmed entries before this tail read them (the log keeps
+            # LOG_MAX_EVENTS): the buffer must not bridge the hole, or a
+            # reader before it would get a gap instead of its snapshot
+            # (tests/test_redis_store.py).
+            self.entries.clear()
+        self.entries.append((seq, event))
+        self.last_seq = seq
+
     def after(self, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Entries after `after_seq` ([] if none yet), or None if the buffer
         no longer holds the one right after it."""
@@ -155,10 +168,7 @@ class TailHub:
                     if read is None or not entries:
                         continue
                     for entry_id, fields in entries:
-                        seq = int(entry_id.split(b"-")[0])
-                        if seq > read.last_seq:
-                            read.entries.append((seq, fields[b"e"]))
-                            read.last_seq = seq
+                        read.add(int(entry_id.split(b"-")[0]), fields[b"e"])
                     read.changed.notify_all()
 
 
