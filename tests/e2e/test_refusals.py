@@ -43,7 +43,9 @@ def test_a_rate_limited_message_says_how_long_to_wait(embed, chat_server_factory
 def test_an_answer_lost_by_the_server_is_said_to_be_lost(embed, chat_server_factory):
     """A store restarted without persistence forgets the answer mid-stream:
     the resume gets 404, and the visitor hears that the answer is gone."""
-    server = chat_server_factory(DEMO_DELAY_SECONDS=0.3)
+    # A 1 s heartbeat: the open stream notices the vanished answer at its next
+    # idle check instead of after the default 15 s.
+    server = chat_server_factory(DEMO_DELAY_SECONDS=0.3, HEARTBEAT_SECONDS=1)
     widget = embed(server, faults="drop-after=3")
     widget.open()
     widget.send("which arpeggio fits Am F C G")
