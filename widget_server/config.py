@@ -195,6 +195,14 @@ SETTINGS: tuple[Setting, ...] = (
         1,
         10_000_000,
     ),
+    Setting(
+        "FINISHED_LOG_GRACE_SECONDS",
+        _parse_float,
+        30.0,
+        "How long a finished answer keeps its whole event log (a reader catching up gets the exact events); then the log is compacted to the text and the terminal event, and a resume gets a snapshot and the ending. 0: at the end.",
+        0,
+        86400,
+    ),
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
     Setting(
@@ -285,6 +293,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Serve Prometheus metrics at `/metrics` (restrict it to your monitoring network at the proxy).",
     ),
     Setting(
+        "METRICS_TOKEN",
+        _parse_str,
+        "",
+        "Bearer token `/metrics` requires (`Authorization: Bearer …`); with ENV=production, `/metrics` is served only when it is set.",
+    ),
+    Setting(
         "DEMO_DELAY_SECONDS", _parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10
     ),
     Setting(
@@ -304,6 +318,12 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_bool,
         False,
         "Serve the QA page for screen-reader testers at `/qa`; refused when ENV is production.",
+    ),
+    Setting(
+        "ALLOW_DEMO_IN_PRODUCTION",
+        _parse_bool,
+        False,
+        "Allow the `demo` backend when ENV is production (refused at start otherwise).",
     ),
     Setting(
         "LOG_LEVEL",
@@ -412,6 +432,11 @@ def _check_together(values: Settings) -> None:
         raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
     if values["ENV"] == "production" and values["QA"]:
         raise ConfigError("QA: the QA page (/qa) is for testers; it cannot be on when ENV is production")
+    if values["ENV"] == "production" and values["BACKEND"] == "demo" and not values["ALLOW_DEMO_IN_PRODUCTION"]:
+        raise ConfigError(
+            "BACKEND: the demo backend plays canned answers; it cannot serve when ENV is production "
+            "unless ALLOW_DEMO_IN_PRODUCTION=1"
+        )
     if values["STORE"] == "memory" and values["WORKERS"] > 1:
         raise ConfigError(
             "WORKERS: the memory store lives in one process, so resume and cancel would break "

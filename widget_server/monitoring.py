@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hmac
+
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify
 
 from .metrics import Metrics
 from .stores.base import StoreUnavailable
-from .transport import chat_service
+from .transport import bearer_token, chat_service, settings
 
 bp = Blueprint("monitoring", __name__)
 
@@ -14,10 +16,22 @@ bp = Blueprint("monitoring", __name__)
 @bp.get("/metrics")
 def metrics() -> Response:
     registry: Metrics = current_app.extensions["widget_server.metrics"]
-    if not registry.enabled:
+    if not registry.enabled or not _metrics_allowed():
         abort(404)
     body, content_type = registry.exposition()
     return Response(body, content_type=content_type, headers={"Cache-Control": "no-store"})
+
+
+def _metrics_allowed() -> bool:
+    """With METRICS_TOKEN set, only a request bearing it (any ENV); without, only outside
+    production. Refused is the same 404 as METRICS off, as a wrong token on the API is:
+    a prober learns neither whether metrics are served nor whether a token exists."""
+    values = settings()
+    expected = values["METRICS_TOKEN"]
+    if not expected:
+        return values["ENV"] != "production"
+    given = bearer_token() or ""
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
 @bp.get("/healthz")
