@@ -119,8 +119,12 @@ def _render_panel(standalone: bool) -> Response:
 
 
 @bp.get("/")
-def index() -> str:
-    return render_template("index.html", origin=request.host_url.rstrip("/"))
+def index() -> Response:
+    response = Response(render_template("index.html", origin=request.host_url.rstrip("/")), mimetype="text/html")
+    # The panel's policy (no inline code; framed by nobody), plus the panel's own iframe.
+    response.headers["Content-Security-Policy"] = content_security_policy("'none'") + "; frame-src 'self'"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @bp.get("/panel")
