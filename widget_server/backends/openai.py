@@ -25,16 +25,19 @@ detail, or shown by repr().
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import re
 import socket
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 
@@ -138,6 +141,59 @@ def _watch(cancel: CancelToken, done: threading.Event, upstream: _Upstream) -> N
             return
 
 
+def _key_pattern(key: str) -> re.Pattern[str] | None:
+    """Every form of `key` a provider may echo: the key in any letter case (an upper-cased
+    echo reached the log once), URL-encoded (as `quote` and `quote_plus` write it, and
+    every byte as `%XX`, hex digits in any case), and base64 (standard and URL-safe,
+    padded or not), also inside a longer base64 text such as `Basic …` or `Bearer …`
+    encoded whole: the key's bytes at each of the three offsets a 3-byte group allows."""
+    if not key:
+        return None
+    data = key.encode("utf-8")
+    exact = {re.escape(form) for form in (key, quote(key, safe=""), quote_plus(key))}
+    exact.add("".join(f"%{byte:02x}" for byte in data))
+    encoded: set[str] = set()
+    for offset in range(3):
+        full = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        # Only the characters made of the key's own bits: the first ones also hold the
+        # padding bytes before it, the last one (a partial group) whatever follows it.
+        core = full[(offset * 8 + 5) // 6 : ((offset + len(data)) * 8) // 6]
+        if len(core) >= 4:
+            encoded.update((core, core.replace("+", "-").replace("/", "_")))
+    # Case-insensitive for the text forms; base64 is case-sensitive, so its forms are exact.
+    text = "(?i:" + "|".join(sorted(exact, key=len, reverse=True)) + ")"
+    b64 = "|".join(re.escape(form) for form in sorted(encoded, key=len, reverse=True))
+    return re.compile(text + ("|" + b64 if b64 else ""))
+
+
+class _KeyRedactingFilter(logging.Filter):
+    """Removes live backends' keys from the HTTP client's own log records.
+
+    httpcore logs each response's headers at DEBUG and httpx each request's URL at INFO:
+    a provider or gateway that echoes the key in a header (a `Location`, say) would put
+    it there. A logger's filter sees only the records of that very logger, so it is
+    attached to each of theirs (`_CLIENT_LOGGERS`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patterns: set[re.Pattern[str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.patterns:
+            message = original = record.getMessage()
+            for pattern in list(self.patterns):
+                message = pattern.sub("[redacted]", message)
+            if message != original:
+                record.msg, record.args = message, None
+        return True
+
+
+_CLIENT_LOGGERS = ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy")
+_CLIENT_LOG_FILTER = _KeyRedactingFilter()
+for _name in _CLIENT_LOGGERS:
+    logging.getLogger(_name).addFilter(_CLIENT_LOG_FILTER)
+
+
 def _retry_after(value: str | None) -> float | None:
     """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3)."""
     if not value:
@@ -198,6 +254,11 @@ class OpenAIBackend:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.__api_key = api_key  # name-mangled; never logged, never in repr
+        self.__key_pattern = _key_pattern(api_key)  # the key in every form `_redact` removes
+        if self.__key_pattern is not None:
+            # Out of the HTTP client's logs too, for as long as this backend lives.
+            _CLIENT_LOG_FILTER.patterns.add(self.__key_pattern)
+            weakref.finalize(self, _CLIENT_LOG_FILTER.patterns.discard, self.__key_pattern)
         # One client for every answer (thread-safe; one TLS context). No
         # keep-alive: each answer has its own connection, which a cancel can
         # shut down at any moment (see _Upstream). No pool limit: the server
@@ -262,11 +323,14 @@ class OpenAIBackend:
             headers["Authorization"] = f"Bearer {self.__api_key}"
         return headers
 
-    def _redact(self, text: str) -> str:
+    def _redact(self, text: str, limit: int = DETAIL_LIMIT) -> str:
+        """Provider text made fit for the log: on one line, the key removed in any case or
+        encoding (`_key_pattern`), then cut to `limit` characters (after the removal, so a
+        cut never leaves part of a key behind)."""
         text = text.replace("\r", " ").replace("\n", " ")
-        if self.__api_key:
-            text = text.replace(self.__api_key, "[redacted]")
-        return text[:DETAIL_LIMIT] + ("…" if len(text) > DETAIL_LIMIT else "")
+        if self.__key_pattern is not None:
+            text = self.__key_pattern.sub("[redacted]", text)
+        return text[:limit] + ("…" if len(text) > limit else "")
 
     # -- the stream -----------------------------------------------------------
 
@@ -358,7 +422,7 @@ class OpenAIBackend:
             chunk = json.loads(data)
         except ValueError:
             raise ChatError(
-                ErrorCode.PROVIDER, f"malformed upstream stream: a data line is not JSON: {self._redact(data[:80])!r}"
+                ErrorCode.PROVIDER, f"malformed upstream stream: a data line is not JSON: {self._redact(data, 80)!r}"
             ) from None
         if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
             raise self._classify(None, chunk, response.headers, where="in the stream")
