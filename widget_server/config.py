@@ -9,7 +9,9 @@ Every setting is documented in docs/configuration.md (a test checks).
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,16 +58,35 @@ def _parse_str(raw: Any) -> str:
     return str(raw).strip()
 
 
+# scheme://host[:port] and nothing else: a DNS name (its first label may be `*`, a CSP
+# wildcard for subdomains) or a bracketed IPv6 address, and a port of digits. These values
+# reach the Content-Security-Policy header, so `;`, quotes and spaces must never pass.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_ORIGIN = re.compile(
+    rf"(?P<scheme>https?)://(?P<host>(?:\*\.)?{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::(?P<port>[0-9]{{1,5}}))?"
+)
+
+
+def _check_origin(origin: str) -> None:
+    match = _ORIGIN.fullmatch(origin)
+    valid = match is not None
+    if match is not None and match["host"].startswith("["):
+        try:
+            ipaddress.IPv6Address(match["host"][1:-1])
+        except ValueError:
+            valid = False
+    if match is not None and match["port"] is not None and not 1 <= int(match["port"]) <= 65535:
+        valid = False
+    if not valid:
+        raise ValueError(f"{origin!r} is not an origin scheme://host[:port] like https://www.example.com")
+
+
 def _parse_origins(raw: Any) -> tuple[str, ...]:
     items = raw.split() if isinstance(raw, str) else list(raw)
     origins = tuple(str(item).rstrip("/") for item in items)
     for origin in origins:
-        if origin in ("*", "'self'"):
-            continue
-        scheme, sep, rest = origin.partition("://")
-        # An origin is scheme://host[:port]: no path, query, fragment or userinfo.
-        if not sep or scheme not in {"http", "https"} or not rest or any(c in rest for c in "/?#@\\"):
-            raise ValueError(f"{origin!r} is not an origin like https://www.example.com")
+        if origin not in ("*", "'self'"):
+            _check_origin(origin)
     return origins
 
 
@@ -111,6 +132,40 @@ def _parse_optional_url(raw: Any) -> str:
     ):
         raise ValueError("expected empty or an http:// or https:// URL such as https://www.example.com/help/")
     return url
+
+
+def _parse_public_url(raw: Any) -> str:
+    """Empty, or the origin visitors reach the server at: scheme://host[:port], lower-cased,
+    without a path (a trailing `/` is removed), query, fragment or credentials."""
+    url = _parse_str(raw).rstrip("/").lower()
+    if not url:
+        return ""
+    scheme, sep, netloc = url.partition("://")
+    host, colon, port = netloc.rpartition(":") if not netloc.endswith("]") else (netloc, "", "")
+    if not colon:
+        host = netloc
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if (
+        not sep
+        or scheme not in {"http", "https"}
+        or not name
+        or not all(c.isascii() and (c.isalnum() or c in ".-:") for c in name)
+        or (":" in name and name == host)  # an IPv6 address is written in brackets
+        or (colon and not (port.isdigit() and 0 < int(port) <= 65535))
+    ):
+        raise ValueError("expected the server's public origin, such as https://chat.example.com (no path)")
+    return f"{scheme}://{netloc}"
+
+
+def _parse_hosts(raw: Any) -> tuple[str, ...]:
+    """Host names (or IP addresses, IPv6 in brackets), separated by spaces or commas; lower-cased."""
+    items = raw.replace(",", " ").split() if isinstance(raw, str) else [str(item) for item in raw]
+    hosts = tuple(item.strip().lower().rstrip(".") for item in items if item.strip())
+    for host in hosts:
+        name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not name or not all(c.isalnum() or c in ".-_:" for c in name) or (":" in name and name == host):
+            raise ValueError(f"{host!r} is not a host name such as chat.internal or 10.0.0.5 (no port, no scheme)")
+    return hosts
 
 
 def _parse_rate_limits(raw: Any) -> str:
@@ -206,6 +261,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
     Setting(
+        "BODY_READ_TIMEOUT_SECONDS",
+        _parse_float,
+        10.0,
+        "Longest time a request's body may take to arrive, whole (then: 408, the connection closed).",
+        0.5,
+        3600,
+    ),
+    Setting(
         "MAX_STREAMS",
         _parse_int,
         1000,
@@ -220,6 +283,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Open event streams per conversation (more: 429 with Retry-After).",
         1,
         10_000,
+    ),
+    Setting(
+        "MAX_STREAMS_PER_CLIENT",
+        _parse_int,
+        32,
+        "Open event streams per client address in each worker process (more: 429 with Retry-After).",
+        1,
+        1_000_000,
     ),
     Setting(
         "MAX_RUNNING_PER_CONVERSATION",
@@ -279,6 +350,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Messages sent per conversation: the conversation's quota.",
     ),
     Setting(
+        "RATE_LIMIT_UNAUTHORIZED",
+        _parse_rate_limits,
+        "30/minute",
+        "Requests to /api/v1 per client address that fail authorization (no, or the wrong, token; an unknown path): their own budget, apart from every authorized quota.",
+    ),
+    Setting(
         "PROXY_HOPS",
         _parse_int,
         0,
@@ -308,6 +385,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Origins allowed to embed the chat panel, space separated, or `*` (any; logged as a warning).",
     ),
     Setting(
+        "API_ORIGINS",
+        _parse_origins,
+        (),
+        "Other origins whose pages may call /api/v1 from a browser, space separated (empty: only the server's own pages).",
+    ),
+    Setting(
         "FAULTS",
         _parse_bool,
         False,
@@ -318,6 +401,18 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_bool,
         False,
         "Serve the QA page for screen-reader testers at `/qa`; refused when ENV is production.",
+    ),
+    Setting(
+        "PUBLIC_URL",
+        _parse_public_url,
+        "",
+        "The origin visitors reach the server at (https://chat.example.com): every absolute URL the server writes is built on it, never on the request's Host; required when ENV is production.",
+    ),
+    Setting(
+        "TRUSTED_HOSTS",
+        _parse_hosts,
+        (),
+        "With ENV=production, other Host names accepted besides PUBLIC_URL's (e.g. the address a load balancer's health check uses), space separated; any other Host is refused with 400.",
     ),
     Setting(
         "ALLOW_DEMO_IN_PRODUCTION",
@@ -436,6 +531,11 @@ def _check_together(values: Settings) -> None:
         raise ConfigError(
             "BACKEND: the demo backend plays canned answers; it cannot serve when ENV is production "
             "unless ALLOW_DEMO_IN_PRODUCTION=1"
+        )
+    if values["ENV"] == "production" and not values["PUBLIC_URL"]:
+        raise ConfigError(
+            "PUBLIC_URL: required when ENV is production: the origin visitors reach the server at, "
+            "such as https://chat.example.com (links and the widget's API address are built on it)"
         )
     if values["STORE"] == "memory" and values["WORKERS"] > 1:
         raise ConfigError(

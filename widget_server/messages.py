@@ -204,6 +204,21 @@ class MessageLog:
         self._transition(MessageState.CANCELLED)
         return self._append(EventKind.CANCELLED, incomplete=True, length=self._length)
 
+    def compact(self) -> None:
+        """Once ended, keep only the text and the terminal event (docs/protocol.md, "Resume").
+
+        A reader behind the end then gets a snapshot and the terminal event, as
+        after eviction, so a finished answer costs about its text, not its events.
+        """
+        if not self.state.terminal:
+            raise InvalidTransition(f"compact in state {self.state.value}")
+        self._events = deque([self._events[-1]], maxlen=1)  # nothing follows the end
+        self._parts = [self.text] if self._parts else []
+
+    @property
+    def compacted(self) -> bool:
+        return self.state.terminal and len(self._events) <= 1
+
     # -- reading -----------------------------------------------------------
 
     def snapshot(self) -> StreamEvent:

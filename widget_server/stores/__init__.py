@@ -12,7 +12,11 @@ def create_store(settings: dict[str, Any]) -> Store:
     if url == "memory":
         from .memory import MemoryStore
 
-        return MemoryStore(max_events=settings["LOG_MAX_EVENTS"], conversation_ttl=settings["CONVERSATION_TTL_SECONDS"])
+        return MemoryStore(
+            max_events=settings["LOG_MAX_EVENTS"],
+            conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
+            finished_log_grace=settings["FINISHED_LOG_GRACE_SECONDS"],
+        )
     from .redis import RedisStore
 
     return RedisStore(
@@ -20,4 +24,5 @@ def create_store(settings: dict[str, Any]) -> Store:
         max_events=settings["LOG_MAX_EVENTS"],
         conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
         lease_seconds=settings["WORKER_LEASE_SECONDS"],
+        finished_log_grace=settings["FINISHED_LOG_GRACE_SECONDS"],
     )

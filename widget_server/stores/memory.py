@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -46,13 +46,23 @@ class _MessageRecord:
     conversation_id: str
     log: MessageLog
     changed: threading.Condition
+    reported: bool = False  # a client report was counted (claim_report)
 
 
 class MemoryStore(Store):
     def __init__(
-        self, *, max_events: int = 2048, conversation_ttl: float = 86400.0, max_conversations: int = 100_000
+        self,
+        *,
+        max_events: int = 2048,
+        conversation_ttl: float = 86400.0,
+        max_conversations: int = 100_000,
+        finished_log_grace: float = 30.0,
     ) -> None:
         self.max_events = max_events
+        # A finished answer keeps its whole log this long (readers catching up
+        # get the exact events), then only its text and terminal event.
+        self._grace = finished_log_grace
+        self._ended: deque[tuple[float, str]] = deque()  # (when to compact, message id), oldest first
         self._ttl = conversation_ttl
         self._max_conversations = max_conversations
         self._lock = threading.RLock()
@@ -70,7 +80,15 @@ class MemoryStore(Store):
                 conversation, last_used=time.monotonic()
             )
 
+    def _compact_due(self, now: float) -> None:
+        while self._ended and self._ended[0][0] <= now:
+            _, message_id = self._ended.popleft()
+            record = self._messages.get(message_id)
+            if record is not None:
+                record.log.compact()
+
     def _expire(self, now: float, *, making_room: bool = False) -> None:
+        self._compact_due(now)
         # Least recently used first: drop the expired, and the oldest beyond
         # the cap, so memory stays bounded however long the server runs.
         # `making_room`: a conversation is about to be added, keep one slot free.
@@ -167,7 +185,11 @@ class MemoryStore(Store):
             except InvalidTransition:
                 return None  # already terminal: the first ending wins
             # A generating answer is activity: its conversation stays alive.
-            self._touch(record.conversation_id, time.monotonic())
+            now = time.monotonic()
+            self._touch(record.conversation_id, now)
+            if event.kind.terminal:
+                self._ended.append((now + self._grace, message_id))
+                self._compact_due(now)
             record.changed.notify_all()
             return event
 
@@ -205,6 +227,16 @@ class MemoryStore(Store):
                 if events or remaining <= 0:
                     return events
                 record.changed.wait(remaining)
+
+    # -- client reports ----------------------------------------------------
+
+    def claim_report(self, message_id: str) -> bool:
+        with self._lock:
+            record = self._messages.get(message_id)
+            if record is None or record.reported:
+                return False
+            record.reported = True
+            return True
 
     # -- actions -----------------------------------------------------------
     # Every transition happens under the store's lock, so two confirms

@@ -16,7 +16,8 @@ Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
   conv:{cid}            hash  token_hash, created_at
   conv:{cid}:exchanges  list  exchange JSON, in order
   conv:{cid}:requests   hash  request_id → exchange JSON
-  msg:{mid}             hash  conversation_id, state, last_seq, error
+  msg:{mid}             hash  conversation_id, state, last_seq, error, reported (a
+                              client report was counted: once per message)
   msg:{mid}:text        string the answer so far
   msg:{mid}:events      stream field `e` = event JSON
   msg:{mid}:actions     list  the message's action proposals (JSON), in order
@@ -50,7 +51,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import ErrorInfo
 from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
     from redis.typing import StreamEntry
 
 PREFIX = "cw:"
+# Ended messages whose logs are still whole, scored by when to compact them (unix ms).
+_COMPACT_KEY = f"{PREFIX}compact"
 
 # KEYS: conv, exchanges, requests, msg, lease
 # ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner
@@ -91,10 +94,13 @@ redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
 return {'created', ARGV[2]}
 """
 
-# KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease
-# ARGV: op (start|text|complete|fail|cancel|lost), payload_json, text (for op text), maxlen, ttl, message_id
+# KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease,
+#       the set of ended logs waiting to be compacted
+# ARGV: op (start|text|complete|fail|cancel|lost), payload_json, text (for op text), maxlen, ttl, message_id,
+#       when to compact an ended log (unix ms; 0: now)
 # Returns the event JSON, or nil when the transition is refused. `lost` is a
-# `fail` allowed only once the lease has expired.
+# `fail` allowed only once the lease has expired. An ending compacts the log to
+# its terminal entry at once (XADD MAXLEN 1), or records when to (compact_due).
 _APPEND = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return nil end
@@ -130,10 +136,33 @@ if op == 'complete' and KEYS[4] then
     encoded = string.sub(encoded, 1, -2) .. ',"actions":[' .. table.concat(actions, ',') .. ']}'
   end
 end
+local ending = op ~= 'start' and op ~= 'text'
+if ending then
+  -- the text stops growing: rewrite it, so it holds no room APPEND reserved
+  local text = redis.call('GET', KEYS[2])
+  if text then redis.call('SET', KEYS[2], text) end
+  -- compacted now: a new stream of the terminal entry alone (a trimmed one keeps its node's room)
+  if ARGV[7] == '0' then redis.call('DEL', KEYS[3]) end
+end
 redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end  -- the actions list too, if any; never the lease
-if op ~= 'start' and op ~= 'text' then redis.call('DEL', KEYS[5]) end  -- ended: nobody owns it
+if ending then
+  redis.call('DEL', KEYS[5])  -- ended: nobody owns it
+  if ARGV[7] ~= '0' then redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6]) end
+end
 return encoded
+"""
+
+# KEYS: events. An ended log, compacted: a new stream of its newest (terminal) entry alone,
+# with the same expiry. Returns 1, or 0 for a log that is gone.
+_COMPACT = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 then return 0 end
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+redis.call('XADD', KEYS[1], last[1][1], unpack(last[1][2]))
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
 """
 
 # KEYS: msg, events, actions list, action
@@ -181,6 +210,12 @@ if not status then return nil end
 if status == 'proposed' then redis.call('HSET', KEYS[1], 'status', 'dismissed'); status = 'dismissed' end
 if status == 'dismissed' then return 'dismissed' end
 return 'confirmed'
+"""
+
+# KEYS: msg → 1 for the message's first report, else 0 (the field lives and expires with the message)
+_CLAIM_REPORT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[1], 'reported', 1)
 """
 
 # KEYS: msg, text  → {state, last_seq, text}
@@ -254,6 +289,7 @@ class RedisStore(Store):
         max_events: int = 4096,
         conversation_ttl: float = 86400.0,
         lease_seconds: float = 10.0,
+        finished_log_grace: float = 30.0,
         client: Any = None,
     ) -> None:
         import redis
@@ -263,6 +299,8 @@ class RedisStore(Store):
         self.max_events = max_events
         self._ttl = max(1, int(conversation_ttl))
         self.lease_seconds = lease_seconds
+        # A finished answer keeps its whole log this long, then only its terminal entry.
+        self._grace_ms = max(0, int(finished_log_grace * 1000))
         self._lease_ms = max(1, int(lease_seconds * 1000))
         self._owner_pid = 0
         self._owner = ""
@@ -287,10 +325,12 @@ class RedisStore(Store):
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
+        self._compact = self.redis.register_script(_COMPACT)
         self._add_action = self.redis.register_script(_ADD_ACTION)
         self._claim_action = self.redis.register_script(_CLAIM_ACTION)
         self._finish_action = self.redis.register_script(_FINISH_ACTION)
         self._dismiss_action = self.redis.register_script(_DISMISS_ACTION)
+        self._claim_report = self.redis.register_script(_CLAIM_REPORT)
 
     def close(self) -> None:
         self._tail.close()
@@ -401,6 +441,7 @@ class RedisStore(Store):
         if outcome == "existing":
             return Claim(found, created=False)
         history = self._completed_history([e for e in self.exchanges(conversation_id) if e.request_id != request_id])
+        self.compact_due()
         return Claim(found, created=True, history=history)
 
     @staticmethod
@@ -438,11 +479,38 @@ class RedisStore(Store):
 
     def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
         key = self._msg(message_id)
+        ending = op not in ("start", "text")
+        compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
         raw = self._append(
-            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease"],
-            args=[op, json.dumps(payload, ensure_ascii=False), text, self.max_events, self._ttl, message_id],
+            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease", _COMPACT_KEY],
+            args=[
+                op,
+                json.dumps(payload, ensure_ascii=False),
+                text,
+                self.max_events,
+                self._ttl,
+                message_id,
+                compact_at,
+            ],
         )
+        if ending:
+            self.compact_due()
         return _event_from_json(raw) if raw is not None else None
+
+    def compact_due(self, limit: int = 64) -> int:
+        """Compact the logs whose grace after their end has passed: each stream
+        keeps only its terminal entry (the newest: nothing is written after an
+        end). Run after each ending and each new message, by any worker;
+        trimming twice is harmless. Returns how many were compacted."""
+        due = self.redis.zrangebyscore(_COMPACT_KEY, "-inf", int(time.time() * 1000), start=0, num=limit)
+        if not due:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for raw in due:
+            self._compact(keys=[self._msg(_text(cast("bytes", raw))) + ":events"], client=pipe)
+        pipe.zrem(_COMPACT_KEY, *due)
+        pipe.execute()
+        return len(due)
 
     def start(self, message_id: str) -> StreamEvent | None:
         return self._write(message_id, "start", {"kind": EventKind.STARTED.value})
@@ -511,6 +579,9 @@ class RedisStore(Store):
             return []
         later = self.redis.xrange(key, min=f"({snapshot.seq}-1", max="+") or []
         return [snapshot, *(_entry_event(entry) for entry in later)]
+
+    def claim_report(self, message_id: str) -> bool:
+        return bool(self._claim_report(keys=[self._msg(message_id)]))
 
     def message_state(self, message_id: str) -> MessageState | None:
         """Just the state (one HGET), for pollers that need nothing else."""
