@@ -83,13 +83,17 @@ def test_new_conversations_and_all_requests_per_client(limited):
     address = client_address()
     with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
         assert http.post("/api/v1/conversations").status_code == 201
-        assert http.post("/api/v1/conversations").status_code == 201
+        created = http.post("/api/v1/conversations")
+        assert created.status_code == 201
         refused = http.post("/api/v1/conversations")
         assert assert_json_error(refused, 429, "rate_limited")["error"]["details"]["limit"] == "new_conversations"
-        # 3 requests so far count against the all-API limit of 5.
-        http.get("/api/v1/conversations/c_unknown")
-        http.get("/api/v1/conversations/c_unknown")
-        over = http.get("/api/v1/conversations/c_unknown")
+        # 3 requests so far count against the all-API limit of 5. (Requests that fail
+        # authorization have their own budget since issue 11, so these are authorized ones.)
+        conversation = f"/api/v1/conversations/{created.json()['conversation_id']}"
+        auth = {"Authorization": f"Bearer {created.json()['token']}"}
+        assert http.get(conversation, headers=auth).status_code == 200
+        assert http.get(conversation, headers=auth).status_code == 200
+        over = http.get(conversation, headers=auth)
         assert assert_json_error(over, 429, "rate_limited")["error"]["details"]["limit"] == "client"
         # Pages, assets and health are never limited.
         assert http.get("/healthz").status_code == 200

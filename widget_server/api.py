@@ -15,7 +15,7 @@ from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
 from .messages import clean_text
 from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
 from .service import EventStream
-from .transport import CONVERSATION_COOKIE, authorize, chat_service, json_body, settings
+from .transport import CONVERSATION_COOKIE, authorize, chat_service, disconnect_probe, json_body, settings
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -132,7 +132,7 @@ def post_message(conversation_id: str) -> Response:
         )
     chat = chat_service()
     chat.check_can_start(conversation_id, request_id)
-    slot = chat.reserve_stream(conversation_id)  # refuse before starting any work
+    slot = chat.reserve_stream(conversation_id, request.remote_addr or "")  # refuse before starting any work
     try:
         # The answer's links are absolute, on the scheme and host the question was sent to
         # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
@@ -145,7 +145,9 @@ def post_message(conversation_id: str) -> Response:
     except BaseException:
         slot.release()
         raise
-    return _stream_response(EventStream(slot, message_id, after_seq, faults=faults))
+    return _stream_response(
+        EventStream(slot, message_id, after_seq, faults=faults, client_gone=disconnect_probe(request.environ))
+    )
 
 
 @bp.get("/conversations/<conversation:conversation_id>/messages/<message:message_id>/events")
@@ -158,10 +160,12 @@ def get_events(conversation_id: str, message_id: str) -> Response:
     # asks for it rather than trusting deltas across the gap). Of the
     # injected faults, only `snapshot` applies to a resume.
     snapshot = request.args.get("snapshot", "") in ("1", "true") or _faults().snapshot
-    slot = chat.reserve_stream(conversation_id)
+    slot = chat.reserve_stream(conversation_id, request.remote_addr or "")
     if after_seq > 0:
         chat.metrics.resumed()
-    return _stream_response(EventStream(slot, message_id, after_seq, snapshot=snapshot))
+    return _stream_response(
+        EventStream(slot, message_id, after_seq, snapshot=snapshot, client_gone=disconnect_probe(request.environ))
+    )
 
 
 @bp.get("/conversations/<conversation:conversation_id>/messages/<message:message_id>")

@@ -4,6 +4,15 @@ Built on `limits` (the library under Flask-Limiter, same maintainers), used
 directly: our limits are a handful of settings keyed by the client address
 or by the conversation in the URL, checked in one `before_request`, and
 refused with the API's own JSON error (`rate_limited`, 429, Retry-After).
+
+Who pays (docs/security.md, "Rate limits"): a request is first checked for
+its browser `Origin` (another site's page is refused with 403 before
+anything is counted), then for its token. A request that fails
+authorization (no token, a wrong one, an unknown or malformed id, an unknown
+path) counts only against its own cheaper budget, RATE_LIMIT_UNAUTHORIZED,
+never against the client's or a conversation's quotas: a stranger cannot
+spend them. Keys are validated values only: the client address parsed as an
+IP address, and a conversation id whose token the request carried.
 Counting is a moving window (exact: no burst at a window's edge). The
 counters live in the store's Redis when the store is Redis — every worker
 and host enforces one shared limit — and in the process otherwise.
@@ -20,17 +29,20 @@ reason an otherwise healthy server refuses everyone.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from flask import Flask, current_app, request
 
 from .config import Settings
 from .errors import ApiError
 from .metrics import Metrics
+from .transport import authorize, settings
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
@@ -73,6 +85,13 @@ _MESSAGES_CONVERSATION = Limit(
     "This conversation has reached its limit of messages for now. Wait {seconds} s, then send again.",
 )
 
+_UNAUTHORIZED = Limit(
+    "unauthorized",
+    "RATE_LIMIT_UNAUTHORIZED",
+    "client",
+    "Too many refused requests from your connection. Wait {seconds} s, then try again.",
+)
+
 # Endpoint → the limits it counts against, besides the all-API one.
 _ENDPOINT_LIMITS = {
     "api.create_conversation": (_NEW_CONVERSATIONS,),
@@ -89,7 +108,7 @@ class RateLimits:
         self.metrics = metrics
         self.items = {
             limit.name: parse_many(settings[limit.setting]) if settings[limit.setting] else []
-            for limit in (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION)
+            for limit in (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED)
         }
         store = settings["STORE"]
         if store == "memory":
@@ -103,12 +122,18 @@ class RateLimits:
     def check(self) -> None:
         if not request.path.startswith("/api/v1/"):
             return
-        limits = (_ALL_API, *_ENDPOINT_LIMITS.get(request.endpoint or "", ()))
-        for limit in limits:
-            if limit.scope == "conversation":
-                key = (request.view_args or {}).get("conversation_id", "")
-            else:
-                key = request.remote_addr or "unknown"
+        client = client_key()
+        conversation_id = _conversation_id()
+        if request.endpoint is None or (conversation_id is None and "conversation_id" in (request.view_args or {})):
+            # Refused by routing (an unknown path, a malformed id, a method not
+            # allowed), or a conversation's endpoint without its token.
+            for item in self.items[_UNAUTHORIZED.name]:
+                self._hit(_UNAUTHORIZED, item, client)
+            return
+        for limit in (_ALL_API, *_ENDPOINT_LIMITS.get(request.endpoint, ())):
+            key = conversation_id if limit.scope == "conversation" else client
+            if key is None:  # no conversation in this endpoint's URL: nothing to count it against
+                continue
             for item in self.items[limit.name]:
                 self._hit(limit, item, key)
 
@@ -133,11 +158,82 @@ class RateLimits:
         )
 
 
-def init_app(app: Flask) -> None:
-    settings = app.config["WIDGET_SERVER"]
-    if not settings["RATE_LIMITS"]:
+def client_key() -> str:
+    """The client address as a rate-limit key: a parsed IP address, never raw header text
+    (behind PROXY_HOPS the address comes from X-Forwarded-For, which a client may pad)."""
+    try:
+        return ipaddress.ip_address(request.remote_addr or "").compressed
+    except ValueError:
+        return "unparsable"
+
+
+# Endpoints whose token may also come in the query (EventSource cannot set headers): the
+# same rule as api.get_events' own authorize(…, allow_query_token=True).
+_QUERY_TOKEN_ENDPOINTS = frozenset({"api.get_events"})
+
+
+def _conversation_id() -> str | None:
+    """The URL's conversation id if the request carries its token, else None."""
+    conversation_id = (request.view_args or {}).get("conversation_id")
+    if not isinstance(conversation_id, str):
+        return None
+    try:
+        authorize(conversation_id, allow_query_token=request.endpoint in _QUERY_TOKEN_ENDPOINTS)
+    except ApiError:
+        return None
+    return conversation_id
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """scheme, host and port (the scheme's default filled in) of an origin or a URL."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def check_origin() -> None:
+    """403 for a browser request to /api/v1 from another site's page.
+
+    Browsers send `Origin` with every cross-origin request and every POST; the panel, the
+    full-page chat and the QA page run on the server's own origin. A request without
+    `Origin` (a server-to-server client, or a same-origin GET) is not a browser's
+    cross-site request and passes. Runs before any counting, so such a page cannot spend
+    anyone's quota (docs/security.md, "Rate limits").
+    """
+    if not request.path.startswith("/api/v1/"):
         return
-    limits = RateLimits(settings, app.extensions["widget_server.metrics"])
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    allowed = settings()["API_ORIGINS"]
+    if "*" in allowed:
+        return
+    sent = _origin(origin)
+    trusted = [request.host_url, *(o for o in allowed if o != "'self'")]
+    public_url = settings().get("PUBLIC_URL")
+    if public_url:
+        trusted.append(public_url)
+    if sent is not None and sent in {_origin(url) for url in trusted}:
+        return
+    raise ApiError(
+        403,
+        "origin_not_allowed",
+        "This API accepts browser requests only from the chat's own pages and the origins in API_ORIGINS.",
+    )
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(check_origin)  # first: a refused origin is never counted
+    values = app.config["WIDGET_SERVER"]
+    if not values["RATE_LIMITS"]:
+        return
+    limits = RateLimits(values, app.extensions["widget_server.metrics"])
     app.extensions["widget_server.rate_limits"] = limits
     app.before_request(limits.check)
 

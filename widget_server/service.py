@@ -14,7 +14,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from . import sse
@@ -34,6 +34,10 @@ from .protocol import (
 from .stores.base import Conversation, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
 
 log = logging.getLogger(__name__)
+
+# While a stream is quiet, how often it looks whether its reader is still connected
+# (EventStream's `client_gone`): a reader that went away frees its slot within this long.
+DISCONNECT_PROBE_SECONDS = 1.0
 
 
 def _hash_token(token: str) -> str:
@@ -65,6 +69,7 @@ class ChatService:
         self._runs: dict[str, GenerationRun] = {}
         self._open_streams = 0
         self._streams_by_conversation: dict[str, int] = {}
+        self._streams_by_client: dict[str, int] = {}
 
     # -- conversations -----------------------------------------------------
 
@@ -288,12 +293,26 @@ class ChatService:
                 f"Last-Event-ID names sequence {after_seq}, but this message has only reached {info.last_seq}.",
             )
 
-    def reserve_stream(self, conversation_id: str) -> StreamSlot:
-        """Take one of the limited stream slots, or refuse with 503/429."""
+    def reserve_stream(self, conversation_id: str, client: str = "") -> StreamSlot:
+        """Take one of the limited stream slots, or refuse with 503/429.
+
+        `client` is the client address: one address may hold at most
+        MAX_STREAMS_PER_CLIENT of this process's slots, so a single client
+        cannot take every slot from everyone else.
+        """
         with self._lock:
             if self._open_streams >= self.settings["MAX_STREAMS"]:
                 raise ApiError(
                     503, "server_busy", "The server is at its limit of open streams. Try again shortly.", retry_after=5
+                )
+            per_client = self._streams_by_client.get(client, 0)
+            if per_client >= self.settings["MAX_STREAMS_PER_CLIENT"]:
+                raise ApiError(
+                    429,
+                    "too_many_streams",
+                    "Too many open streams from your connection. Close one, then try again.",
+                    retry_after=2,
+                    details={"limit": "client"},
                 )
             per_conversation = self._streams_by_conversation.get(conversation_id, 0)
             if per_conversation >= self.settings["MAX_STREAMS_PER_CONVERSATION"]:
@@ -305,18 +324,20 @@ class ChatService:
                 )
             self._open_streams += 1
             self._streams_by_conversation[conversation_id] = per_conversation + 1
+            self._streams_by_client[client] = per_client + 1
         self.metrics.stream_opened()
-        return StreamSlot(self, conversation_id)
+        return StreamSlot(self, conversation_id, client)
 
-    def _release_stream(self, conversation_id: str) -> None:
+    def _release_stream(self, conversation_id: str, client: str) -> None:
         self.metrics.stream_closed()
         with self._lock:
             self._open_streams -= 1
-            remaining = self._streams_by_conversation.get(conversation_id, 1) - 1
-            if remaining:
-                self._streams_by_conversation[conversation_id] = remaining
-            else:
-                self._streams_by_conversation.pop(conversation_id, None)
+            for counts, key in ((self._streams_by_conversation, conversation_id), (self._streams_by_client, client)):
+                remaining = counts.get(key, 1) - 1
+                if remaining:
+                    counts[key] = remaining
+                else:
+                    counts.pop(key, None)
 
     @property
     def open_streams(self) -> int:
@@ -326,15 +347,16 @@ class ChatService:
 class StreamSlot:
     """One reserved stream slot; released exactly once."""
 
-    def __init__(self, service: ChatService, conversation_id: str) -> None:
+    def __init__(self, service: ChatService, conversation_id: str, client: str = "") -> None:
         self.service = service
         self.conversation_id = conversation_id
+        self.client = client
         self._released = False
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self.service._release_stream(self.conversation_id)
+            self.service._release_stream(self.conversation_id, self.client)
 
 
 class EventStream:
@@ -345,6 +367,14 @@ class EventStream:
     the slot is also released as soon as the terminal event is sent, so a
     server that fails to call `close()` (Werkzeug's development server, when
     the client resets the connection) cannot leak it.
+
+    `client_gone` (transport.disconnect_probe) says whether the reader has
+    closed its connection. A quiet stream asks it every
+    DISCONNECT_PROBE_SECONDS and ends when it says yes, so a reader that
+    went away frees its slot within about a second instead of at the next
+    heartbeat's failed write (up to HEARTBEAT_SECONDS, or twice that: the
+    first write after a close usually still succeeds). Without it, the
+    stream waits a whole poll at a time, as before.
     """
 
     def __init__(
@@ -355,8 +385,10 @@ class EventStream:
         *,
         snapshot: bool = False,
         faults: FaultPlan = NO_FAULTS,
+        client_gone: Callable[[], bool] | None = None,
     ) -> None:
         self._slot = slot
+        self._client_gone = client_gone
         self._service = slot.service
         self.message_id = message_id
         self.after_seq = after_seq
@@ -402,6 +434,23 @@ class EventStream:
             self._service.metrics.store_unavailable()
             yield sse.encode_comment("store unavailable; resume shortly")
 
+    def _wait_events(self, seq: int, timeout: float) -> list[StreamEvent] | None:
+        """The events after `seq`, waiting up to `timeout` for some; None as soon as
+        the reader is found gone (looked at after every quiet DISCONNECT_PROBE_SECONDS)."""
+        store = self._service.store
+        if self._client_gone is None:
+            return store.read_events(self.message_id, seq, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            events = store.read_events(self.message_id, seq, max(0.0, min(remaining, DISCONNECT_PROBE_SECONDS)))
+            if events:
+                return events
+            if self._client_gone():
+                return None
+            if remaining <= DISCONNECT_PROBE_SECONDS:
+                return events
+
     def _read_log(self) -> Iterator[bytes]:
         service = self._service
         settings = service.settings
@@ -438,9 +487,11 @@ class EventStream:
                 yield sse.encode_comment("server restarting; resume")
                 return
             try:
-                events = store.read_events(self.message_id, seq, poll)
+                events = self._wait_events(seq, poll)
             except UnknownMessage:
                 return
+            if events is None:
+                return  # the reader disconnected: free the slot now
             if not events:
                 service.reap_lost(self.message_id)  # its failure event is read next time round
                 if time.monotonic() - quiet_since >= heartbeat:

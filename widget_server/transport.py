@@ -8,10 +8,12 @@ imports another's private helpers.
 
 from __future__ import annotations
 
+import _socket
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import NotFound
 from werkzeug.routing import BaseConverter
 
@@ -55,7 +57,52 @@ def authorize(conversation_id: str, *, allow_query_token: bool = False) -> Conve
     token = bearer_token()
     if token is None and allow_query_token:
         token = request.args.get("token") or None
-    return chat_service().authorize(conversation_id, token)
+    # Checked once per request: the rate limits ask first (ratelimits.py), the view again.
+    asked = (conversation_id, token)
+    known: tuple[tuple[str, str | None], Conversation] | None = g.get("widget_server_authorized")
+    if known is not None and known[0] == asked:
+        return known[1]
+    conversation = chat_service().authorize(conversation_id, token)
+    g.widget_server_authorized = (asked, conversation)
+    return conversation
+
+
+def disconnect_probe(environ: dict[str, Any]) -> Callable[[], bool] | None:
+    """A check that the request's client has closed its connection, or None where the WSGI
+    server does not expose the socket (the stream then notices at its next write).
+
+    Werkzeug (`werkzeug.socket`) and gunicorn (`gunicorn.socket`, gevent workers included)
+    expose it. The check peeks at the socket without waiting and without consuming
+    anything: end of stream (the client's FIN) or an error (its RST) means gone; no data,
+    or data, means still there. It goes through the plain `_socket` type, so under gevent
+    it never yields to the hub, and detaches before the object is dropped, so the
+    server's socket stays open.
+    """
+    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+    if sock is None or not hasattr(sock, "fileno"):
+        return None
+
+    def client_gone() -> bool:
+        try:
+            fd = sock.fileno()
+        except OSError:
+            return True
+        if fd < 0:
+            return True
+        try:
+            peek = _socket.socket(fileno=fd)
+        except OSError:
+            return True
+        try:
+            return peek.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing to read: connected and quiet
+        except OSError:
+            return True  # reset by the peer
+        finally:
+            peek.detach()
+
+    return client_gone
 
 
 def json_body() -> dict[str, Any]:
