@@ -77,7 +77,8 @@ def test_production_refuses_qa():
         create_app({}, environ={"WIDGET_SERVER_ENV": "production", "WIDGET_SERVER_QA": "1"})
     with pytest.raises(ConfigError):  # together with FAULTS, still refused
         create_app({"ENV": "production", "QA": True, "FAULTS": True}, environ={})
-    production = {"ENV": "production", "ALLOW_DEMO_IN_PRODUCTION": True}  # the demo backend: tests/security
+    # What production needs besides (tests/security/test_production_defaults.py).
+    production = {"ENV": "production", "ALLOW_DEMO_IN_PRODUCTION": True, "PUBLIC_URL": "https://chat.example.com"}
     assert create_app(production, environ={}).config["WIDGET_SERVER"]["QA"] is False
 
 

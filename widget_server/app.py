@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 from flask.json.provider import DefaultJSONProvider
@@ -18,7 +19,61 @@ from .resources import resource_dir
 from .service import ChatService
 from .stores import create_store
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
 log = logging.getLogger("widget_server")
+
+
+def _host_name(host: str) -> str:
+    """The name part of a Host header, lower-cased, without the port or a final dot."""
+    host = host.strip().lower()
+    if host.startswith("["):  # [IPv6]:port
+        return host.partition("]")[0] + "]"
+    return host.rpartition(":")[0].rstrip(".") if ":" in host else host.rstrip(".")
+
+
+class PublicHost:
+    """WSGI middleware: every request sees the configured public origin, never its own Host.
+
+    With `PUBLIC_URL` set, the request's Host and scheme are replaced by `PUBLIC_URL`'s before
+    Flask sees them, so every absolute URL the server writes (the panel's `apiBase`, the demo
+    page's snippet, the kb backend's links through `Turn.server_origin`, routing's redirects)
+    is built on it. With `enforce` (ENV=production), a request whose Host names neither
+    `PUBLIC_URL`'s host nor one of `TRUSTED_HOSTS` (ports are not compared) is refused
+    first, with 400 `invalid_host`, before anything counts or reads it.
+    """
+
+    def __init__(self, app: WSGIApplication, public_url: str, trusted_hosts: Iterable[str], enforce: bool) -> None:
+        self.app = app
+        self.scheme, _, self.netloc = public_url.partition("://")
+        self.allowed = {_host_name(self.netloc), *trusted_hosts} - {""}
+        self.enforce = enforce
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if self.enforce and _host_name(environ.get("HTTP_HOST", "")) not in self.allowed:
+            body = json.dumps(
+                {
+                    "error": {
+                        "code": "invalid_host",
+                        "message": "This server does not answer for that host name. Use its public address.",
+                    }
+                }
+            ).encode("utf-8")
+            start_response(
+                "400 Bad Request",
+                [
+                    ("Content-Type", "application/json"),
+                    ("Content-Length", str(len(body))),
+                    ("Cache-Control", "no-store"),
+                    ("X-Content-Type-Options", "nosniff"),
+                ],
+            )
+            return [body]
+        if self.netloc:
+            environ["HTTP_HOST"] = self.netloc
+            environ["wsgi.url_scheme"] = self.scheme
+        return self.app(environ, start_response)
 
 
 def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
@@ -42,6 +97,12 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
         # exactly this many trusted proxies; never trusted without them.
         # Flask's documented way to add WSGI middleware is to replace this method.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings["PROXY_HOPS"])  # type: ignore[method-assign]
+
+    if settings["PUBLIC_URL"] or settings["ENV"] == "production":
+        # Outermost: the Host is checked, and replaced, before anything else reads it.
+        app.wsgi_app = PublicHost(  # type: ignore[method-assign]
+            app.wsgi_app, settings["PUBLIC_URL"], settings["TRUSTED_HOSTS"], enforce=settings["ENV"] == "production"
+        )
 
     store = create_store(settings)
     backend = create_backend(settings["BACKEND"], settings)

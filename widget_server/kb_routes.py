@@ -4,8 +4,10 @@ Only documents the `kb` backend indexed at start are served, looked up by their 
 to `KB_DIR` (so `..`, absolute paths, other files and other extensions are 404 by
 construction), from the text read at start. With another backend every `/kb/` path is 404.
 
-The answers' links to these documents are absolute, on the host each question was sent to:
-the backend reads it from the question's Turn (`server_origin`, docs/backends.md).
+The answers' links to these documents are absolute: on `PUBLIC_URL` when it is set (always
+in production; app.py `PublicHost` puts it in place of the request's Host), else on the host
+each question was sent to. The backend reads it from the question's Turn (`server_origin`,
+docs/backends.md).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ def _frame_ancestors() -> str:
     return "*" if "*" in origins else " ".join(origins)
 
 
+# Absolute URLs here use `request.host_url`: `PUBLIC_URL` when it is set (app.py `PublicHost`
+# puts it in place of the request's Host and scheme), else the host the request named.
+
+
 def _host_origins() -> list[str]:
     origins = settings()["EMBED_ORIGINS"]
     own = request.host_url.rstrip("/")

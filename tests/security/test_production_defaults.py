@@ -18,8 +18,15 @@ from tests.conftest import TEST_CONFIG
 from tests.processes import ServerProcess
 
 # What a production deployment of these tests sets: the demo backend (the only one that needs
-# no provider) explicitly allowed.
-PRODUCTION: dict[str, Any] = {**TEST_CONFIG, "ENV": "production", "ALLOW_DEMO_IN_PRODUCTION": True}
+# no provider) explicitly allowed, a public URL, and the loopback address the tests use as a
+# trusted host name.
+PRODUCTION: dict[str, Any] = {
+    **TEST_CONFIG,
+    "ENV": "production",
+    "ALLOW_DEMO_IN_PRODUCTION": True,
+    "PUBLIC_URL": "https://chat.example.com",
+    "TRUSTED_HOSTS": "127.0.0.1",
+}
 
 
 def run_cli(*args: str, **settings: Any) -> subprocess.CompletedProcess[str]:
