@@ -258,6 +258,14 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         86400,
     ),
+    Setting(
+        "MEMORY_STORE_MAX_BYTES",
+        _parse_int,
+        256 * 1024 * 1024,
+        "Memory store: about how many bytes all conversations may hold; beyond it the least recently used conversations with no answer running are forgotten (404, like expired ones).",
+        65536,
+        1 << 40,
+    ),
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
     Setting(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
@@ -111,6 +112,18 @@ def text_digest(text: str) -> dict[str, Any]:
     return {"length": len(text), "utf8_bytes": len(encoded), "sha256": hashlib.sha256(encoded).hexdigest()}
 
 
+# What the memory store's byte budget counts for a log (deterministic estimates, calibrated
+# with bench/memory.py): the log itself, one event without its text, and the text (kept
+# once as the answer and once in each delta that is still kept).
+LOG_BYTES = 1024
+EVENT_BYTES = 420
+
+
+def _event_bytes(event: StreamEvent) -> int:
+    text = event.payload.get("text")
+    return EVENT_BYTES + (sys.getsizeof(text) if isinstance(text, str) else 0)
+
+
 class MessageLog:
     """One assistant message: its state, its full text, and its last events.
 
@@ -135,6 +148,12 @@ class MessageLog:
         self._hash = hashlib.sha256()
         # Proposals made while running, as public JSON ({action_id, name, …}).
         self.actions: list[dict[str, Any]] = []
+        self._events_bytes = 0
+
+    @property
+    def stored_bytes(self) -> int:
+        """About what this log holds in memory, in bytes (the memory store's budget counts it)."""
+        return LOG_BYTES + self._events_bytes + 2 * self._utf8_bytes + 1024 * len(self.actions)
 
     @property
     def text(self) -> str:
@@ -156,7 +175,10 @@ class MessageLog:
     def _append(self, kind: EventKind, **payload: Any) -> StreamEvent:
         self.last_seq += 1
         event = StreamEvent(self.message_id, self.last_seq, kind, payload)
+        if len(self._events) == self._events.maxlen:
+            self._events_bytes -= _event_bytes(self._events[0])  # about to be evicted
         self._events.append(event)
+        self._events_bytes += _event_bytes(event)
         return event
 
     def start(self, **payload: Any) -> StreamEvent:
@@ -213,6 +235,7 @@ class MessageLog:
         if not self.state.terminal:
             raise InvalidTransition(f"compact in state {self.state.value}")
         self._events = deque([self._events[-1]], maxlen=1)  # nothing follows the end
+        self._events_bytes = _event_bytes(self._events[0])
         self._parts = [self.text] if self._parts else []
 
     @property

@@ -16,6 +16,7 @@ def create_store(settings: dict[str, Any]) -> Store:
             max_events=settings["LOG_MAX_EVENTS"],
             conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
             finished_log_grace=settings["FINISHED_LOG_GRACE_SECONDS"],
+            max_bytes=settings["MEMORY_STORE_MAX_BYTES"],
         )
     from .redis import RedisStore
 

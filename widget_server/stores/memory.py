@@ -7,6 +7,7 @@ workers rather than silently breaking resume.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -32,6 +33,11 @@ from .base import (
     UnknownMessage,
 )
 
+# What the byte budget counts for a conversation and for each exchange (its records and
+# ids; the user's text is counted apart). Estimates, calibrated with bench/memory.py.
+CONVERSATION_BYTES = 1024
+EXCHANGE_BYTES = 1024
+
 
 @dataclass
 class _ConversationRecord:
@@ -39,6 +45,7 @@ class _ConversationRecord:
     exchanges: list[Exchange] = field(default_factory=list)
     by_request: dict[str, Exchange] = field(default_factory=dict)
     last_used: float = 0.0
+    stored_bytes: int = 0  # what the byte budget counts for it: itself, its turns and its logs
 
 
 @dataclass
@@ -57,8 +64,13 @@ class MemoryStore(Store):
         conversation_ttl: float = 86400.0,
         max_conversations: int = 100_000,
         finished_log_grace: float = 30.0,
+        max_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self.max_events = max_events
+        # The byte budget: beyond it, the least recently used conversations
+        # with no answer running are forgotten (a running answer never is).
+        self.max_bytes = max_bytes
+        self.stored_bytes = 0
         # A finished answer keeps its whole log this long (readers catching up
         # get the exact events), then only its text and terminal event.
         self._grace = finished_log_grace
@@ -76,16 +88,52 @@ class MemoryStore(Store):
     def create_conversation(self, conversation: Conversation) -> None:
         with self._lock:
             self._expire(time.monotonic(), making_room=True)
-            self._conversations[conversation.conversation_id] = _ConversationRecord(
-                conversation, last_used=time.monotonic()
-            )
+            record = _ConversationRecord(conversation, last_used=time.monotonic())
+            self._conversations[conversation.conversation_id] = record
+            self._add_bytes(record, CONVERSATION_BYTES)
+
+    def _add_bytes(self, record: _ConversationRecord, count: int) -> None:
+        record.stored_bytes += count
+        self.stored_bytes += count
+        if count > 0 and self.stored_bytes > self.max_bytes:
+            self._within_budget(keep=record.conversation.conversation_id)
+
+    def _compact(self, message_id: str) -> None:
+        record = self._messages.get(message_id)
+        conversation = self._conversations.get(record.conversation_id) if record is not None else None
+        if record is None or conversation is None or record.log.compacted:
+            return
+        before = record.log.stored_bytes
+        record.log.compact()
+        self._add_bytes(conversation, record.log.stored_bytes - before)
 
     def _compact_due(self, now: float) -> None:
         while self._ended and self._ended[0][0] <= now:
-            _, message_id = self._ended.popleft()
-            record = self._messages.get(message_id)
-            if record is not None:
-                record.log.compact()
+            self._compact(self._ended.popleft()[1])
+
+    def _within_budget(self, keep: str) -> None:
+        """Over the byte budget: compact every ended log at once, then forget the
+        least recently used conversations that have no answer accepted or running
+        (never `keep`, the one that grew)."""
+        while self._ended and self.stored_bytes > self.max_bytes:
+            self._compact(self._ended.popleft()[1])
+        for cid, record in list(self._conversations.items()):
+            if self.stored_bytes <= self.max_bytes:
+                return
+            if cid != keep and not any(self._running(e.assistant_message_id) for e in record.exchanges):
+                self._forget(cid)
+
+    def _running(self, message_id: str) -> bool:
+        message = self._messages.get(message_id)
+        return message is not None and not message.log.state.terminal
+
+    def _forget(self, conversation_id: str) -> None:
+        record = self._conversations.pop(conversation_id)
+        self.stored_bytes -= record.stored_bytes
+        for exchange in record.exchanges:
+            message = self._messages.pop(exchange.assistant_message_id, None)
+            for proposal in message.log.actions if message is not None else ():
+                self._actions.pop(proposal["action_id"], None)
 
     def _expire(self, now: float, *, making_room: bool = False) -> None:
         self._compact_due(now)
@@ -97,11 +145,7 @@ class MemoryStore(Store):
             cid, record = next(iter(self._conversations.items()))
             if now - record.last_used < self._ttl and len(self._conversations) <= limit:
                 break
-            del self._conversations[cid]
-            for exchange in record.exchanges:
-                message = self._messages.pop(exchange.assistant_message_id, None)
-                for proposal in message.log.actions if message is not None else ():
-                    self._actions.pop(proposal["action_id"], None)
+            self._forget(cid)
 
     def _record(self, conversation_id: str) -> _ConversationRecord | None:
         # Expire here too, not only on create: an idle conversation must be
@@ -144,11 +188,11 @@ class MemoryStore(Store):
             exchange = Exchange(request_id, fingerprint, new_user_message_id, user_text, new_assistant_message_id)
             record.exchanges.append(exchange)
             record.by_request[request_id] = exchange
+            log = MessageLog(new_assistant_message_id, self.max_events)
             self._messages[new_assistant_message_id] = _MessageRecord(
-                conversation_id,
-                MessageLog(new_assistant_message_id, self.max_events),
-                threading.Condition(self._lock),
+                conversation_id, log, threading.Condition(self._lock)
             )
+            self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(user_text) + log.stored_bytes)
             return Claim(exchange, created=True, history=history)
 
     def _completed_history(self, record: _ConversationRecord) -> list[tuple[str, str]]:
@@ -180,13 +224,16 @@ class MemoryStore(Store):
             record = self._messages.get(message_id)
             if record is None:
                 return None
+            before = record.log.stored_bytes
             try:
                 event = operation(record.log)
             except InvalidTransition:
                 return None  # already terminal: the first ending wins
             # A generating answer is activity: its conversation stays alive.
             now = time.monotonic()
-            self._touch(record.conversation_id, now)
+            conversation = self._touch(record.conversation_id, now)
+            if conversation is not None:
+                self._add_bytes(conversation, record.log.stored_bytes - before)
             if event.kind.terminal:
                 self._ended.append((now + self._grace, message_id))
                 self._compact_due(now)
