@@ -192,7 +192,8 @@ def report_message(conversation_id: str, message_id: str) -> Response:
     """What the client saw and repaired on this message's streams (counted in
     /metrics): duplicate events it ignored, gaps (events never received) it
     filled with a snapshot. Sent by the widget when a message ends, only if
-    something was repaired."""
+    something was repaired. Counted once per message, each figure at most the
+    message's event count."""
     authorize(conversation_id)
     body = json_body()
     unknown = sorted(set(body) - {"duplicates", "dropped"})
@@ -207,8 +208,21 @@ def report_message(conversation_id: str, message_id: str) -> Response:
             raise ApiError(400, "invalid_report", f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
         counts[field] = value
     chat = chat_service()
-    chat.message_state(conversation_id, message_id)  # 404 for another conversation's message
-    chat.metrics.client_report(**counts)
+    # 404 for another conversation's message; its events so far bound what a client can
+    # have seen twice or missed (docs/protocol.md, "Client reports").
+    events = chat.message_state(conversation_id, message_id)["last_seq"]
+    for field, value in counts.items():
+        if value > events:
+            raise ApiError(
+                422,
+                "report_exceeds_message",
+                f"{field} is {value}, but this message has only {events} events so far; "
+                "a report counts at most one per event.",
+            )
+    # One report per message, on whichever worker it lands: the first is counted, a
+    # later one is accepted (the widget may retry) and changes nothing.
+    if chat.store.claim_report(message_id):
+        chat.metrics.client_report(**counts)
     return Response(status=204)
 
 

@@ -437,13 +437,25 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 "post": {
                     "operationId": "reportMessage",
                     "summary": "What the client repaired on this message's streams (counted at /metrics).",
+                    "description": (
+                        "One report per message: the first accepted one is counted, later ones get 204 and "
+                        "change nothing. Each figure is at most the message's event count so far (its "
+                        "last_seq); larger is 422 report_exceeds_message."
+                    ),
                     "security": _BEARER,
                     "parameters": [_CONVERSATION_ID, _MESSAGE_ID],
                     "requestBody": {
                         "required": True,
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ClientReport"}}},
                     },
-                    "responses": {"204": {"description": "Counted."}, **_errors(400, 404, 413, 415)},
+                    "responses": {
+                        "204": {"description": "Counted, if it is the message's first report; else ignored."},
+                        **_errors(400, 404, 413, 415),
+                        "422": _error_response(
+                            "A figure larger than the message's event count (`report_exceeds_message`); "
+                            "nothing counted."
+                        ),
+                    },
                 }
             },
             **_ACTION_PATHS,

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import _socket
 import json
+import socket
+import threading
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import NotFound
@@ -111,7 +113,9 @@ def json_body() -> dict[str, Any]:
         raise ApiError(
             415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."
         )
-    raw = request.get_data(cache=False)
+    raw = request.environ.get(BODY_KEY)
+    if raw is None:  # read_bounded_body did not run (an app without transport.init_app)
+        raw = request.get_data(cache=False)
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
@@ -123,6 +127,127 @@ def json_body() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
     return body
+
+
+# -- request bounds (docs/security.md, "Request bounds") ---------------------------------------
+
+# Where read_bounded_body leaves the body it read, for json_body.
+BODY_KEY = "widget_server.body"
+# Set when the connection must not be reused (its body was cut short): the response says
+# `Connection: close`, which both servers honour.
+CLOSE_KEY = "widget_server.close"
+# An over-limit chunked body is read on (and thrown away) up to this much more, so that
+# the client, still sending, reads the 413 instead of a reset connection.
+_DRAIN_BYTES = 1 << 20
+
+
+def _request_socket() -> socket.socket | None:
+    """The client's socket: gunicorn's and werkzeug's servers both put it in the environ."""
+    sock = request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
+    return sock if isinstance(sock, socket.socket) else None
+
+
+class _ReadDeadline:
+    """Cuts the body's reading at a deadline, however the bytes trickle in: a timer shuts
+    down the socket's read side, so a read blocked in the server's input stream (a thread
+    under werkzeug, a greenlet under gevent, where `threading` is patched) returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = threading.Event()
+        self._socket = _request_socket()
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+
+    def _cut(self) -> None:
+        self.expired.set()
+        if self._socket is not None:
+            try:
+                self._socket.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass  # already closed
+
+    def __enter__(self) -> _ReadDeadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+def _too_large(limit: int) -> ApiError:
+    request.environ[CLOSE_KEY] = True
+    return ApiError(413, "body_too_large", f"The request body is larger than the limit of {limit} bytes.")
+
+
+def _read_up_to(stream: IO[bytes], most: int) -> bytes:
+    """At most `most` bytes of `stream`, fewer only at its end."""
+    parts: list[bytes] = []
+    size = 0
+    while size < most:
+        data = stream.read(min(65536, most - size))
+        if not data:
+            break
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts)
+
+
+def read_bounded_body() -> None:
+    """Before every route: read the request's body whole, within MAX_BODY_BYTES (413
+    `body_too_large`, whether the body is framed by Content-Length or chunked) and within
+    BODY_READ_TIMEOUT_SECONDS from here (408 `body_timeout`, the connection closed), so a
+    body that trickles in cannot hold a worker. `json_body()` then parses what was read."""
+    environ = request.environ
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    length = request.content_length
+    if not chunked and not length:
+        environ[BODY_KEY] = b""
+        return
+    limit: int = settings()["MAX_BODY_BYTES"]
+    if not chunked and length is not None and length > limit:
+        raise _too_large(limit)  # refused before a byte of it is read
+    # A chunked body ends where the server's input stream ends (both servers then set
+    # wsgi.input_terminated); werkzeug's request.stream would stop quietly at the limit.
+    stream: IO[bytes] = environ["wsgi.input"] if chunked and "wsgi.input_terminated" in environ else request.stream
+    timeout: float = settings()["BODY_READ_TIMEOUT_SECONDS"]
+    with _ReadDeadline(timeout) as deadline:
+        try:
+            body = _read_up_to(stream, limit + 1)
+            if len(body) > limit:
+                _read_up_to(stream, _DRAIN_BYTES)
+        except Exception:
+            if not deadline.expired.is_set():
+                raise
+    if deadline.expired.is_set():
+        environ[CLOSE_KEY] = True
+        raise ApiError(
+            408,
+            "body_timeout",
+            f"The request body did not arrive within {timeout:g} seconds. Send it again, whole.",
+        )
+    if len(body) > limit:
+        raise _too_large(limit)
+    environ[BODY_KEY] = body
+
+
+def _close_if_cut(response: Response) -> Response:
+    if request.environ.get(CLOSE_KEY):
+        # The rest of the body was never read: the connection cannot carry another request.
+        # werkzeug honours `Connection: close`; gunicorn drops it (a hop-by-hop header) and
+        # would read the rest of the body to find the next request, so once the response
+        # is out the socket is shut: its next read ends at once.
+        response.headers["Connection"] = "close"
+        sock = _request_socket()
+        if sock is not None:
+            response.call_on_close(lambda: _shut(sock))
+    return response
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the client left first
 
 
 def content_security_policy(frame_ancestors: str) -> str:
@@ -185,3 +310,7 @@ def init_app(app: Flask) -> None:
         conversation=ConversationIdConverter, message=MessageIdConverter, action=ActionIdConverter
     )
     app.register_error_handler(MalformedId, _handle_malformed_id)
+    # First of the app's before-request functions: every body is bounded before any route,
+    # or any other check, reads it.
+    app.before_request(read_bounded_body)
+    app.after_request(_close_if_cut)

@@ -201,6 +201,13 @@ class Store(ABC):
     # -- actions (widget_server.actions). Not abstract, so a store written
     # before actions existed still loads; it cannot carry proposals.
 
+    # -- client reports (api.py, POST …/report): one per message, across every process
+
+    def claim_report(self, message_id: str) -> bool:
+        """True for the first call on an existing message, False ever after (and for an
+        unknown message): atomic, so of concurrent reports exactly one is counted."""
+        raise NotImplementedError(f"{type(self).__name__} does not support client reports")
+
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         """Record a proposal and append its `action.proposed` event, atomically;
         None (and nothing stored) if the message is no longer running."""
