@@ -266,6 +266,14 @@ SETTINGS: tuple[Setting, ...] = (
         65536,
         1 << 40,
     ),
+    Setting(
+        "MAX_ANSWER_CHARS",
+        _parse_int,
+        250_000,
+        "Longest answer, in characters; a longer one is stopped there and fails with `answer_too_long` (what arrived is incomplete). 0: no limit.",
+        0,
+        100_000_000,
+    ),
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
     Setting(

@@ -22,6 +22,8 @@ class ErrorCode(str, Enum):
     # The worker generating the answer stopped (crashed, killed, lost its
     # host) and its ownership lease ran out: what arrived is all there is.
     WORKER_LOST = "worker_lost"
+    # The answer grew past MAX_ANSWER_CHARS: stopped there, what arrived is partial.
+    ANSWER_TOO_LONG = "answer_too_long"
 
     @property
     def retryable(self) -> bool:
@@ -46,6 +48,7 @@ _USER_MESSAGES = {
     ErrorCode.VALIDATION: "This request couldn't be processed as sent. Check your message and send it again.",
     ErrorCode.INTERNAL: "Something went wrong on our side. Nothing was saved; try again.",
     ErrorCode.WORKER_LOST: "The server writing this answer stopped before it finished. What arrived is incomplete and was not saved; try again.",
+    ErrorCode.ANSWER_TOO_LONG: "The answer grew longer than this service allows and was stopped. What arrived is incomplete and was not saved; ask for something shorter.",
 }
 
 

@@ -105,6 +105,8 @@ class GenerationRun:
             deltas = self.backend.stream(self.turn, self.cancel_token)
             proposals = 0
             first_delta = True
+            limit = self.store.max_answer_chars
+            length = 0
             for delta in deltas:
                 if self.cancel_token.cancelled:
                     return
@@ -120,6 +122,13 @@ class GenerationRun:
                     raise TypeError(f"backend yielded {type(delta).__name__}, expected str")
                 if not delta:
                     continue
+                if limit and length + len(delta) > limit:
+                    # Keep what fits, then fail: the partial text is flagged incomplete.
+                    fits = delta[: limit - length]
+                    if fits and self.store.append_text(self.message_id, fits) is None:
+                        return
+                    raise ChatError(ErrorCode.ANSWER_TOO_LONG, f"the answer passed MAX_ANSWER_CHARS ({limit})")
+                length += len(delta)
                 if self.store.append_text(self.message_id, delta) is None:
                     return  # ended elsewhere (cancel, time limit): stop reading
                 if first_delta:

@@ -285,6 +285,7 @@ _FAILURE_LEADS = {
     # Simulated (a real one comes from a worker's expired lease): lets QA
     # testers hear what a visitor hears when the server writing dies.
     ErrorCode.WORKER_LOST: "The server writing this answer stops after this sentence.",
+    ErrorCode.ANSWER_TOO_LONG: "The answer passes the server's size limit after this sentence.",
 }
 
 

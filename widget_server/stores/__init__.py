@@ -8,6 +8,12 @@ from .base import Store
 
 
 def create_store(settings: dict[str, Any]) -> Store:
+    store = _create_store(settings)
+    store.max_answer_chars = settings["MAX_ANSWER_CHARS"]
+    return store
+
+
+def _create_store(settings: dict[str, Any]) -> Store:
     url = settings["STORE"]
     if url == "memory":
         from .memory import MemoryStore

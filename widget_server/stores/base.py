@@ -131,6 +131,9 @@ class Store(ABC):
     """What the chat service needs from storage. See MemoryStore for semantics."""
 
     max_events: int
+    # The longest answer, in code points (MAX_ANSWER_CHARS; 0: no limit): the generation
+    # fails a longer one with `answer_too_long` (generation.py).
+    max_answer_chars: int = 0
 
     @abstractmethod
     def create_conversation(self, conversation: Conversation) -> None: ...
