@@ -201,15 +201,15 @@ class Store(ABC):
     def snapshot(self, message_id: str) -> StreamEvent | None:
         """A `message.snapshot` of the text so far (None for an unknown message)."""
 
-    # -- actions (widget_server.actions). Not abstract, so a store written
-    # before actions existed still loads; it cannot carry proposals.
-
     # -- client reports (api.py, POST …/report): one per message, across every process
 
     def claim_report(self, message_id: str) -> bool:
         """True for the first call on an existing message, False ever after (and for an
         unknown message): atomic, so of concurrent reports exactly one is counted."""
         raise NotImplementedError(f"{type(self).__name__} does not support client reports")
+
+    # -- actions (widget_server.actions). Not abstract, so a store written
+    # before actions existed still loads; it cannot carry proposals.
 
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         """Record a proposal and append its `action.proposed` event, atomically;
