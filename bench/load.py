@@ -33,7 +33,8 @@ the invocation starts (`--live-code`: the work tree), so every run measures
 the same code while others edit it; load.json records HEAD, the files changed
 since and a digest of the copy.
 
-Both widget setups get WIDGET_SERVER_MAX_STREAMS=10000 and
+Both widget setups get WIDGET_SERVER_MAX_STREAMS=10000,
+WIDGET_SERVER_MAX_STREAMS_PER_CLIENT=10000 (every client is one address) and
 WIDGET_SERVER_WORKER_CONNECTIONS=10000 (the defaults, 1000 and 2000 per
 worker, would refuse or queue part of N = 2000), and any RATE_LIMIT setting
 found in widget_server.config is turned off or raised to its bound.
@@ -159,7 +160,13 @@ ECHOED = " ".join(WORDS[i % len(WORDS)] for i in range(47)) + "\nEnd."  # 50 wor
 QUESTION = "/echo " + ECHOED
 CHUNKS = split_words(ECHOED)
 ANSWER_SECONDS = (len(CHUNKS) - 1) * PACE
-SERVER_LIMITS = {"WIDGET_SERVER_MAX_STREAMS": "10000", "WIDGET_SERVER_WORKER_CONNECTIONS": "10000"}
+# Every client of the bench is one address (loopback): the per-client stream
+# cap (MAX_STREAMS_PER_CLIENT, docs/security.md) is raised with the others.
+SERVER_LIMITS = {
+    "WIDGET_SERVER_MAX_STREAMS": "10000",
+    "WIDGET_SERVER_MAX_STREAMS_PER_CLIENT": "10000",
+    "WIDGET_SERVER_WORKER_CONNECTIONS": "10000",
+}
 BIN = Path(sys.executable).parent
 assert "".join(CHUNKS) == ECHOED and len(CHUNKS) == 50
 

@@ -40,6 +40,14 @@ def _error_response(description: str, *, retry_after: bool = False) -> dict[str,
     return response
 
 
+# Every /api/v1 operation: a browser request from another site's page
+# (docs/security.md, "Rate limits") is refused before anything is counted.
+_ORIGIN_REFUSED = (
+    "A browser request whose Origin is neither this server's nor in API_ORIGINS (`origin_not_allowed`); "
+    "nothing was counted or done."
+)
+
+
 def _errors(*statuses: int) -> dict[str, Any]:
     descriptions = {
         400: "Malformed request: bad JSON, missing or invalid field, or a Last-Event-ID that is not this message's.",
@@ -52,7 +60,11 @@ def _errors(*statuses: int) -> dict[str, Any]:
         429: "Over a rate limit (`rate_limited`), or too many streams or running answers in this conversation.",
         503: "The server is at its limit of open streams (`server_busy`), or its store is unreachable (`store_unavailable`).",
     }
-    return {str(status): _error_response(descriptions[status], retry_after=status in (429, 503)) for status in statuses}
+    descriptions[403] = _ORIGIN_REFUSED
+    return {
+        str(status): _error_response(descriptions[status], retry_after=status in (429, 503))
+        for status in sorted({*statuses, 403})
+    }
 
 
 _EVENT_STREAM = {
@@ -141,7 +153,11 @@ def _action_errors(*statuses: int) -> dict[str, Any]:
         415: "A body was sent, but not as application/json.",
         422: "The action's arguments no longer pass its validation (`invalid_arguments`); nothing was carried out.",
     }
-    return {str(status): _error_response(descriptions[status], retry_after=status == 409) for status in statuses}
+    descriptions[403] = _ORIGIN_REFUSED
+    return {
+        str(status): _error_response(descriptions[status], retry_after=status == 409)
+        for status in sorted({*statuses, 403})
+    }
 
 
 _ACTION_SCHEMAS = {
@@ -327,7 +343,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                             "description": "Prometheus text exposition format.",
                             "content": {"text/plain": {"schema": {"type": "string"}}},
                         },
-                        **_errors(404),
+                        "404": _errors(404)["404"],
                     },
                 }
             },
