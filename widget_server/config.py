@@ -225,7 +225,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ENV",
         _parse_str,
         "development",
-        "`production` refuses test and QA switches such as fault injection.",
+        "`production` refuses test and QA switches (fault injection, the QA page) and the demo backend (unless ALLOW_DEMO_IN_PRODUCTION), and requires PUBLIC_URL.",
         choices=("development", "production"),
     ),
     Setting(

@@ -48,9 +48,10 @@ class Turn:
     history: list[tuple[str, str]] = field(default_factory=list)  # (role, text), oldest first
     conversation_id: str = ""
     message_id: str = ""
-    # The scheme://host[:port] the question was sent to, without a final "/" (the request's
-    # Host, as the panel's own API base): where a link to this server must point. "" when
-    # the turn did not come from an HTTP request.
+    # The scheme://host[:port] the question was sent to, without a final "/": PUBLIC_URL when
+    # it is set, else the request's Host (as the panel's own API base; docs/security.md,
+    # "Production defaults"): where a link to this server must point. "" when the turn did
+    # not come from an HTTP request.
     server_origin: str = ""
 
 
