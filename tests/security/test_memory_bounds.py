@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any
 
@@ -49,21 +49,30 @@ def _finished(chat, text: str, request_id: str) -> str:
     return result.message_id
 
 
-def _other_worker(live_server_factory, store_kind: str, chat: ChatClient, **config: Any) -> ChatClient:
+@pytest.fixture
+def other_worker(live_server_factory, store_kind: str) -> Iterator[Callable[..., ChatClient]]:
     """The same conversation through another worker on the same Redis (what the store
     holds, not the first worker's tail buffer of the events it read); on memory, the same server."""
-    if store_kind == "memory":
-        return chat
-    other = ChatClient(live_server_factory(**config).url)
-    other.conversation_id, other.token = chat.conversation_id, chat.token
-    return other
+    made: list[ChatClient] = []
+
+    def through(chat: ChatClient, **config: Any) -> ChatClient:
+        if store_kind == "memory":
+            return chat
+        other = ChatClient(live_server_factory(**config).url)
+        other.conversation_id, other.token = chat.conversation_id, chat.token
+        made.append(other)
+        return other
+
+    yield through
+    for other in made:
+        other.close()
 
 
-def test_a_finished_answer_resumes_as_one_snapshot_and_its_ending(live_server_factory, chat_factory, store_kind):
+def test_a_finished_answer_resumes_as_one_snapshot_and_its_ending(live_server_factory, chat_factory, other_worker):
     server = live_server_factory(FINISHED_LOG_GRACE_SECONDS=0)
     writer = chat_factory(server)
     mid = _finished(writer, "/scenario markdown", "r-md")
-    chat = _other_worker(live_server_factory, store_kind, writer, FINISHED_LOG_GRACE_SECONDS=0)
+    chat = other_worker(writer, FINISHED_LOG_GRACE_SECONDS=0)
 
     for position in (None, f"{mid}:0", f"{mid}:1", f"{mid}:2"):
         rest = chat.resume(mid, position)
@@ -81,7 +90,7 @@ def test_a_finished_answer_resumes_as_one_snapshot_and_its_ending(live_server_fa
 
 
 def test_a_finished_answer_keeps_its_exact_events_for_the_grace_then_is_compacted(
-    live_server_factory, chat_factory, store_kind
+    live_server_factory, chat_factory, other_worker
 ):
     server = live_server_factory(FINISHED_LOG_GRACE_SECONDS=1)
     chat = chat_factory(server)
@@ -92,7 +101,7 @@ def test_a_finished_answer_keeps_its_exact_events_for_the_grace_then_is_compacte
     assert [e.id for e in again.events] == [e.id for e in first.events[2:]]
     time.sleep(1.2)
     _finished(chat, "/scenario voicings", "r-2")  # any later activity compacts what is due
-    rest = _other_worker(live_server_factory, store_kind, chat).resume(mid, f"{mid}:2")
+    rest = other_worker(chat).resume(mid, f"{mid}:2")
     assert rest.kinds == ["message.snapshot", "message.completed"]
     assert rest.text == first.text
     assert_digest(rest.payloads[-1], first.text)
@@ -140,7 +149,9 @@ def _bound(text: str, store_kind: str) -> int:
     return kept + 6144
 
 
-def test_a_finished_4000_character_answer_costs_about_its_text(live_server_factory, chat_factory, store_kind):
+def test_a_finished_4000_character_answer_costs_about_its_text(
+    live_server_factory, chat_factory, other_worker, store_kind
+):
     server = live_server_factory(FINISHED_LOG_GRACE_SECONDS=0)
     server.service.backend = TokenBackend()
     chat = chat_factory(server)
@@ -153,5 +164,5 @@ def test_a_finished_4000_character_answer_costs_about_its_text(live_server_facto
     held = stored_bytes(server, mid)
 
     assert held <= _bound(ANSWER_4000, store_kind), held
-    rest = _other_worker(live_server_factory, store_kind, chat).resume(mid, f"{mid}:1")
+    rest = other_worker(chat).resume(mid, f"{mid}:1")
     assert rest.kinds == ["message.snapshot", "message.completed"] and rest.text == ANSWER_4000
