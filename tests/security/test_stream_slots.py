@@ -35,8 +35,18 @@ def new_conversation(http: httpx.Client) -> tuple[str, dict[str, str]]:
 
 
 def running_message(http: httpx.Client, conversation: str, auth: dict[str, str]) -> str:
-    history = http.get(f"/api/v1/conversations/{conversation}", headers=auth).json()["messages"]
-    return next(m["message_id"] for m in history if m["role"] == "assistant" and m["state"] == "running")
+    """The conversation's answer in progress: `accepted` until its run starts, then `running`."""
+    found: list[str] = []
+
+    def look() -> bool:
+        history = http.get(f"/api/v1/conversations/{conversation}", headers=auth).json()["messages"]
+        found[:] = [
+            m["message_id"] for m in history if m["role"] == "assistant" and m["state"] in ("accepted", "running")
+        ]
+        return bool(found)
+
+    assert wait_until(look, timeout=5), "no answer in progress"
+    return found[-1]
 
 
 @contextlib.contextmanager
