@@ -197,7 +197,8 @@ def test_the_conversation_is_restored_after_a_reload(embed, page: Page, seed_ans
 
 
 def test_spanish_panel_speaks_spanish(embed):
-    widget = embed(lang="es")
+    # The visitor's pace: both sentences arrive within one batch and are said together.
+    widget = embed(lang="es", announce_interval=1000)
     expect(widget.launcher).to_have_attribute("aria-label", "Abrir el chat")
     widget.open()
     assert widget.panel_frame().evaluate("() => document.documentElement.lang") == "es"
