@@ -55,8 +55,6 @@ document.addEventListener('securitypolicyviolation', (event) => {
 
 @pytest.mark.e2e
 def test_demo_page_renders_and_its_embedded_chat_answers_under_the_strict_policy(page, live_server, browser_name):
-    if browser_name != "chromium":
-        pytest.skip("the demo page's policy is checked in Chromium")
     console: list[str] = []
     page.on("console", lambda message: console.append(message.text))
     page.context.add_init_script(RECORD_VIOLATIONS)
@@ -72,5 +70,8 @@ def test_demo_page_renders_and_its_embedded_chat_answers_under_the_strict_policy
     assert widget.wait_until_complete() == "completed"
     assert widget.last_answer().inner_text().strip()
     assert page.evaluate("() => window.__cspViolations") == []
-    assert widget.panel_frame().evaluate("() => window.__cspViolations") == []
+    # Firefox ESR through WebDriver BiDi runs no init script in a same-origin iframe
+    # (tests/e2e/test_qa_page.py): there the console check below covers the panel.
+    if browser_name == "chromium":
+        assert widget.panel_frame().evaluate("() => window.__cspViolations") == []
     assert not [text for text in console if "Content Security Policy" in text], console
