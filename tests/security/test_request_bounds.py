@@ -41,22 +41,26 @@ def _chunked(body: bytes, size: int = 1000) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
 
 
+def _read_until_closed(sock: socket.socket, received: bytes = b"", *, complete: bool = False) -> bytes:
+    """Append what the server sends until it closes (a reset counts as closed);
+    with `complete`, stop as soon as a whole answer or a JSON error arrived."""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            return received
+        if not data:
+            return received
+        received += data
+        if complete and (b"message.completed" in received or (b"\r\n\r\n" in received and b'"error"' in received)):
+            return received
+
+
 def _exchange(url: str, request: bytes, timeout: float = 20.0) -> bytes:
     """Send the whole request, read until the server closes or a response is complete."""
     with socket.create_connection(_address(url), timeout=timeout) as sock:
         sock.sendall(request)
-        received = b""
-        while True:
-            try:
-                data = sock.recv(65536)
-            except OSError:
-                break
-            if not data:
-                break
-            received += data
-            if b"message.completed" in received or (b"\r\n\r\n" in received and b'"error"' in received):
-                break
-        return received
+        return _read_until_closed(sock, complete=True)
 
 
 def _status_and_json(response: bytes) -> tuple[int, dict | None]:
@@ -139,14 +143,7 @@ def _trickle(url: str, cid: str, token: str, request_id: str, give_up: float) ->
         if received:
             # The answer has begun: the rest of it, until the server closes.
             sock.settimeout(5)
-            while True:
-                try:
-                    data = sock.recv(65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                received += data
+            received = _read_until_closed(sock, received)
     return time.monotonic() - started, received
 
 
