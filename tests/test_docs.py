@@ -5,7 +5,7 @@
 - docs/protocol.md: every event type, every answer-failure code, and every HTTP error code
   the server can send, with its status;
 - docs/accessibility.md: every contract id has a test in
-  tests/e2e/test_accessibility_contract.py.
+  tests/e2e/test_accessibility_contract*.py (one file per part of the panel).
 
 Codes are found in the source itself (ApiError(status, "code", …) calls, _json_error(status,
 "code", …) calls and errorhandlers._HTTP_CODES), so a new code fails this test until it is
@@ -130,12 +130,12 @@ def test_every_http_error_code_is_documented_with_its_status(status, code):
 
 # -- accessibility.md ---------------------------------------------------------
 
-CONTRACT_TESTS = REPO / "tests" / "e2e" / "test_accessibility_contract.py"
+CONTRACT_TESTS = sorted((REPO / "tests" / "e2e").glob("test_accessibility_contract*.py"))
 
 
 def test_every_accessibility_contract_id_has_a_test():
     ids = re.findall(r"^- \*\*(A[0-9]+)\*\*", read("accessibility.md"), re.MULTILINE)
     assert ids, "docs/accessibility.md lists no contract ids"
-    source = CONTRACT_TESTS.read_text(encoding="utf-8")
+    source = "\n".join(path.read_text(encoding="utf-8") for path in CONTRACT_TESTS)
     missing = [i for i in ids if not re.search(rf"def test_{i}(?![0-9])\w*\s*\(", source, re.IGNORECASE)]
-    assert not missing, f"no test named after {', '.join(missing)} in {CONTRACT_TESTS.name}"
+    assert not missing, f"no test named after {', '.join(missing)} in tests/e2e/test_accessibility_contract*.py"
