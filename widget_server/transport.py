@@ -27,8 +27,12 @@ from .service import ChatService
 from .stores.base import Conversation
 
 # `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
-# page to find it again (api.py, web.py).
-CONVERSATION_COOKIE = "chatwidget_conversation"
+# page to find it again (api.py, web.py). The `__Host-` prefix makes the browser refuse the
+# cookie unless it is Secure, has Path=/ and no Domain, and was set by this host itself
+# (RFC 6265bis §4.1.3.2): a page on a sibling subdomain cannot plant one to fixate the
+# visitor on a conversation it can read (docs/security.md, "Controls";
+# tests/e2e/test_cookie_fixation.py). The old unprefixed name is never read.
+CONVERSATION_COOKIE = "__Host-chatwidget_conversation"
 
 
 def chat_service() -> ChatService:

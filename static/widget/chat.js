@@ -146,17 +146,17 @@ export class ChatPanel {
   }
 
   async restore() {
-    // The server remembers this browser's conversation in a partitioned
-    // cookie (works where third-party storage is blocked); localStorage is
-    // the fallback where it is allowed.
-    let saved = this.config.conversation;
-    if (!saved) {
-      try {
-        saved = JSON.parse(localStorage.getItem(this.storageKey()) || 'null');
-      } catch {
-        saved = null; // storage blocked or corrupt: start fresh
-      }
+    // What this panel stored itself comes first: only its own origin can
+    // write it. The server's partitioned cookie (config.conversation) is
+    // the fallback where third-party storage is blocked (docs/security.md,
+    // "Controls": conversation fixation).
+    let saved = null;
+    try {
+      saved = JSON.parse(localStorage.getItem(this.storageKey()) || 'null');
+    } catch {
+      // storage blocked or corrupt: the cookie, or start fresh
     }
+    if (!saved?.conversation_id) saved = this.config.conversation;
     if (!saved?.conversation_id) return;
     this.client.conversationId = saved.conversation_id;
     this.client.token = saved.token;
