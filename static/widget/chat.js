@@ -15,6 +15,8 @@ import { AnswerModel } from './model.js';
 // restored conversation may have some: not part of the first open
 // (tests/test_budgets.py).
 const loadActions = () => import('./actions.js');
+// Copy, feedback, regenerate, edit, the whole answer: once an answer ended.
+const loadTools = () => import('./answer-tools.js');
 
 export class ChatWidgetError extends Error {
   constructor(message) {
@@ -74,6 +76,21 @@ export class ChatPanel {
       onAnnounce: (detail) => this.emit('announce', detail),
     });
     this.current = null; // the latest AnswerRun
+    // This site's other tabs show the same conversation: a BroadcastChannel of the panel's
+    // origin (partitioned per top-level site, never the host page's); tab-sync.js loads on
+    // the first message (docs/design.md, "Tabs in sync").
+    this.channel = new BroadcastChannel(this.storageKey());
+    this.channel.onmessage = ({ data }) => {
+      this.tabSync ||= import('./tab-sync.js');
+      this.tabSync.then((sync) => sync.receive(this, data));
+    };
+    root.addEventListener('chatwidget:conversation', ({ detail }) =>
+      this.broadcast({ type: 'reset', reason: detail.reason }),
+    );
+    // Loaded while online: a message typed offline waits in it (docs/design.md, "The outbox").
+    root.addEventListener('chatwidget:ready', () => import('./outbox.js').then((o) => o.init(this)));
+    // An embed's data-starters / data-greeting the server ignored (web.py _empty_state).
+    for (const warning of config.warnings || []) console.warn('chat widget:', warning);
     this.bind();
   }
 
@@ -99,6 +116,19 @@ export class ChatPanel {
       }
     });
     this.stopButton.addEventListener('click', () => this.stop());
+    // New conversation and Options: their dialog and menu load on first press (tests/test_budgets.py).
+    for (const button of this.root.querySelectorAll('[data-chat-tool]'))
+      button.addEventListener('click', () =>
+        import('./conversation-tools.js').then((tools) => tools.use(this, button)),
+      );
+    // A starter is sent as if typed (docs/accessibility.md A33).
+    this.empty.addEventListener('click', (event) => {
+      const starter = event.target.closest('[data-chat-starters] button');
+      if (!starter) return;
+      this.input.value = starter.textContent;
+      this.input.focus();
+      this.submit();
+    });
     document.addEventListener('keydown', (event) => {
       if (event.key === 'Escape' && !this.config.standalone) this.requestClose();
     });
@@ -173,6 +203,7 @@ export class ChatPanel {
       } else if (message.state === 'completed') {
         const turn = this.addAssistantTurn();
         turn.item.dataset.messageId = message.message_id; // its actions are restored by id
+        turn.message = message;
         const view = createMarkdownView(turn.body, this.viewOptions());
         view.update(message.text);
         view.finish();
@@ -202,6 +233,12 @@ export class ChatPanel {
     }
   }
 
+  // Tell this site's other tabs (tab-sync.js); same origin only, so the token may go too.
+  broadcast(message) {
+    const { conversationId, token } = this.client;
+    this.channel.postMessage({ ...message, conversation_id: conversationId, token });
+  }
+
   async ensureConversation() {
     if (this.client.conversationId) return;
     const body = await this.client.createConversation();
@@ -214,17 +251,29 @@ export class ChatPanel {
 
   viewOptions() {
     return {
-      headingOffset: 1, // the panel's title is the h1: answer headings start at h2
+      headingOffset: this.headingLevel(), // below the turn's heading
       strings: markdownSummaries(this.strings, this.config.lang),
     };
   }
 
   // -- turns -----------------------------------------------------------------
 
+  // The title is h1; each turn has a heading (docs/accessibility.md A20).
+  headingLevel() {
+    return this.config.turnHeadingLevel || 2;
+  }
+
+  // The visible label, and the heading a screen reader hears instead.
+  who(label, heading) {
+    const visible = element('p', 'turn__who', label);
+    visible.setAttribute('aria-hidden', 'true');
+    return [visible, element(`h${this.headingLevel()}`, 'visually-hidden', heading)];
+  }
+
   addUserTurn(text) {
     const item = element('li', 'turn turn--user');
     item.append(
-      element('p', 'turn__who', this.strings.you),
+      ...this.who(this.strings.you, this.strings.turnYou),
       element('p', 'turn__body turn__body--plain', text),
     );
     this.transcript.append(item);
@@ -237,7 +286,8 @@ export class ChatPanel {
     const body = element('div', 'turn__body md');
     const status = element('p', 'turn__status');
     const actions = element('div', 'turn__actions');
-    item.append(element('p', 'turn__who', this.strings.assistant), body, status, actions);
+    const who = this.who(this.strings.assistant, this.strings.turnAssistant);
+    item.append(...who, body, status, actions);
     this.transcript.append(item);
     this.empty.hidden = true;
     return { item, body, status, actions };
@@ -263,6 +313,7 @@ export class ChatPanel {
     else turn.item.removeAttribute('aria-busy');
     turn.status.textContent = statusText;
     turn.status.hidden = !statusText;
+    if (/^(completed|cancelled|failed)$/.test(state)) loadTools().then((m) => m.attach(this, turn));
     this.emit('state', { state, messageId: turn.item.dataset.messageId || '' });
   }
 
@@ -284,9 +335,11 @@ export class ChatPanel {
       return;
     }
     this.input.value = '';
-    this.addUserTurn(text);
+    const item = this.addUserTurn(text);
     this.scrollToEnd();
-    this.startRun({ request: { requestId: newRequestId(), text } });
+    const request = { requestId: newRequestId(), text };
+    // Offline (or behind a message that waits): outbox.js sends it once, when online.
+    if (!this.hold?.(item, request)) this.startRun({ request });
   }
 
   startRun(options) {
@@ -333,6 +386,7 @@ class AnswerRun {
     this.request = request;
     this.model = new AnswerModel(messageId);
     this.turn = panel.addAssistantTurn();
+    this.turn.run = this;
     this.view = createMarkdownView(this.turn.body, panel.viewOptions());
     this.phase = 'streaming';
     // A restored answer's text so far was heard before the reload: no start
@@ -485,6 +539,16 @@ class AnswerRun {
     this.panel.emit('event', { type, seq: data.seq, outcome });
     if (outcome !== 'applied') return false;
     this.turn.item.dataset.messageId = this.model.messageId;
+    if (this.request && !this.shared) {
+      // The server took it: the other tabs show it too (tab-sync.js); regenerate and edit
+      // post elsewhere and replace turns, so those tabs draw the conversation again.
+      this.shared = true;
+      this.panel.broadcast({
+        type: this.request.url ? 'changed' : 'turn',
+        text: this.request.text,
+        message_id: this.model.messageId,
+      });
+    }
     this.regainConnection();
     if (this.stopRequested && type === 'message.started') this.sendCancel();
     if (type === 'text.delta') {

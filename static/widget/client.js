@@ -117,10 +117,11 @@ export class ChatClient {
     if (send) {
       const headers = this.headers({ 'Content-Type': 'application/json' });
       if (lastEventId) headers['Last-Event-ID'] = lastEventId;
-      response = await fetch(`${this.conversationUrl}/messages`, {
+      // Regenerate and edit (answer-tools.js) post elsewhere.
+      response = await fetch(send.url || `${this.conversationUrl}/messages`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ request_id: send.requestId, text: send.text }),
+        body: JSON.stringify(send.body || { request_id: send.requestId, text: send.text }),
         signal,
       });
     } else {

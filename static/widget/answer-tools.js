@@ -1,0 +1,533 @@
+// Around an answer (issue 12; docs/accessibility.md, "Around an answer", A20–A29):
+// under each ended answer (completed, or failed or stopped with some text), a
+// labelled group of buttons: Copy answer, Read the whole answer (a modal
+// dialog), Regenerate answer (the last answer only), Helpful / Not helpful
+// (toggle buttons, then an optional comment); under the last question, Edit
+// message. Nothing here takes focus by itself or speaks more than once: each
+// outcome is one polite cue through the panel's one Announcer (A5), each
+// failure one alert (A6).
+//
+// Loaded by chat.js (`loadTools`) when the first answer ends or a restored
+// conversation shows ended answers: not part of the panel's first open
+// (tests/test_budgets.py). Its stylesheet is its own file, linked from here
+// (the panel's CSP allows same-origin stylesheets, never inline styles).
+// Regenerate and edit start an ordinary AnswerRun (chat.js) whose request
+// posts to their own URL (client.js `readOnce`: `send.url`, `send.body`),
+// so the new answer streams, resumes and is announced like any other.
+
+import { ApiError, newRequestId } from './client.js';
+import { format } from './i18n.js';
+import { createMarkdownView } from './markdown.js';
+
+// The rows above are drawn once the stylesheet is in: never unstyled buttons
+// for a frame (a failed load still draws them, with the panel's own styles).
+const stylesheet = new Promise((resolve) => {
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = new URL('./answer-tools.css', import.meta.url).href;
+  link.addEventListener('load', resolve);
+  link.addEventListener('error', resolve);
+  document.head.append(link);
+});
+
+// The server's FEEDBACK_COMMENT_MAX_CHARS default (docs/protocol.md), when the
+// panel's configuration does not say.
+const COMMENT_MAX_CHARS = 500;
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function button(text, onClick, className = 'button button--secondary tool') {
+  const node = element('button', className, text);
+  node.type = 'button';
+  if (onClick) node.addEventListener('click', onClick);
+  return node;
+}
+
+// Hide a control; focus on it goes to the composer, never to the page's body.
+function conceal(panel, node, hidden) {
+  if (hidden && node.contains(document.activeElement)) panel.input.focus();
+  node.hidden = hidden;
+}
+
+// Enter sends, Shift+Enter adds a line (as in the composer, A9); Escape
+// cancels here and must not close the whole panel (chat.js listens on document).
+function keys(field, { submit, cancel }) {
+  field.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    } else if (event.key === 'Escape') {
+      event.preventDefault();
+      event.stopPropagation();
+      cancel();
+    }
+  });
+}
+
+// What the module keeps per panel: its dialog and each turn's tools.
+const panels = new WeakMap();
+
+function stateOf(panel) {
+  let state = panels.get(panel);
+  if (!state) {
+    state = { tools: new Map(), edits: new Map(), dialog: null };
+    panels.set(panel, state);
+    // A new answer starts: the older turns' Regenerate and Edit go at once.
+    panel.root.addEventListener('chatwidget:state', () => refresh(panel));
+  }
+  return state;
+}
+
+const attaching = new WeakSet();
+
+// chat.js calls this whenever a turn ends completed, cancelled or failed.
+export async function attach(panel, turn) {
+  const item = turn.item;
+  if (attaching.has(item)) return;
+  attaching.add(item);
+  // The exact text: a finished run's verified model text (its SHA-256 is the
+  // server's), or the history's text for a restored answer.
+  const text = turn.run ? turn.run.model.text : turn.message?.text || '';
+  if (!text) return; // nothing arrived: nothing to copy, rate or read
+  await stylesheet;
+  if (!item.isConnected) return;
+  stateOf(panel).tools.set(item, new AnswerTools(panel, turn, text));
+  refresh(panel);
+}
+
+// Regenerate on the last answer only, Edit on the last question only, and
+// neither while an answer is being written (the server would refuse: 409).
+function refresh(panel) {
+  const state = stateOf(panel);
+  const busy = Boolean(panel.current?.inProgress);
+  const turns = Array.from(panel.transcript.children);
+  const lastAnswer = turns.findLast((li) => li.classList.contains('turn--assistant'));
+  const lastQuestion = turns.findLast((li) => li.classList.contains('turn--user'));
+  const settled = !busy && lastAnswer?.dataset.state === 'completed';
+  for (const [item, tools] of state.tools) {
+    if (!item.isConnected) state.tools.delete(item);
+    else tools.offerRegenerate(settled && item === lastAnswer);
+  }
+  const editable = settled && lastQuestion?.nextElementSibling === lastAnswer ? lastQuestion : null;
+  if (editable && !state.edits.has(editable))
+    state.edits.set(editable, new EditControl(panel, editable));
+  for (const [item, edit] of state.edits) {
+    if (!item.isConnected) state.edits.delete(item);
+    else edit.offer(item === editable);
+  }
+}
+
+class AnswerTools {
+  constructor(panel, turn, text) {
+    this.panel = panel;
+    this.turn = turn;
+    this.text = text;
+    this.messageId = turn.item.dataset.messageId || '';
+    this.rating = '';
+    this.busy = false;
+    const strings = panel.strings;
+    this.node = element('div', 'tools');
+    this.node.setAttribute('role', 'group');
+    this.node.setAttribute('aria-label', strings.answerTools);
+    const copy = button(strings.answerCopy, () => this.copy());
+    copy.dataset.chatRole = 'answer-copy';
+    const read = button(strings.answerRead, () => dialogOf(panel).open(text, read));
+    read.dataset.chatRole = 'answer-read';
+    this.node.append(copy, read);
+    // An answer without a message id (refused before it started) has nothing
+    // on the server to regenerate or rate.
+    if (this.messageId) {
+      this.regenerateButton = button(strings.answerRegenerate, () => this.regenerate());
+      this.regenerateButton.dataset.chatRole = 'answer-regenerate';
+      this.regenerateButton.hidden = true;
+      this.up = this.toggle(strings.answerHelpful, 'up');
+      this.down = this.toggle(strings.answerNotHelpful, 'down');
+      this.node.append(this.regenerateButton, this.up, this.down);
+      // Feedback given before a reload is shown again, silently.
+      this.setRating(turn.message?.feedback?.rating || '');
+    }
+    turn.item.append(this.node);
+  }
+
+  offerRegenerate(offered) {
+    if (this.regenerateButton) conceal(this.panel, this.regenerateButton, !offered);
+  }
+
+  // -- copy -------------------------------------------------------------------
+
+  async copy() {
+    const panel = this.panel;
+    if (!(await writeClipboard(this.text))) {
+      panel.showAlert(panel.strings.answerCopyFailed);
+      return;
+    }
+    panel.announcer.cue(panel.strings.answerCopied);
+    panel.emit('copy', { messageId: this.messageId });
+  }
+
+  // -- regenerate -------------------------------------------------------------
+
+  regenerate() {
+    const panel = this.panel;
+    if (panel.current?.inProgress) {
+      panel.showAlert(panel.strings.busy);
+      return;
+    }
+    const item = this.turn.item;
+    // The question, for the failed run's "Ask again" (chat.js offerRetry).
+    const question = item.previousElementSibling?.querySelector('.turn__body')?.textContent || '';
+    const requestId = newRequestId();
+    panel.input.focus(); // this button leaves with its turn; focus stays in the composer (A8)
+    item.remove(); // the new answer takes its place: it is the last turn
+    panel.startRun({
+      request: {
+        requestId,
+        text: question,
+        url: `${panel.client.messageUrl(this.messageId)}/regenerate`,
+        body: { request_id: requestId },
+      },
+    });
+  }
+
+  // -- feedback ---------------------------------------------------------------
+
+  toggle(text, rating) {
+    const node = button(text, () => this.rate(rating));
+    node.setAttribute('aria-pressed', 'false');
+    node.dataset.chatRole = `answer-${rating}`;
+    return node;
+  }
+
+  setRating(rating) {
+    this.rating = rating;
+    this.up.setAttribute('aria-pressed', String(rating === 'up'));
+    this.down.setAttribute('aria-pressed', String(rating === 'down'));
+  }
+
+  // PUT (a rating, or a rating and a comment) or DELETE the message's one record.
+  async sendFeedback(method, body) {
+    const client = this.panel.client;
+    const headers = client.actionHeaders(body ? { 'Content-Type': 'application/json' } : {});
+    const response = await fetch(`${client.messageUrl(this.messageId)}/feedback`, {
+      method,
+      headers,
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    if (!response.ok) {
+      let data = null;
+      try {
+        data = await response.json();
+      } catch {
+        /* no JSON body: the status says what happened */
+      }
+      throw new ApiError(response.status, data);
+    }
+  }
+
+  // Pressing the pressed button takes the rating back; the other replaces it.
+  async rate(rating) {
+    if (this.busy) return; // a double press sends one request
+    const panel = this.panel;
+    const strings = panel.strings;
+    const next = this.rating === rating ? '' : rating;
+    this.busy = true;
+    try {
+      if (next) await this.sendFeedback('PUT', { rating: next });
+      else await this.sendFeedback('DELETE');
+    } catch (error) {
+      panel.showAlert(format(strings.answerFeedbackFailed, { reason: error.message }));
+      return;
+    } finally {
+      this.busy = false;
+    }
+    this.setRating(next);
+    panel.announcer.cue(next ? strings.answerRated : strings.answerUnrated);
+    panel.emit('feedback', {
+      messageId: this.messageId,
+      rating: next || null,
+      comment: '',
+    });
+    this.showComment(Boolean(next));
+  }
+
+  // The optional comment: right after the pressed button in the tab order,
+  // never focused by itself.
+  showComment(shown) {
+    if (!shown) {
+      if (this.comment) this.closeComment(false);
+      return;
+    }
+    if (!this.comment) this.comment = this.commentForm();
+    this.comment.field.value = '';
+    this.node.append(this.comment.form);
+  }
+
+  commentForm() {
+    const strings = this.panel.strings;
+    const form = element('form', 'tools__comment');
+    const id = `comment-${this.messageId}`;
+    const label = element('label', 'tools__label', strings.answerComment);
+    label.htmlFor = id;
+    const field = element('textarea', 'tools__field');
+    field.id = id;
+    field.rows = 2;
+    field.maxLength = this.panel.config.feedbackCommentMaxChars || COMMENT_MAX_CHARS;
+    const send = button(strings.answerCommentSend, null, 'button tool');
+    send.type = 'submit';
+    const skip = button(strings.answerCommentSkip, () => this.closeComment(true));
+    const buttons = element('div', 'tools__buttons');
+    buttons.append(send, skip);
+    form.append(label, field, buttons);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.sendComment();
+    });
+    keys(field, {
+      submit: () => this.sendComment(),
+      cancel: () => this.closeComment(true),
+    });
+    return { form, field };
+  }
+
+  // Focus inside the form when it goes back to the pressed rating button.
+  closeComment(restoreFocus) {
+    const { form } = this.comment;
+    const hadFocus = form.contains(document.activeElement);
+    form.remove();
+    if (restoreFocus || hadFocus) (this.rating === 'down' ? this.down : this.up).focus();
+  }
+
+  async sendComment() {
+    const panel = this.panel;
+    const strings = panel.strings;
+    const comment = this.comment.field.value.trim();
+    if (!comment) return this.closeComment(true);
+    if (this.busy || !this.rating) return;
+    this.busy = true;
+    try {
+      await this.sendFeedback('PUT', { rating: this.rating, comment });
+    } catch (error) {
+      panel.showAlert(format(strings.answerFeedbackFailed, { reason: error.message }));
+      return;
+    } finally {
+      this.busy = false;
+    }
+    this.closeComment(true);
+    panel.announcer.cue(strings.answerCommentSent);
+    panel.emit('feedback', {
+      messageId: this.messageId,
+      rating: this.rating,
+      comment,
+    });
+  }
+}
+
+// The Clipboard API first; where the frame may not use it (a cross-origin
+// iframe without `allow="clipboard-write"` in Chromium) the copy command,
+// still within the click's user activation, with the text set on the copy
+// event: no selection, no focus move (https://w3c.github.io/clipboard-apis/).
+async function writeClipboard(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    let written = false;
+    const onCopy = (event) => {
+      event.clipboardData.setData('text/plain', text);
+      event.preventDefault();
+      written = true;
+    };
+    document.addEventListener('copy', onCopy);
+    try {
+      document.execCommand('copy');
+    } catch {
+      /* unsupported: written stays false */
+    } finally {
+      document.removeEventListener('copy', onCopy);
+    }
+    return written;
+  }
+}
+
+// -- the whole answer, in a modal dialog (A26) --------------------------------
+
+function dialogOf(panel) {
+  const state = stateOf(panel);
+  if (!state.dialog) state.dialog = new AnswerDialog(panel);
+  return state.dialog;
+}
+
+class AnswerDialog {
+  constructor(panel) {
+    this.panel = panel;
+    this.opener = null;
+    const strings = panel.strings;
+    const dialog = element('dialog', 'answer-dialog');
+    const title = element('h2', 'answer-dialog__title', strings.answerDialog);
+    title.id = 'answer-dialog-title';
+    dialog.setAttribute('aria-labelledby', title.id);
+    // The text scrolls inside a labelled region that takes focus first: a
+    // screen reader starts reading there, the arrow keys scroll it.
+    const text = element('div', 'answer-dialog__text md');
+    text.tabIndex = 0;
+    text.setAttribute('role', 'region');
+    text.setAttribute('aria-labelledby', title.id);
+    text.dataset.chatRole = 'answer-dialog-text';
+    const close = button(strings.answerClose, () => dialog.close(), 'button tool');
+    close.dataset.chatRole = 'answer-dialog-close';
+    dialog.append(title, text, close);
+    dialog.addEventListener('keydown', (event) => this.onKey(event));
+    // However it closes (Close, Escape, the browser's close request): focus
+    // goes back to the button that opened it. Closed, it leaves the DOM.
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      (this.opener?.isConnected ? this.opener : panel.input).focus();
+      this.opener = null;
+    });
+    Object.assign(this, { dialog, text, close });
+  }
+
+  open(answer, opener) {
+    this.opener = opener;
+    this.text.textContent = '';
+    const view = createMarkdownView(this.text, {
+      ...this.panel.viewOptions(),
+      headingOffset: 2, // below the dialog's h2
+    });
+    view.update(answer);
+    view.finish();
+    this.panel.root.append(this.dialog);
+    this.dialog.showModal();
+    this.text.scrollTop = 0;
+    this.text.focus();
+  }
+
+  // showModal() makes the rest of the panel inert, but in an iframe Tab would
+  // still leave for the host page: keep it inside (WAI-ARIA APG, Dialog (Modal)).
+  onKey(event) {
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      event.stopPropagation(); // close this dialog, not the whole panel
+      this.dialog.close();
+      return;
+    }
+    if (event.key !== 'Tab') return;
+    const focusable = [this.text, ...this.text.querySelectorAll('a[href]'), this.close];
+    const first = focusable[0];
+    const last = focusable[focusable.length - 1];
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  }
+}
+
+// -- edit the last question (A25) ---------------------------------------------
+
+class EditControl {
+  constructor(panel, item) {
+    this.panel = panel;
+    this.item = item;
+    this.node = element('div', 'tools tools--user');
+    this.button = button(panel.strings.turnEdit, () => this.begin());
+    this.button.dataset.chatRole = 'turn-edit';
+    this.node.append(this.button);
+    this.form = null;
+  }
+
+  // Out of the DOM when not offered: nothing hidden is left to measure or reach.
+  offer(offered) {
+    if (!offered && this.form) this.end(false);
+    if (offered && !this.form) this.item.append(this.node);
+    else if (this.node.isConnected) {
+      if (this.node.contains(document.activeElement)) this.panel.input.focus();
+      this.node.remove();
+    }
+  }
+
+  // The question's text in a labelled field in place of the question.
+  begin() {
+    const panel = this.panel;
+    const strings = panel.strings;
+    const body = this.item.querySelector('.turn__body');
+    const form = element('form', 'tools__comment turn-edit');
+    const label = element('label', 'tools__label', strings.turnEditLabel);
+    label.htmlFor = 'turn-edit-field';
+    const field = element('textarea', 'tools__field');
+    field.id = 'turn-edit-field';
+    field.rows = 3;
+    field.maxLength = panel.input.maxLength;
+    field.value = body.textContent;
+    const send = button(strings.turnEditSend, null, 'button tool');
+    send.type = 'submit';
+    const cancel = button(strings.turnEditCancel, () => this.end(true));
+    const buttons = element('div', 'tools__buttons');
+    buttons.append(send, cancel);
+    form.append(label, field, buttons);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    keys(field, { submit: () => this.submit(), cancel: () => this.end(true) });
+    body.hidden = true;
+    this.node.remove(); // the field takes the place of the question and its button
+    this.item.append(form);
+    this.form = { form, field, body };
+    field.focus();
+  }
+
+  end(restoreFocus) {
+    const { form, body } = this.form;
+    const hadFocus = form.contains(document.activeElement);
+    form.remove();
+    body.hidden = false;
+    this.item.append(this.node);
+    this.form = null;
+    if (restoreFocus || hadFocus) this.button.focus();
+  }
+
+  // The edited question and its new answer replace the old pair
+  // (POST …/messages/{user message id}/edit, docs/protocol.md).
+  async submit() {
+    const panel = this.panel;
+    const strings = panel.strings;
+    const text = this.form.field.value;
+    if (!text.trim()) return;
+    if (panel.current?.inProgress) {
+      panel.showAlert(strings.busy);
+      return;
+    }
+    // A question sent in this page has no message id here yet: the history has it.
+    let messageId;
+    try {
+      messageId = (await panel.client.history()).findLast((m) => m.role === 'user')?.message_id;
+      if (!messageId) throw new Error(strings.errors.lost);
+    } catch (error) {
+      panel.showAlert(format(strings.sendFailed, { reason: error.message }));
+      return;
+    }
+    const answer = this.item.nextElementSibling;
+    panel.input.focus(); // as after any send (A8)
+    this.item.remove();
+    answer?.remove();
+    panel.addUserTurn(text);
+    panel.scrollToEnd();
+    const requestId = newRequestId();
+    panel.startRun({
+      request: {
+        requestId,
+        text,
+        url: `${panel.client.messageUrl(messageId)}/edit`,
+        body: { request_id: requestId, text },
+      },
+    });
+  }
+}
