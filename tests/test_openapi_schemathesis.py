@@ -18,6 +18,7 @@ cases aim at a second answer's action.
 from __future__ import annotations
 
 import collections
+import itertools
 from typing import Any
 
 import pytest
@@ -88,6 +89,8 @@ def _check_cases(
         assert response.request.headers.get("Authorization") == auth["Authorization"]
         for name, value in pinned.items():
             assert case.path_parameters[name] == value
+        if "/edit" in response.request.url or "/regenerate" in response.request.url:
+            print("DBG", response.status_code, case.body, case.headers, response.content[:200])
         case.validate_response(response, checks=CHECKS)
         if response.status_code == 200 and response.headers.get("content-type", [""])[0].startswith(
             "text/event-stream"
@@ -119,6 +122,23 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     }
     # Dismissing aims at another answer's action, so confirming can still succeed.
     dismiss_ids = {"message_id": second.message_id, "action_id": second.payloads[-1]["actions"][0]["action_id"]}
+    last_turns = itertools.count()
+
+    def last_turn_ids(suffix: str) -> dict[str, str]:
+        """A new last turn of the conversation, for regenerate (its answer) or edit (its user
+        message): the first case replaces it (200), later ones get the documented 409
+        (docs/protocol.md, "Regenerate and edit"). Made just before the cases, since every
+        send case makes a later turn."""
+        seeder = ChatClient(server.url)
+        seeder.conversation_id, seeder.token = chat.conversation_id, chat.token
+        try:
+            last = seeder.send("/echo the last turn", f"schemathesis-last-{next(last_turns)}")
+            assert last.kinds[-1] == "message.completed"
+            user_message_id = seeder.history().json()["messages"][-2]["message_id"]
+        finally:
+            seeder.close()
+        return {"message_id": last.message_id if suffix == "/regenerate" else user_message_id}
+
     auth = {"Authorization": f"Bearer {chat.token}"}
 
     config = schemathesis.Config.from_dict(
@@ -134,7 +154,11 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     assert schema.raw_schema == build_document()
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 12  # the API, /healthz and /metrics
+    # Every operation of the document: the API, /healthz and /metrics.
+    assert len(operations) == sum(len(methods) for methods in build_document()["paths"].values())
+    # Deleting the conversation ends it for every later case: it goes last, so the other
+    # operations reach it alive (its own later cases get the documented 404).
+    operations.sort(key=lambda operation: operation.label == "DELETE /api/v1/conversations/{conversation_id}")
 
     sent = collections.Counter()
     statuses: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
@@ -142,7 +166,10 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     for operation in operations:
         path_names = {parameter.name for parameter in operation.path_parameters}
         for (mode, ids), max_examples in EXAMPLES.items():
-            ids_here = {**real_ids, **dismiss_ids} if operation.label.endswith("/dismiss") else real_ids
+            suffix = "/" + operation.label.rpartition("/")[2]
+            ids_here = {**real_ids, **dismiss_ids} if suffix == "/dismiss" else real_ids
+            if suffix in ("/regenerate", "/edit") and ids == "real ids":
+                ids_here = {**real_ids, **last_turn_ids(suffix)}
             pinned = (
                 {name: value for name, value in ids_here.items() if name in path_names} if ids == "real ids" else {}
             )
@@ -161,7 +188,7 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     for operation in operations:
         ids = "real ids" if operation.path_parameters else "generated ids"
         expected = {"POST /api/v1/conversations": 201}.get(operation.label, 200)
-        if operation.label.endswith("/report"):
+        if operation.label.endswith("/report") or operation.label.startswith("DELETE "):
             expected = 204
         assert expected in statuses[(operation.label, ids)], (operation.label, statuses)
     # ...and generated ids name nothing that exists.

@@ -6,7 +6,8 @@ clear JSON error and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
@@ -14,7 +15,8 @@ from .errors import ApiError
 from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
 from .messages import clean_text
 from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
-from .service import EventStream
+from .ratelimits import current_limits
+from .service import ChatService, EventStream
 from .transport import CONVERSATION_COOKIE, authorize, chat_service, disconnect_probe, json_body, settings
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -91,21 +93,28 @@ def get_conversation(conversation_id: str) -> Response:
     return jsonify({"conversation_id": conversation_id, "messages": chat_service().history(conversation_id)})
 
 
-@bp.post("/conversations/<conversation:conversation_id>/messages")
-def post_message(conversation_id: str) -> Response:
-    authorize(conversation_id)
+def new_answer_body(*fields: str) -> dict[str, Any]:
+    """The JSON body of a request that starts an answer (a send, a regenerate, an edit):
+    only `fields`, and a valid `request_id` (validated here, once for all of them)."""
     body = json_body()
-    unknown = sorted(set(body) - {"request_id", "text"})
+    unknown = sorted(set(body) - set(fields))
     if unknown:
-        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only request_id and text.")
+        raise ApiError(
+            400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only {' and '.join(fields)}."
+        )
     request_id = body.get("request_id")
-    text = body.get("text")
     if not isinstance(request_id, str) or not request_id:
         raise ApiError(
             400, "missing_request_id", "request_id is required: a string the client generates once per message."
         )
     if not is_client_key(request_id):
         raise ApiError(400, "invalid_request_id", f"request_id must be {CLIENT_KEY_RULE}.")
+    return body
+
+
+def user_text(body: dict[str, Any]) -> str:
+    """The body's `text`, as a user message must be (a send's, an edit's)."""
+    text = body.get("text")
     if not isinstance(text, str):
         raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
     # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form:
@@ -121,6 +130,15 @@ def post_message(conversation_id: str) -> Response:
             "text_too_long",
             f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.",
         )
+    return text
+
+
+def stream_new_answer(
+    conversation_id: str, request_id: str, start: Callable[[ChatService, str], tuple[str, bool]]
+) -> Response:
+    """Start an answer with `start(chat, server_origin)` (it claims `request_id` and returns
+    the answer's id) and stream it from its start, or from Last-Event-ID on a retry. The
+    stream slot is taken before any work starts, and freed if `start` refuses."""
     faults = _faults()
     raw_last_event_id = request.headers.get("Last-Event-ID")
     if raw_last_event_id and parse_event_id(raw_last_event_id) is None:
@@ -136,9 +154,7 @@ def post_message(conversation_id: str) -> Response:
     try:
         # The answer's links are absolute, on the scheme and host the question was sent to
         # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
-        message_id, _created = chat.submit(
-            conversation_id, request_id, text, server_origin=request.host_url.rstrip("/")
-        )
+        message_id, _created = start(chat, request.host_url.rstrip("/"))
         # A retry of the same request may say where it got to.
         after_seq = _resume_position(message_id, from_query=False)
         chat.check_resume_position(conversation_id, message_id, after_seq)
@@ -147,6 +163,18 @@ def post_message(conversation_id: str) -> Response:
         raise
     return _stream_response(
         EventStream(slot, message_id, after_seq, faults=faults, client_gone=disconnect_probe(request.environ))
+    )
+
+
+@bp.post("/conversations/<conversation:conversation_id>/messages")
+def post_message(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id", "text")
+    request_id, text = body["request_id"], user_text(body)
+    return stream_new_answer(
+        conversation_id,
+        request_id,
+        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_origin=origin),
     )
 
 
@@ -224,6 +252,23 @@ def report_message(conversation_id: str, message_id: str) -> Response:
     if chat.store.claim_report(message_id):
         chat.metrics.client_report(**counts)
     return Response(status=204)
+
+
+@bp.delete("/conversations/<conversation:conversation_id>")
+def delete_conversation(conversation_id: str) -> Response:
+    """Forget the conversation (docs/protocol.md, "Deleting a conversation"): its running
+    answers are cancelled first, then every key of it goes at once, the rate limits' own
+    included; the token stops working. 204 also expires the panel's cookie for it."""
+    authorize(conversation_id)
+    chat_service().delete_conversation(conversation_id)
+    limits = current_limits()
+    if limits is not None:
+        limits.forget_conversation(conversation_id)
+    response = Response(status=204)
+    # The same attributes as when it was set (create_conversation): a browser replaces a
+    # cookie only when name, path and partition match.
+    response.delete_cookie(CONVERSATION_COOKIE, path="/", secure=True, httponly=True, samesite="None", partitioned=True)
+    return response
 
 
 @bp.after_request

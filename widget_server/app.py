@@ -11,7 +11,20 @@ from flask import Flask
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import actions_api, api, errorhandlers, kb_routes, monitoring, openapi, qa, ratelimits, transport, web
+from . import (
+    actions_api,
+    api,
+    errorhandlers,
+    feedback_api,
+    kb_routes,
+    monitoring,
+    openapi,
+    qa,
+    ratelimits,
+    revisions_api,
+    transport,
+    web,
+)
 from .backends.base import create_backend
 from .config import load_settings
 from .metrics import Metrics
@@ -120,4 +133,6 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.register_blueprint(qa.bp)  # /qa: 404 unless the QA setting is on
     kb_routes.init_app(app)  # /kb/<path>: the kb backend's sources (404 with another backend)
     app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions.py)
+    app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback.py)
+    app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions.py)
     return app

@@ -9,12 +9,15 @@ docs/serving.md gives the reasons and the measurements.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .backends.base import UnknownBackend, create_backend
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings
+from .feedback import export as export_feedback
+from .feedback import parse_since
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,12 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     option("--workers", "WORKERS", type=int)
     option("--log-level", "LOG_LEVEL", type=str.upper)
     option("--env", "ENV")
+    _add_feedback_commands(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    explicit = {name: value for name, value in vars(args).items() if value is not None}
+    explicit = {name: value for name, value in vars(args).items() if value is not None and name in SETTINGS_BY_NAME}
+    if args.command == "feedback":
+        return _feedback_command(args, explicit)
     try:
         settings = load_settings(explicit)
         # Build the backend once here, before any worker starts, so its own
@@ -60,6 +66,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .serving import serve
 
     return serve(explicit, settings)
+
+
+# -- `widget-server feedback export` (widget_server/feedback.py) ------------------------------
+
+
+def _since(text: str) -> float:
+    try:
+        return parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_feedback_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help="`feedback export`; without a command, serve the chat."
+    )
+    feedback = commands.add_parser("feedback", help="The visitors' feedback on answers.")
+    actions = feedback.add_subparsers(dest="feedback_command", metavar="ACTION", required=True)
+    export = actions.add_parser(
+        "export",
+        help="Write the stored feedback as JSON Lines to stdout, oldest first.",
+        description="Write every feedback record the store holds as JSON Lines to stdout, oldest first: "
+        "conversation_id, message_id, rating, comment, question, answer, time. It reads a shared store "
+        "(--store redis://…, the server's STORE); feedback expires with its conversation "
+        "(CONVERSATION_TTL_SECONDS).",
+    )
+    export.add_argument(
+        "--since",
+        type=_since,
+        default=None,
+        metavar="DATE",
+        help="Only feedback set at or after this: YYYY-MM-DD (that day's start, UTC) or an ISO 8601 date and "
+        "time (UTC unless it names a zone).",
+    )
+    setting = SETTINGS_BY_NAME["STORE"]
+    # SUPPRESS: not given here, `widget-server --store … feedback export` keeps the one given before.
+    export.add_argument(
+        "--store",
+        dest="STORE",
+        default=argparse.SUPPRESS,
+        help=f"The store to read: the running server's. [env {setting.env_var}]",
+    )
+
+
+def _feedback_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int:
+    try:
+        settings = load_settings(explicit)
+    except ConfigError as error:
+        print(f"widget-server: error: {error}", file=sys.stderr)
+        return 2
+    if settings["STORE"] == "memory":
+        # The memory store lives inside the server's own process: nothing else can read it.
+        print(
+            "widget-server: error: feedback export reads a shared store, and STORE is `memory`, which lives "
+            "only inside the running server's process. Give the server's Redis store: --store redis://…",
+            file=sys.stderr,
+        )
+        return 2
+    from .stores import create_store
+    from .stores.base import StoreUnavailable
+
+    store = create_store(settings)
+    out = sys.stdout.buffer  # JSON Lines is UTF-8, whatever the terminal's locale
+    try:
+        for row in export_feedback(store, args.since):
+            out.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+        out.flush()
+    except StoreUnavailable as error:
+        print(f"widget-server: error: the store cannot be reached: {error}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

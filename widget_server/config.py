@@ -10,6 +10,7 @@ Every setting is documented in docs/configuration.md (a test checks).
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -181,6 +182,42 @@ def _parse_rate_limits(raw: Any) -> str:
     return text
 
 
+# Starter prompts and the greeting: shown in the panel's empty state (docs/configuration.md,
+# "The panel"); the same rules check an embed's data-starters / data-greeting (web.py).
+MAX_STARTERS = 4
+MAX_STARTER_CHARS = 100
+MAX_GREETING_CHARS = 200
+
+
+def parse_starters(raw: Any) -> tuple[str, ...]:
+    """A JSON list of up to MAX_STARTERS non-empty strings of at most MAX_STARTER_CHARS
+    characters (a list or tuple is taken as is); empty: none."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            return ()
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise ValueError('expected a JSON list of strings such as ["Opening hours?", "Track my order"]') from None
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(item, str) for item in raw):
+        raise ValueError('expected a JSON list of strings such as ["Opening hours?", "Track my order"]')
+    starters = tuple(" ".join(item.split()) for item in raw)
+    if len(starters) > MAX_STARTERS:
+        raise ValueError(f"at most {MAX_STARTERS} starters (got {len(starters)})")
+    for starter in starters:
+        if not starter or len(starter) > MAX_STARTER_CHARS:
+            raise ValueError(f"each starter must have 1 to {MAX_STARTER_CHARS} characters (got {starter!r})")
+    return starters
+
+
+def parse_greeting(raw: Any) -> str:
+    """One line of at most MAX_GREETING_CHARS characters (runs of whitespace become one space)."""
+    greeting = " ".join(str(raw).split())
+    if len(greeting) > MAX_GREETING_CHARS:
+        raise ValueError(f"at most {MAX_GREETING_CHARS} characters (got {len(greeting)})")
+    return greeting
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -275,6 +312,14 @@ SETTINGS: tuple[Setting, ...] = (
         100_000_000,
     ),
     Setting("MAX_TEXT_CHARS", _parse_int, 4000, "Longest user message, in characters (longer: 413).", 1, 1_000_000),
+    Setting(
+        "FEEDBACK_COMMENT_MAX_CHARS",
+        _parse_int,
+        500,
+        "Longest comment on an answer's feedback, in characters (longer: 413).",
+        0,
+        10_000,
+    ),
     Setting("MAX_BODY_BYTES", _parse_int, 65536, "Largest request body, in bytes (larger: 413).", 256, 16_777_216),
     Setting(
         "BODY_READ_TIMEOUT_SECONDS",
@@ -515,6 +560,14 @@ SETTINGS: tuple[Setting, ...] = (
         "widget-server-actions.jsonl",
         "The built-in `callback_request` action: the JSON Lines file each confirmed request is appended to (relative to the working directory).",
     ),
+    # The panel's empty state (an embed may override both: data-starters, data-greeting).
+    Setting(
+        "STARTERS",
+        parse_starters,
+        (),
+        "Starter prompts shown as buttons in the empty panel: a JSON list of up to 4 strings of at most 100 characters (empty: none).",
+    ),
+    Setting("GREETING", parse_greeting, "", "A greeting line shown above the starters in the empty panel (at most 200 characters)."),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

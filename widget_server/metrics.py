@@ -99,6 +99,15 @@ class Metrics:
             self._client_reports.labels(kind=kind)
         for outcome in ("cancelled", "already_ended"):
             self._cancels.labels(outcome=outcome)
+        # Feedback on answers (widget_server/feedback.py): each rating given, by its value.
+        self._feedback = Counter(
+            "chat_feedback",
+            "Ratings given to answers: a new feedback, or one whose rating changed (a comment alone is not counted).",
+            ["rating"],
+            registry=registry,
+        )
+        for rating in ("up", "down"):
+            self._feedback.labels(rating=rating)
 
     # -- recording ---------------------------------------------------------
 
@@ -148,6 +157,10 @@ class Metrics:
     def stream_closed(self) -> None:
         if self.enabled:
             self._open_streams.dec()
+
+    def feedback(self, rating: str) -> None:
+        if self.enabled:
+            self._feedback.labels(rating=rating).inc()
 
     # -- exposition --------------------------------------------------------
 

@@ -308,6 +308,182 @@ _LAST_EVENT_ID_HEADER = {
 }
 
 
+# -- feedback on answers, and deleting a conversation (issue #12; widget_server/feedback.py) --
+
+_FEEDBACK_SCHEMAS = {
+    "Feedback": {
+        "description": "A visitor's rating of an answer: one per answer, changeable.",
+        "type": "object",
+        "required": ["rating", "comment", "updated_at"],
+        "properties": {
+            "rating": {"enum": ["up", "down"], "description": "`up`: helpful; `down`: not helpful."},
+            "comment": {"type": "string", "description": "The visitor's comment; empty when none."},
+            "updated_at": {
+                "type": "string",
+                "format": "date-time",
+                "pattern": "Z$",
+                "description": "When it was last set (UTC).",
+            },
+        },
+    },
+    "StoredFeedback": {
+        "allOf": [
+            {"$ref": "#/components/schemas/Feedback"},
+            {"type": "object", "required": ["message_id"], "properties": {"message_id": _ID_SCHEMA}},
+        ]
+    },
+    "PutFeedback": {
+        "type": "object",
+        "required": ["rating"],
+        "additionalProperties": False,
+        "properties": {
+            "rating": {"enum": ["up", "down"]},
+            "comment": {
+                "type": "string",
+                "description": "Optional; at most FEEDBACK_COMMENT_MAX_CHARS (default 500) code points, "
+                "longer is 413 `comment_too_long`.",
+            },
+        },
+    },
+}
+
+
+def _feedback_errors(*statuses: int) -> dict[str, Any]:
+    descriptions = {
+        400: "Malformed request: bad JSON, a body that is not an object, an unknown field (`unknown_field`), "
+        "a rating other than up or down (`invalid_rating`), a comment that is not a string (`invalid_comment`).",
+        404: "Unknown conversation, not an answer (assistant message) of this conversation, or a missing or "
+        "wrong token.",
+        409: "The answer is still being written (`message_not_finished`): rate it once it has ended.",
+        413: "Request body larger than MAX_BODY_BYTES, or comment longer than FEEDBACK_COMMENT_MAX_CHARS "
+        "(`comment_too_long`).",
+        415: "Content-Type is not application/json.",
+    }
+    descriptions[403] = _ORIGIN_REFUSED
+    return {str(status): _error_response(descriptions[status]) for status in sorted({*statuses, 403})}
+
+
+_FEEDBACK_PATHS = {
+    "/api/v1/conversations/{conversation_id}/messages/{message_id}/feedback": {
+        "put": {
+            "operationId": "putFeedback",
+            "summary": "Rate an ended answer (completed, failed or cancelled); replaces any earlier rating of it.",
+            "security": [{"bearer": []}],
+            "parameters": [
+                {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PutFeedback"}}},
+            },
+            "responses": {
+                "200": {
+                    "description": "The stored feedback.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/StoredFeedback"}}},
+                },
+                **_feedback_errors(400, 404, 409, 413, 415),
+            },
+        },
+        "delete": {
+            "operationId": "deleteFeedback",
+            "summary": "Remove the answer's feedback (204 also when it had none).",
+            "security": [{"bearer": []}],
+            "parameters": [
+                {"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+                {"name": "message_id", "in": "path", "required": True, "schema": _ID_SCHEMA},
+            ],
+            "responses": {"204": {"description": "It has no feedback now."}, **_feedback_errors(404)},
+        },
+    },
+}
+
+_DELETE_CONVERSATION = {
+    "operationId": "deleteConversation",
+    "summary": "Delete the conversation and everything of it; its running answers are cancelled first.",
+    "description": "Everything stored for it is gone at once (exchanges, answers and their logs, actions, "
+    "feedback, its rate-limit counters); its token no longer works (404). The response expires the panel's "
+    "conversation cookie.",
+    "security": [{"bearer": []}],
+    "parameters": [{"name": "conversation_id", "in": "path", "required": True, "schema": _ID_SCHEMA}],
+    "responses": {"204": {"description": "Deleted."}, **_errors(404)},
+}
+
+
+# -- regenerate and edit the last turn (issue #12; widget_server/revisions.py) --
+
+_REVISION_SCHEMAS = {
+    "RegenerateMessage": {
+        "type": "object",
+        "required": ["request_id"],
+        "additionalProperties": False,
+        "properties": {"request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN}},
+    },
+    "EditMessage": {
+        "type": "object",
+        "required": ["request_id", "text"],
+        "additionalProperties": False,
+        "properties": {
+            "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The message's new text, under a send's rules: only whitespace is 400 `empty_text`, "
+                "longer than MAX_TEXT_CHARS (default 4000) is 413 `text_too_long`.",
+            },
+        },
+    },
+}
+
+
+def _revision_operation(operation_id: str, summary: str, description: str, body: str, conflicts: str) -> dict:
+    errors = _errors(400, 404, 413, 415, 429, 503)
+    errors["404"] = _error_response(
+        "Unknown conversation, no such message in it (for an edit: no such user message), "
+        "or a missing or wrong token (indistinguishable on purpose)."
+    )
+    errors["409"] = _error_response(
+        f"{conflicts}, its answer is still being generated (`message_not_finished`), or the request_id was "
+        "already used for another request (`request_id_conflict`). Nothing was started."
+    )
+    return {
+        "post": {
+            "operationId": operation_id,
+            "summary": summary,
+            "description": description,
+            "security": _BEARER,
+            "parameters": [_CONVERSATION_ID, _MESSAGE_ID, _LAST_EVENT_ID_HEADER],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
+            },
+            "responses": {"200": _EVENT_STREAM, **errors},
+        }
+    }
+
+
+_REVISION_PATHS = {
+    "/api/v1/conversations/{conversation_id}/messages/{message_id}/regenerate": _revision_operation(
+        "regenerateMessage",
+        "Answer the last turn again; the response streams the new answer's events from its start.",
+        "Only the conversation's last answer, once it has ended (completed, failed or cancelled). The new "
+        "answer (a new message_id) replaces it in the history and in what the backend is given; the user turn "
+        "stays. Idempotent on request_id, like a send.",
+        "RegenerateMessage",
+        "Not the last answer (`not_last_answer`)",
+    ),
+    "/api/v1/conversations/{conversation_id}/messages/{message_id}/edit": _revision_operation(
+        "editMessage",
+        "Replace the last user message with new text and stream its answer from its start.",
+        "`message_id` is the user message's id (from the history). Only the conversation's last user "
+        "message, once its answer has ended. The edited message (a new user message_id) and its answer "
+        "replace the old pair in the history and in what the backend is given. Idempotent on request_id.",
+        "EditMessage",
+        "Not the last user message (`not_last_message`)",
+    ),
+}
+
+
 def build_document(server_url: str | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
         "openapi": "3.2.0",
@@ -376,7 +552,8 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         },
                         **_errors(404, 405),
                     },
-                }
+                },
+                "delete": _DELETE_CONVERSATION,
             },
             "/api/v1/conversations/{conversation_id}/messages": {
                 "post": {
@@ -475,6 +652,8 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 }
             },
             **_ACTION_PATHS,
+            **_FEEDBACK_PATHS,
+            **_REVISION_PATHS,
         },
         "components": {
             "securitySchemes": {
@@ -566,6 +745,10 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "role": {"enum": ["user", "assistant"]},
                         "text": {"type": "string"},
                         "state": {"enum": _STATES},
+                        "feedback": {
+                            "description": "Assistant entries only: the visitor's feedback on the answer, or null.",
+                            "oneOf": [{"$ref": "#/components/schemas/Feedback"}, {"type": "null"}],
+                        },
                     },
                 },
                 "ConversationHistory": {
@@ -579,6 +762,8 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 "StreamEvent": _STREAM_EVENT,
                 **_EVENT_DATA_SCHEMAS,
                 **_ACTION_SCHEMAS,
+                **_FEEDBACK_SCHEMAS,
+                **_REVISION_SCHEMAS,
                 "MessageState": {
                     "type": "object",
                     "required": ["message_id", "state", "last_seq"],

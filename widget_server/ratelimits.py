@@ -92,10 +92,15 @@ _UNAUTHORIZED = Limit(
     "Too many refused requests from your connection. Wait {seconds} s, then try again.",
 )
 
+_LIMITS = (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED)
+
 # Endpoint → the limits it counts against, besides the all-API one.
 _ENDPOINT_LIMITS = {
     "api.create_conversation": (_NEW_CONVERSATIONS,),
     "api.post_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    # A regenerate or an edit starts an answer like a send, so it spends the same quotas.
+    "revisions_api.regenerate": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    "revisions_api.edit": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
 }
 
 
@@ -107,8 +112,7 @@ class RateLimits:
 
         self.metrics = metrics
         self.items = {
-            limit.name: parse_many(settings[limit.setting]) if settings[limit.setting] else []
-            for limit in (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED)
+            limit.name: parse_many(settings[limit.setting]) if settings[limit.setting] else [] for limit in _LIMITS
         }
         store = settings["STORE"]
         if store == "memory":
@@ -156,6 +160,20 @@ class RateLimits:
             retry_after=seconds,
             details={"limit": limit.name, "allowed": str(item)},
         )
+
+    def forget_conversation(self, conversation_id: str) -> None:
+        """Remove the counters kept for a deleted conversation (api.delete_conversation): no
+        key naming it may remain (docs/protocol.md, "Deleting a conversation")."""
+        from limits.errors import StorageError
+
+        for limit in _LIMITS:
+            if limit.scope != "conversation":
+                continue
+            for item in self.items[limit.name]:
+                try:
+                    self.storage.clear(item.key_for(limit.name, conversation_id))
+                except StorageError as error:  # as in _hit: the limits' storage is not the store
+                    log.warning("rate limit %s of %s not cleared: %s", limit.name, conversation_id, error)
 
 
 def client_key() -> str:

@@ -21,6 +21,7 @@ from . import sse
 from .backends.base import Backend, Turn
 from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError, ErrorCode, ErrorInfo
 from .faults import NO_FAULTS, FaultPlan
+from .feedback import record_json as feedback_json
 from .generation import GenerationRun
 from .messages import EventKind, MessageState, StreamEvent
 from .metrics import NO_METRICS, Metrics
@@ -31,7 +32,17 @@ from .protocol import (
     is_id,
     new_id,
 )
-from .stores.base import Conversation, MessageInfo, RequestConflict, Store, StoreUnavailable, UnknownMessage
+from .stores.base import (
+    Claim,
+    Conversation,
+    Exchange,
+    MessageInfo,
+    RequestConflict,
+    Store,
+    StoreUnavailable,
+    UnknownMessage,
+    listed_exchanges,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,41 +139,19 @@ class ChatService:
         a stream slot). `server_origin` is the scheme://host the question was
         sent to; the backend reads it from the Turn.
         """
-        try:
-            with self._claim_lock(conversation_id):
-                self.check_can_start(conversation_id, request_id)
-                claim = self.store.claim_request(
-                    conversation_id,
-                    request_id,
-                    request_fingerprint(text),
-                    text,
-                    new_id(USER_MESSAGE_PREFIX),
-                    new_id(ASSISTANT_MESSAGE_PREFIX),
-                )
-        except RequestConflict as conflict:
-            raise ApiError(
-                409,
-                "request_id_conflict",
-                "This request_id was already used with a different message. "
-                "Generate a new request_id for a new message; reuse one only to retry the same message.",
-                details={"message_id": conflict.exchange.assistant_message_id},
-            ) from None
-        except UnknownMessage:
-            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
-        message_id = claim.exchange.assistant_message_id
-        if claim.created:
-            run = GenerationRun(
-                self.store,
-                self.backend,
-                Turn(text, claim.history, conversation_id, message_id, server_origin=server_origin),
-                time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
-                on_finish=self._forget_run,
-                metrics=self.metrics,
-            )
-            with self._lock:
-                self._runs[message_id] = run
-            run.start()
-        return message_id, claim.created
+        return self.start_claimed(
+            conversation_id,
+            request_id,
+            lambda: self.store.claim_request(
+                conversation_id,
+                request_id,
+                request_fingerprint(text),
+                text,
+                new_id(USER_MESSAGE_PREFIX),
+                new_id(ASSISTANT_MESSAGE_PREFIX),
+            ),
+            server_origin=server_origin,
+        )
 
     @contextlib.contextmanager
     def _claim_lock(self, conversation_id: str) -> Iterator[None]:
@@ -253,15 +242,11 @@ class ChatService:
         "Errors that say what to do next"). A cancelled
         exchange is the user's "never mind": not shown after a reload and not
         given to the backend. An answer still running is listed with its
-        state so a reloaded client can resume it.
+        state so a reloaded client can resume it. A regenerated or edited turn
+        is listed once, as its replacement (stores/base.py listed_exchanges).
         """
         messages: list[dict[str, Any]] = []
-        for exchange in self.store.exchanges(conversation_id):
-            info = self.store.message(exchange.assistant_message_id)
-            if info is not None:
-                info = self.reap_if_lost(info)
-            if info is None or info.state in (MessageState.FAILED, MessageState.CANCELLED):
-                continue
+        for exchange, info in self.listed_exchanges(conversation_id):
             messages.append(
                 {
                     "message_id": exchange.user_message_id,
@@ -273,7 +258,7 @@ class ChatService:
             messages.append(
                 {"message_id": info.message_id, "role": "assistant", "text": info.text, "state": info.state.value}
             )
-        return messages
+        return self._with_feedback(conversation_id, messages)
 
     def message_state(self, conversation_id: str, message_id: str) -> dict[str, Any]:
         info = self._message_in(conversation_id, message_id)
@@ -342,6 +327,101 @@ class ChatService:
     @property
     def open_streams(self) -> int:
         return self._open_streams
+
+    # -- claims that start an answer: sends and revisions (widget_server/revisions.py)
+
+    def start_claimed(
+        self, conversation_id: str, request_id: str, claim: Callable[[], Claim], *, server_origin: str = ""
+    ) -> tuple[str, bool]:
+        """Run `claim` (a store claim of a new exchange); start generating only if it is new.
+
+        The running limit is checked again here, atomically with the claim
+        (the transport checks it first only to refuse early, before taking
+        a stream slot). `server_origin` is the scheme://host the question was
+        sent to; the backend reads it from the Turn.
+        """
+        try:
+            with self._claim_lock(conversation_id):
+                self.check_can_start(conversation_id, request_id)
+                claimed = claim()
+        except RequestConflict as conflict:
+            raise ApiError(
+                409,
+                "request_id_conflict",
+                "This request_id was already used with a different message. "
+                "Generate a new request_id for a new message; reuse one only to retry the same message.",
+                details={"message_id": conflict.exchange.assistant_message_id},
+            ) from None
+        except UnknownMessage:
+            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
+        exchange = claimed.exchange
+        message_id = exchange.assistant_message_id
+        if claimed.created:
+            run = GenerationRun(
+                self.store,
+                self.backend,
+                Turn(exchange.user_text, claimed.history, conversation_id, message_id, server_origin=server_origin),
+                time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
+                on_finish=self._forget_run,
+                metrics=self.metrics,
+            )
+            with self._lock:
+                self._runs[message_id] = run
+            run.start()
+        return message_id, claimed.created
+
+    def listed_exchanges(self, conversation_id: str) -> list[tuple[Exchange, MessageInfo]]:
+        """The exchanges the history lists (stores/base.py listed_exchanges), with their
+        answers; an answer whose worker died is failed first (reap_if_lost), so not listed."""
+        infos: dict[str, MessageInfo] = {}
+
+        def state_of(message_id: str) -> MessageState | None:
+            info = self.store.message(message_id)
+            if info is None:
+                return None
+            info = infos[message_id] = self.reap_if_lost(info)
+            return info.state
+
+        listed = listed_exchanges(self.store.exchanges(conversation_id), state_of)
+        return [(exchange, infos[exchange.assistant_message_id]) for exchange, _ in listed]
+
+    # -- feedback in the history, and deleting a conversation (issue #12) -----
+
+    def _with_feedback(self, conversation_id: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each assistant entry gains `feedback`: its stored record, or None (docs/protocol.md,
+        "Feedback"), so a reloaded panel shows the visitor's rating again."""
+        records = self.store.conversation_feedback(conversation_id)
+        for entry in messages:
+            if entry["role"] == "assistant":
+                record = records.get(entry["message_id"])
+                entry["feedback"] = feedback_json(record) if record is not None else None
+        return messages
+
+    # How long a delete waits for this process's runs of the conversation to stop after
+    # their cancel (a backend is woken at once; a run that ignores its token stops at its
+    # next write, which the store refuses once the keys are gone).
+    DELETE_RUN_WAIT_SECONDS = 5.0
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """Cancel the conversation's running answers, then forget all of it at once
+        (store.delete_conversation). The caller has checked the token."""
+        with self._claim_lock(conversation_id):  # no new answer starts here meanwhile
+            stopping: list[GenerationRun] = []
+            for exchange in self.store.exchanges(conversation_id):
+                message_id = exchange.assistant_message_id
+                state = self.store.message_state(message_id)
+                if state is not None and not state.terminal:
+                    self.cancel(conversation_id, message_id)  # the same path as Stop: counted, backend woken
+                with self._lock:
+                    run = self._runs.get(message_id)
+                if run is not None:
+                    stopping.append(run)
+            # Wait for this process's runs to end, so none writes (or renews a lease)
+            # after the keys are gone.
+            deadline = time.monotonic() + self.DELETE_RUN_WAIT_SECONDS
+            for run in stopping:
+                run.finished.wait(max(0.0, deadline - time.monotonic()))
+            self.store.delete_conversation(conversation_id)
 
 
 class StreamSlot:

@@ -9,6 +9,7 @@ That one rule is what makes cancel, timeout and completion race-free.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,9 @@ class Exchange:
     user_message_id: str
     user_text: str
     assistant_message_id: str
+    # The answer this exchange replaced (a regenerate or an edit: widget_server/revisions.py);
+    # "" for a plain send. The replaced exchange stays in the store (listed_exchanges).
+    replaces: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,17 @@ class ActionRecord:
         return body
 
 
+@dataclass(frozen=True)
+class FeedbackRecord:
+    """A visitor's rating of one ended answer (widget_server/feedback.py): one per message."""
+
+    conversation_id: str
+    message_id: str
+    rating: str  # "up" or "down"
+    comment: str  # "" when none
+    updated_at: float  # unix seconds
+
+
 # Outcomes of Store.claim_action and Store.dismiss_action.
 CLAIMED = "claimed"  # this call moved it proposed → executing: run execute() now
 SAME_KEY = "same"  # already claimed with this idempotency key (a retry)
@@ -116,6 +131,15 @@ class RequestConflict(Exception):
 
 class UnknownMessage(Exception):
     pass
+
+
+class RevisionRefused(Exception):
+    """A regenerate or edit whose target may not be replaced: `reason` is one of
+    TARGET_NOT_FOUND, TARGET_NOT_LAST, TARGET_NOT_FINISHED (revision_refusal)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class StoreUnavailable(Exception):
@@ -284,3 +308,164 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027
         """Release connections; the default store holds none."""
+
+    # -- feedback and deleting a conversation (widget_server/feedback.py, issue #12). Not
+    # abstract, like actions: a store written before them still loads.
+
+    def put_feedback(self, record: FeedbackRecord) -> FeedbackRecord | None:
+        """Store `record` as its message's one feedback, replacing any earlier one, which
+        it returns (None if there was none). Raises UnknownMessage if the conversation is
+        gone (deleted or expired meanwhile): nothing is stored then."""
+        raise NotImplementedError(f"{type(self).__name__} does not support feedback")
+
+    def delete_feedback(self, conversation_id: str, message_id: str) -> None:
+        """Remove the message's feedback, if any."""
+        raise NotImplementedError(f"{type(self).__name__} does not support feedback")
+
+    def conversation_feedback(self, conversation_id: str) -> dict[str, FeedbackRecord]:
+        """The conversation's feedback, by message id."""
+        raise NotImplementedError(f"{type(self).__name__} does not support feedback")
+
+    def feedback_conversations(self) -> list[str]:
+        """The ids of every stored conversation that has feedback (for the export)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support feedback")
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        """Forget the conversation and everything of it at once: exchanges, request
+        claims, every message's log, text and lease, actions, client-report marks and
+        feedback. True if it existed."""
+        raise NotImplementedError(f"{type(self).__name__} does not support deleting conversations")
+
+    # -- revisions (widget_server/revisions.py). Not abstract, like actions.
+
+    def claim_revision(
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        revision: Revision,
+        new_assistant_message_id: str,
+    ) -> Claim:
+        """Atomically: record a new exchange replacing the one `revision` targets, or
+        return the one this request id made (a retry, whatever the conversation became).
+
+        Raises RequestConflict (the id was used with another fingerprint), UnknownMessage
+        (no such conversation) or RevisionRefused (revision_refusal, checked in the same
+        atomic step). A regenerate keeps the target's user message id and text; an edit
+        brings its own. `Claim.history` is backend_history after the new exchange.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support regenerate and edit")
+
+
+# -- which exchanges a conversation lists, and which one may be replaced ---------------
+# Shared by both stores and the service, so the history a reader gets, the history a
+# backend is given and the rule of what may be replaced are one computation (docs/design.md,
+# "Regenerate and edit").
+
+# Outcomes of revision_refusal (RevisionRefused.reason).
+TARGET_NOT_FOUND = "not_found"
+TARGET_NOT_LAST = "not_last"
+TARGET_NOT_FINISHED = "not_finished"
+
+# Answers in these states are never listed: the user's "never mind" and errors
+# (ChatService.history), so they replace nothing either.
+_UNLISTED = frozenset({MessageState.FAILED, MessageState.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What a regenerate or an edit asks to replace, and with what.
+
+    `by_user_message`: the target is named by its user message id (an edit), else by its
+    answer's id (a regenerate). `user_text` and `user_message_id` are the edit's new turn;
+    "" for a regenerate (the target's own are kept).
+    """
+
+    target_message_id: str
+    by_user_message: bool = False
+    user_text: str = ""
+    user_message_id: str = ""
+
+    def matches(self, exchange: Exchange) -> bool:
+        named = exchange.user_message_id if self.by_user_message else exchange.assistant_message_id
+        return named == self.target_message_id
+
+    def replacing(self, target: Exchange, request_id: str, fingerprint: str, assistant_message_id: str) -> Exchange:
+        """The new exchange that replaces `target`."""
+        if self.by_user_message:
+            user_message_id, user_text = self.user_message_id, self.user_text
+        else:
+            user_message_id, user_text = target.user_message_id, target.user_text
+        return Exchange(
+            request_id, fingerprint, user_message_id, user_text, assistant_message_id, target.assistant_message_id
+        )
+
+
+def listed_exchanges(
+    exchanges: Sequence[Exchange], state_of: Callable[[str], MessageState | None]
+) -> list[tuple[Exchange, MessageState]]:
+    """The exchanges a history lists, oldest first, with their answers' states.
+
+    Not listed: an exchange whose answer failed, was cancelled or is gone, and one that a
+    later listed exchange replaced (directly, or through replacements that are not listed
+    themselves). So a regenerate or edit that fails or is stopped leaves the turn it
+    targeted listed again, as a failed send leaves the history as it was.
+    """
+    listed: list[tuple[Exchange, MessageState]] = []
+    replaced: set[str] = set()
+    for exchange in reversed(exchanges):
+        hidden = exchange.assistant_message_id in replaced
+        state = state_of(exchange.assistant_message_id)
+        shown = not hidden and state is not None and state not in _UNLISTED
+        if (shown or hidden) and exchange.replaces:
+            replaced.add(exchange.replaces)
+        if shown:
+            assert state is not None
+            listed.append((exchange, state))
+    listed.reverse()
+    return listed
+
+
+def backend_history(
+    exchanges: Sequence[Exchange], state_of: Callable[[str], MessageInfo | None]
+) -> list[tuple[str, str]]:
+    """What a backend is given (Turn.history): the listed exchanges whose answers
+    completed, as (role, text) pairs."""
+    infos: dict[str, MessageInfo | None] = {}
+
+    def state(message_id: str) -> MessageState | None:
+        info = infos[message_id] = state_of(message_id)
+        return info.state if info is not None else None
+
+    history: list[tuple[str, str]] = []
+    for exchange, answer_state in listed_exchanges(exchanges, state):
+        info = infos[exchange.assistant_message_id]
+        if answer_state is MessageState.COMPLETED and info is not None:
+            history += [("user", exchange.user_text), ("assistant", info.text)]
+    return history
+
+
+def revision_refusal(
+    exchanges: Sequence[Exchange], state_of: Callable[[str], MessageState | None], revision: Revision
+) -> tuple[str | None, int]:
+    """Why `revision` may not replace its target, or None, with the target's index.
+
+    The target is the newest exchange that `revision` names (a regenerated exchange keeps
+    its user message id, so an edit may name several). It may be replaced only if no later
+    exchange is listed (listed_exchanges: a failed or stopped later turn does not count),
+    and only once its answer has ended. The Redis store checks the same in Lua
+    (stores/redis.py, _CLAIM_REVISION).
+    """
+    index = next((i for i in range(len(exchanges) - 1, -1, -1) if revision.matches(exchanges[i])), -1)
+    if index < 0:
+        return TARGET_NOT_FOUND, index
+    target_state = state_of(exchanges[index].assistant_message_id)
+    if target_state is None:
+        return TARGET_NOT_FOUND, index  # its answer expired: nothing to replace
+    for later in exchanges[index + 1 :]:
+        state = state_of(later.assistant_message_id)
+        if state is not None and state not in _UNLISTED:
+            return TARGET_NOT_LAST, index
+    if not target_state.terminal:
+        return TARGET_NOT_FINISHED, index
+    return None, index

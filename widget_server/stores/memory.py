@@ -27,16 +27,22 @@ from .base import (
     Claim,
     Conversation,
     Exchange,
+    FeedbackRecord,
     MessageInfo,
     RequestConflict,
+    Revision,
+    RevisionRefused,
     Store,
     UnknownMessage,
+    backend_history,
+    revision_refusal,
 )
 
 # What the byte budget counts for a conversation and for each exchange (its records and
 # ids; the user's text is counted apart). Estimates, calibrated with bench/memory.py.
 CONVERSATION_BYTES = 1024
 EXCHANGE_BYTES = 1024
+FEEDBACK_BYTES = 256  # a feedback record and its ids (its comment is counted apart)
 
 
 @dataclass
@@ -46,6 +52,7 @@ class _ConversationRecord:
     by_request: dict[str, Exchange] = field(default_factory=dict)
     last_used: float = 0.0
     stored_bytes: int = 0  # what the byte budget counts for it: itself, its turns and its logs
+    feedback: dict[str, FeedbackRecord] = field(default_factory=dict)  # by message id (put_feedback)
 
 
 @dataclass
@@ -186,23 +193,25 @@ class MemoryStore(Store):
                 return Claim(existing, created=False)
             history = self._completed_history(record)
             exchange = Exchange(request_id, fingerprint, new_user_message_id, user_text, new_assistant_message_id)
-            record.exchanges.append(exchange)
-            record.by_request[request_id] = exchange
-            log = MessageLog(new_assistant_message_id, self.max_events)
-            self._messages[new_assistant_message_id] = _MessageRecord(
-                conversation_id, log, threading.Condition(self._lock)
-            )
-            self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(user_text) + log.stored_bytes)
+            self._add_exchange(conversation_id, record, exchange)
             return Claim(exchange, created=True, history=history)
 
+    def _add_exchange(self, conversation_id: str, record: _ConversationRecord, exchange: Exchange) -> None:
+        """Record a new exchange and its answer's empty log (under the lock)."""
+        record.exchanges.append(exchange)
+        record.by_request[exchange.request_id] = exchange
+        log = MessageLog(exchange.assistant_message_id, self.max_events)
+        self._messages[exchange.assistant_message_id] = _MessageRecord(
+            conversation_id, log, threading.Condition(self._lock)
+        )
+        self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(exchange.user_text) + log.stored_bytes)
+
+    def _state_of(self, message_id: str) -> MessageState | None:
+        message = self._messages.get(message_id)
+        return message.log.state if message is not None else None
+
     def _completed_history(self, record: _ConversationRecord) -> list[tuple[str, str]]:
-        history: list[tuple[str, str]] = []
-        for exchange in record.exchanges:
-            message = self._messages.get(exchange.assistant_message_id)
-            if message is not None and message.log.state is MessageState.COMPLETED:
-                history.append(("user", exchange.user_text))
-                history.append(("assistant", message.log.text))
-        return history
+        return backend_history(record.exchanges, lambda message_id: self.message(message_id))
 
     def exchanges(self, conversation_id: str) -> list[Exchange]:
         with self._lock:
@@ -358,3 +367,83 @@ class MemoryStore(Store):
                 if action is None or action.status != ActionStatus.EXECUTING or remaining <= 0:
                     return action
                 self._action_changed.wait(remaining)
+
+    # -- feedback and deleting a conversation (widget_server/feedback.py) ---
+    # A conversation's feedback lives in its record, so expiry and the byte
+    # budget forget it with the conversation (_forget).
+
+    @staticmethod
+    def _feedback_bytes(record: FeedbackRecord | None) -> int:
+        return FEEDBACK_BYTES + sys.getsizeof(record.comment) if record is not None else 0
+
+    def put_feedback(self, record: FeedbackRecord) -> FeedbackRecord | None:
+        with self._lock:
+            conversation = self._record(record.conversation_id)
+            if conversation is None:
+                raise UnknownMessage(record.conversation_id)
+            previous = conversation.feedback.get(record.message_id)
+            conversation.feedback[record.message_id] = record
+            self._add_bytes(conversation, self._feedback_bytes(record) - self._feedback_bytes(previous))
+            return previous
+
+    def delete_feedback(self, conversation_id: str, message_id: str) -> None:
+        with self._lock:
+            conversation = self._record(conversation_id)
+            if conversation is not None:
+                self._add_bytes(conversation, -self._feedback_bytes(conversation.feedback.pop(message_id, None)))
+
+    def conversation_feedback(self, conversation_id: str) -> dict[str, FeedbackRecord]:
+        with self._lock:
+            conversation = self._record(conversation_id)
+            return dict(conversation.feedback) if conversation is not None else {}
+
+    def feedback_conversations(self) -> list[str]:
+        with self._lock:
+            self._expire(time.monotonic())
+            return [cid for cid, record in self._conversations.items() if record.feedback]
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        with self._lock:
+            record = self._conversations.get(conversation_id)
+            if record is None:
+                return False
+            # Every exchange the conversation ever claimed (by_request), not only those
+            # listed: a replaced answer stays in the store until the conversation goes.
+            message_ids = {e.assistant_message_id for e in (*record.exchanges, *record.by_request.values())}
+            for message_id in message_ids:
+                message = self._messages.get(message_id)
+                if message is not None:
+                    message.changed.notify_all()  # a reader waiting on it looks again, finds it gone
+            self._forget(conversation_id)
+            for message_id in message_ids:
+                message = self._messages.pop(message_id, None)
+                for proposal in message.log.actions if message is not None else ():
+                    self._actions.pop(proposal["action_id"], None)
+            return True
+
+    # -- revisions (widget_server/revisions.py) --------------------------------
+
+    def claim_revision(
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        revision: Revision,
+        new_assistant_message_id: str,
+    ) -> Claim:
+        with self._lock:  # the refusal's reads and the new exchange: one step
+            record = self._record(conversation_id)
+            if record is None:
+                raise UnknownMessage(conversation_id)
+            existing = record.by_request.get(request_id)
+            if existing is not None:
+                if existing.fingerprint != fingerprint:
+                    raise RequestConflict(existing)
+                return Claim(existing, created=False)
+            refusal, index = revision_refusal(record.exchanges, self._state_of, revision)
+            if refusal is not None:
+                raise RevisionRefused(refusal)
+            exchange = revision.replacing(record.exchanges[index], request_id, fingerprint, new_assistant_message_id)
+            self._add_exchange(conversation_id, record, exchange)
+            # After the new exchange: it hides the one it replaces from the backend too.
+            return Claim(exchange, created=True, history=self._completed_history(record))

@@ -25,6 +25,12 @@ Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
                               lease time unless renewed (NOT refreshed with the TTL)
   action:{aid}          hash  conversation_id, message_id, name, proposal, status,
                               key (the claiming idempotency key), result, error
+  conv:{cid}:feedback   hash  assistant message id → feedback JSON (rating, comment,
+                              updated_at): one record per message
+
+Deleting a conversation (`delete_conversation`) is one script that removes all of these
+for the conversation, its messages and their actions at once; the rate limits' keys for it
+are ratelimits.py's (`RateLimits.forget_conversation`).
 
 An action's execution is claimed by one Lua compare-and-set (proposed →
 executing, recording the idempotency key), so however many confirms race,
@@ -61,11 +67,15 @@ from .base import (
     Claim,
     Conversation,
     Exchange,
+    FeedbackRecord,
     MessageInfo,
     RequestConflict,
+    Revision,
+    RevisionRefused,
     Store,
     StoreUnavailable,
     UnknownMessage,
+    backend_history,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +102,54 @@ redis.call('HSET', KEYS[4], 'conversation_id', conversation['conversation_id'], 
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
 redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
 return {'created', ARGV[2]}
+"""
+
+# A regenerate or edit (widget_server/revisions.py): the request-id claim of _CLAIM, then
+# stores/base.py revision_refusal in the same script (the target is the newest exchange
+# whose ARGV[7] field is ARGV[8]; it may be replaced only if no later exchange's answer is
+# listed, i.e. neither failed, cancelled nor gone, and once its own answer has ended), then
+# the new exchange (ARGV[2]; a regenerate copies the target's user message id and text).
+# KEYS: conv, exchanges, requests, msg, lease
+# ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner, target field
+#       ('assistant_message_id' | 'user_message_id'), target id, message key prefix
+_CLAIM_REVISION = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local existing = redis.call('HGET', KEYS[3], ARGV[1])
+if existing then
+  local fingerprint = cjson.decode(existing)['fingerprint']
+  if fingerprint ~= ARGV[3] then return {'conflict', existing} end
+  return {'existing', existing}
+end
+local exchanges = redis.call('LRANGE', KEYS[2], 0, -1)
+local target, index
+for i = #exchanges, 1, -1 do
+  local exchange = cjson.decode(exchanges[i])
+  if exchange[ARGV[7]] == ARGV[8] then target = exchange; index = i; break end
+end
+if not target then return {'refused', 'not_found'} end
+local function state(exchange) return redis.call('HGET', ARGV[9] .. exchange['assistant_message_id'], 'state') end
+local target_state = state(target)
+if not target_state then return {'refused', 'not_found'} end
+for i = index + 1, #exchanges do
+  local later = state(cjson.decode(exchanges[i]))
+  if later and later ~= 'failed' and later ~= 'cancelled' then return {'refused', 'not_last'} end
+end
+if target_state ~= 'completed' and target_state ~= 'failed' and target_state ~= 'cancelled' then
+  return {'refused', 'not_finished'}
+end
+local new = cjson.decode(ARGV[2])
+if ARGV[7] == 'assistant_message_id' then
+  new['user_message_id'] = target['user_message_id']
+  new['user_text'] = target['user_text']
+end
+new['replaces'] = target['assistant_message_id']
+local encoded = cjson.encode(new)
+redis.call('RPUSH', KEYS[2], encoded)
+redis.call('HSET', KEYS[3], ARGV[1], encoded)
+redis.call('HSET', KEYS[4], 'conversation_id', new['conversation_id'], 'state', 'accepted', 'last_seq', 0)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
+return {'created', encoded}
 """
 
 # KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease,
@@ -218,6 +276,61 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[1], 'reported', 1)
 """
 
+# KEYS: msg, lease; ARGV: owner, lease_ms → the state. The lease is renewed only while the
+# message is accepted or running: a renewal must never bring back the lease of an answer
+# that ended, or of one whose conversation was deleted meanwhile (no key of it may remain).
+_RENEW = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'accepted' or state == 'running' then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) end
+return state
+"""
+
+# KEYS: conv, feedback; ARGV: message_id, record_json, ttl → {'unknown'} | {'created'} |
+# {'replaced', the previous record's JSON}. Never creates feedback for a conversation that is gone.
+_PUT_FEEDBACK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local previous = redis.call('HGET', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+if previous then return {'replaced', previous} end
+return {'created'}
+"""
+
+# KEYS: conv, the set of ended logs waiting to be compacted
+# ARGV: the key prefix, the conversation's key suffixes and each message's (space-separated)
+# → 1, or 0 for a conversation that does not exist. Its messages are every exchange it ever
+# claimed (the requests hash holds them all, a replaced answer's too); their keys are named
+# here, from those lists, because nobody can know them before reading the lists, and reading
+# and deleting in one script is what makes the delete happen at once.
+_DELETE_CONVERSATION = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local conv = KEYS[1]
+local messages = {}
+for _, raw in ipairs(redis.call('LRANGE', conv .. ':exchanges', 0, -1)) do
+  messages[cjson.decode(raw)['assistant_message_id']] = true
+end
+for _, raw in ipairs(redis.call('HVALS', conv .. ':requests')) do
+  messages[cjson.decode(raw)['assistant_message_id']] = true
+end
+for message_id, _ in pairs(messages) do
+  local msg = ARGV[1] .. 'msg:' .. message_id
+  for _, raw in ipairs(redis.call('LRANGE', msg .. ':actions', 0, -1)) do
+    redis.call('DEL', ARGV[1] .. 'action:' .. cjson.decode(raw)['action_id'])
+  end
+  for suffix in string.gmatch(ARGV[3], '%S+') do redis.call('DEL', msg .. suffix) end
+  redis.call('DEL', msg)
+  redis.call('ZREM', KEYS[2], message_id)
+end
+for suffix in string.gmatch(ARGV[2], '%S+') do redis.call('DEL', conv .. suffix) end
+redis.call('DEL', conv)
+return 1
+"""
+
+# The keys of a conversation and of each of its messages, besides `conv:{cid}` and `msg:{mid}`
+# (the module docstring lists them): what delete_conversation removes.
+CONVERSATION_KEY_SUFFIXES = (":exchanges", ":requests", ":feedback")
+MESSAGE_KEY_SUFFIXES = (":text", ":events", ":actions", ":lease")
+
 # KEYS: msg, text  → {state, last_seq, text}
 _SNAPSHOT = """
 local values = redis.call('HMGET', KEYS[1], 'state', 'last_seq', 'conversation_id', 'error')
@@ -331,6 +444,10 @@ class RedisStore(Store):
         self._finish_action = self.redis.register_script(_FINISH_ACTION)
         self._dismiss_action = self.redis.register_script(_DISMISS_ACTION)
         self._claim_report = self.redis.register_script(_CLAIM_REPORT)
+        self._claim_revision = self.redis.register_script(_CLAIM_REVISION)
+        self._renew = self.redis.register_script(_RENEW)
+        self._put_feedback = self.redis.register_script(_PUT_FEEDBACK)
+        self._delete_conversation = self.redis.register_script(_DELETE_CONVERSATION)
 
     def close(self) -> None:
         self._tail.close()
@@ -358,10 +475,14 @@ class RedisStore(Store):
         pipe = self.redis.pipeline(transaction=False)
         for message_id in message_ids:
             if renew:
-                pipe.set(self._lease(message_id), self.owner, px=self._lease_ms)
-            pipe.hget(self._msg(message_id), "state")
-        replies = pipe.execute()
-        states = replies[1::2] if renew else replies
+                self._renew(
+                    keys=[self._msg(message_id), self._lease(message_id)],
+                    args=[self.owner, self._lease_ms],
+                    client=pipe,
+                )
+            else:
+                pipe.hget(self._msg(message_id), "state")
+        states = pipe.execute()
         return {
             message_id: MessageState(_text(state)) if state is not None else None
             for message_id, state in zip(message_ids, states, strict=True)
@@ -393,7 +514,7 @@ class RedisStore(Store):
         values = self.redis.hmget(key, "token_hash", "created_at")
         if values[0] is None:
             return None
-        for suffix in ("", ":exchanges", ":requests"):
+        for suffix in ("", *CONVERSATION_KEY_SUFFIXES):
             self.redis.expire(key + suffix, self._ttl)
         return Conversation(conversation_id, _text(values[0]), float(values[1] or 0))
 
@@ -453,15 +574,11 @@ class RedisStore(Store):
             data["user_message_id"],
             data["user_text"],
             data["assistant_message_id"],
+            data.get("replaces", ""),
         )
 
     def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:
-        history: list[tuple[str, str]] = []
-        for exchange in exchanges:
-            info = self.message(exchange.assistant_message_id)
-            if info is not None and info.state is MessageState.COMPLETED:
-                history += [("user", exchange.user_text), ("assistant", info.text)]
-        return history
+        return backend_history(exchanges, self.message)
 
     def exchanges(self, conversation_id: str) -> list[Exchange]:
         return [self._exchange(raw) for raw in self.redis.lrange(self._conv(conversation_id) + ":exchanges", 0, -1)]
@@ -669,3 +786,106 @@ class RedisStore(Store):
             if action is None or action.status != ActionStatus.EXECUTING or time.monotonic() >= deadline:
                 return action
             time.sleep(min(self.ACTION_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+    # -- feedback and deleting a conversation (widget_server/feedback.py) ---
+
+    @staticmethod
+    def _feedback_key(conversation_id: str) -> str:
+        return f"{PREFIX}conv:{conversation_id}:feedback"
+
+    @staticmethod
+    def _feedback_record(conversation_id: str, message_id: str, raw: bytes | str) -> FeedbackRecord:
+        data = json.loads(raw)
+        return FeedbackRecord(conversation_id, message_id, data["rating"], data["comment"], float(data["updated_at"]))
+
+    def put_feedback(self, record: FeedbackRecord) -> FeedbackRecord | None:
+        encoded = json.dumps(
+            {"rating": record.rating, "comment": record.comment, "updated_at": record.updated_at}, ensure_ascii=False
+        )
+        outcome, *rest = self._put_feedback(
+            keys=[self._conv(record.conversation_id), self._feedback_key(record.conversation_id)],
+            args=[record.message_id, encoded, self._ttl],
+        )
+        if _text(outcome) == "unknown":
+            raise UnknownMessage(record.conversation_id)
+        return self._feedback_record(record.conversation_id, record.message_id, rest[0]) if rest else None
+
+    def delete_feedback(self, conversation_id: str, message_id: str) -> None:
+        self.redis.hdel(self._feedback_key(conversation_id), message_id)
+
+    def conversation_feedback(self, conversation_id: str) -> dict[str, FeedbackRecord]:
+        found = self.redis.hgetall(self._feedback_key(conversation_id))
+        return {
+            _text(mid): self._feedback_record(conversation_id, _text(mid), raw)
+            for mid, raw in cast("dict[bytes, bytes]", found).items()
+        }
+
+    def feedback_conversations(self) -> list[str]:
+        # SCAN, not an index: the export is an operator's occasional command, and an index
+        # would be one more key naming each conversation, to expire and delete with it.
+        pattern = self._feedback_key("*")
+        head, tail = pattern.split("*")
+        return sorted(
+            _text(key)[len(head) : -len(tail)] for key in self.redis.scan_iter(match=pattern, count=1000, _type="hash")
+        )
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        deleted = self._delete_conversation(
+            keys=[self._conv(conversation_id), _COMPACT_KEY],
+            args=[PREFIX, " ".join(CONVERSATION_KEY_SUFFIXES), " ".join(MESSAGE_KEY_SUFFIXES)],
+        )
+        return bool(deleted)
+
+    # -- revisions (widget_server/revisions.py) --------------------------------
+
+    def claim_revision(
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        revision: Revision,
+        new_assistant_message_id: str,
+    ) -> Claim:
+        exchange = {
+            "conversation_id": conversation_id,
+            "request_id": request_id,
+            "fingerprint": fingerprint,
+            "user_message_id": revision.user_message_id,
+            "user_text": revision.user_text,
+            "assistant_message_id": new_assistant_message_id,
+        }
+        conv = self._conv(conversation_id)
+        outcome, *rest = self._claim_revision(
+            keys=[
+                conv,
+                conv + ":exchanges",
+                conv + ":requests",
+                self._msg(new_assistant_message_id),
+                self._lease(new_assistant_message_id),
+            ],
+            args=[
+                request_id,
+                json.dumps(exchange, ensure_ascii=False),
+                fingerprint,
+                self._ttl,
+                self._lease_ms,
+                self.owner,
+                "user_message_id" if revision.by_user_message else "assistant_message_id",
+                revision.target_message_id,
+                self._msg(""),
+            ],
+        )
+        outcome = _text(outcome)
+        if outcome == "unknown":
+            raise UnknownMessage(conversation_id)
+        if outcome == "refused":
+            raise RevisionRefused(_text(rest[0]))
+        found = self._exchange(rest[0])
+        if outcome == "conflict":
+            raise RequestConflict(found)
+        if outcome == "existing":
+            return Claim(found, created=False)
+        # After the new exchange: it hides the one it replaces from the backend too.
+        history = self._completed_history(self.exchanges(conversation_id))
+        self.compact_due()
+        return Claim(found, created=True, history=history)

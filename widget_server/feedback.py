@@ -1,0 +1,148 @@
+"""Feedback on answers: a visitor rates an ended answer (up or down, with an optional comment).
+
+Transport-free, like service.py: it raises ApiError for client mistakes; feedback_api.py is
+the HTTP adapter and `widget-server feedback export` (cli.py) reads it back for the site's
+owner. One record per answer (message) and conversation, changeable and removable
+(issue #12; docs/protocol.md, "Feedback"). Records live in the store with their
+conversation and expire and are deleted with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from datetime import time as day_time
+from typing import TYPE_CHECKING, Any
+
+from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
+from .messages import clean_text
+from .stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
+
+if TYPE_CHECKING:
+    from .service import ChatService
+
+RATINGS = ("up", "down")
+FIELDS = ("rating", "comment")
+
+
+def iso_time(seconds: float) -> str:
+    """A unix time as ISO 8601 in UTC with a `Z`, to the millisecond."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_json(record: FeedbackRecord) -> dict[str, Any]:
+    """What the API says about a record (the history's `feedback`; PUT adds `message_id`)."""
+    return {"rating": record.rating, "comment": record.comment, "updated_at": iso_time(record.updated_at)}
+
+
+def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
+    """The rating and comment of a PUT body, or the ApiError that says what is wrong."""
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only rating and comment.")
+    rating = body.get("rating")
+    if rating not in RATINGS:
+        raise ApiError(400, "invalid_rating", 'rating is required: "up" (helpful) or "down" (not helpful).')
+    comment = body.get("comment")
+    if comment is None:
+        comment = ""
+    if not isinstance(comment, str):
+        raise ApiError(400, "invalid_comment", "comment must be a string (or left out).")
+    # Lone surrogates have no UTF-8 form: replaced, as a message's text is (api.post_message).
+    comment = clean_text(comment)
+    if len(comment) > max_comment_chars:
+        raise ApiError(
+            413,
+            "comment_too_long",
+            f"comment is {len(comment)} characters; the limit is {max_comment_chars}. Shorten it and send it again.",
+        )
+    return str(rating), comment
+
+
+def _answer_of(service: ChatService, conversation_id: str, message_id: str) -> MessageInfo:
+    """The conversation's assistant message `message_id`, else 404 (a user message's id,
+    another conversation's message and an unknown id alike: only answers have a log)."""
+    info = service.store.message(message_id)
+    if info is None or info.conversation_id != conversation_id:
+        raise ApiError(404, "not_found", MESSAGE_NOT_FOUND)
+    return service.reap_if_lost(info)
+
+
+def put(
+    service: ChatService, conversation_id: str, message_id: str, rating: str, comment: str
+) -> tuple[FeedbackRecord, dict[str, Any]]:
+    """Store the answer's feedback, replacing any earlier one; the record and its JSON."""
+    info = _answer_of(service, conversation_id, message_id)
+    if not info.state.terminal:
+        # Rated only once it ended (completed, failed or cancelled): an answer still
+        # arriving is not yet the answer being rated.
+        raise ApiError(
+            409,
+            "message_not_finished",
+            "This answer is still being written. Rate it once it has finished.",
+        )
+    record = FeedbackRecord(conversation_id, message_id, rating, comment, time.time())
+    try:
+        previous = service.store.put_feedback(record)
+    except UnknownMessage:  # the conversation was deleted (or expired) since the token was checked
+        raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
+    # The counter counts ratings given: a new one, or a changed one; not a comment added
+    # to the same rating (the widget sends the rating, then the comment).
+    if previous is None or previous.rating != rating:
+        service.metrics.feedback(rating)
+    return record, {"message_id": message_id, **record_json(record)}
+
+
+def delete(service: ChatService, conversation_id: str, message_id: str) -> None:
+    """Remove the answer's feedback; done also when there was none."""
+    _answer_of(service, conversation_id, message_id)
+    service.store.delete_feedback(conversation_id, message_id)
+
+
+# -- the export (`widget-server feedback export`) ---------------------------------------------
+
+
+def parse_since(text: str) -> float:
+    """`YYYY-MM-DD` (from that day's start, UTC) or an ISO 8601 date and time (UTC unless
+    it says otherwise), as a unix time. ValueError says what was expected."""
+    text = text.strip()
+    try:
+        if len(text) == 10:
+            return datetime.combine(date.fromisoformat(text), day_time(), UTC).timestamp()
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither a date (YYYY-MM-DD) nor an ISO 8601 date and time (e.g. 2026-11-30T18:00:00Z)"
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def export(store: Store, since: float | None = None) -> Iterator[dict[str, Any]]:
+    """Every stored feedback record (updated at or after `since`), oldest first, with the
+    question it answered and the answer's text."""
+    rows: list[tuple[float, dict[str, Any]]] = []
+    for conversation_id in store.feedback_conversations():
+        records = [
+            record
+            for record in store.conversation_feedback(conversation_id).values()
+            if since is None or record.updated_at >= since
+        ]
+        if not records:
+            continue
+        questions = {e.assistant_message_id: e.user_text for e in store.exchanges(conversation_id)}
+        for record in records:
+            info = store.message(record.message_id)
+            row = {
+                "conversation_id": conversation_id,
+                "message_id": record.message_id,
+                "rating": record.rating,
+                "comment": record.comment,
+                "question": questions.get(record.message_id, ""),
+                "answer": info.text if info is not None else "",
+                "time": iso_time(record.updated_at),
+            }
+            rows.append((record.updated_at, row))
+    rows.sort(key=lambda item: (item[0], item[1]["conversation_id"], item[1]["message_id"]))
+    for _, row in rows:
+        yield row
