@@ -281,7 +281,8 @@ def test_unknown_path_is_json_404(server, path):
     ("method", "path", "allowed"),
     [
         ("GET", "/api/v1/conversations", {"POST"}),
-        ("DELETE", "/api/v1/conversations/c_x", {"GET"}),
+        ("PUT", "/api/v1/conversations/c_x", {"GET", "DELETE"}),  # DELETE: the conversation's deletion
+        ("GET", "/api/v1/conversations/c_x/messages/m_x/feedback", {"PUT", "DELETE"}),
         ("GET", "/api/v1/conversations/c_x/messages", {"POST"}),
         ("PUT", "/api/v1/conversations/c_x/messages/m_x", {"GET"}),
         ("GET", "/api/v1/conversations/c_x/messages/m_x/cancel", {"POST"}),
