@@ -18,7 +18,6 @@ cases aim at a second answer's action.
 from __future__ import annotations
 
 import collections
-import itertools
 from typing import Any
 
 import pytest
@@ -89,8 +88,6 @@ def _check_cases(
         assert response.request.headers.get("Authorization") == auth["Authorization"]
         for name, value in pinned.items():
             assert case.path_parameters[name] == value
-        if "/edit" in response.request.url or "/regenerate" in response.request.url:
-            print("DBG", response.status_code, case.body, case.headers, response.content[:200])
         case.validate_response(response, checks=CHECKS)
         if response.status_code == 200 and response.headers.get("content-type", [""])[0].startswith(
             "text/event-stream"
@@ -122,22 +119,23 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     }
     # Dismissing aims at another answer's action, so confirming can still succeed.
     dismiss_ids = {"message_id": second.message_id, "action_id": second.payloads[-1]["actions"][0]["action_id"]}
-    last_turns = itertools.count()
 
-    def last_turn_ids(suffix: str) -> dict[str, str]:
-        """A new last turn of the conversation, for regenerate (its answer) or edit (its user
-        message): the first case replaces it (200), later ones get the documented 409
-        (docs/protocol.md, "Regenerate and edit"). Made just before the cases, since every
-        send case makes a later turn."""
-        seeder = ChatClient(server.url)
-        seeder.conversation_id, seeder.token = chat.conversation_id, chat.token
+    def last_turn(suffix: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The ids and auth of a new conversation's only turn, for regenerate (its answer) or
+        edit (its user message): the first case replaces it (200), later ones get the
+        documented 409 (docs/protocol.md, "Regenerate and edit"). A conversation of their own:
+        the generated request ids repeat from operation to operation, and a send's id is a
+        409 `request_id_conflict` for a regenerate or an edit."""
+        seeder = ChatClient(server.url).new_conversation()
         try:
-            last = seeder.send("/echo the last turn", f"schemathesis-last-{next(last_turns)}")
-            assert last.kinds[-1] == "message.completed"
+            turn = seeder.send("/echo the last turn", "schemathesis-last-turn")
+            assert turn.kinds[-1] == "message.completed"
             user_message_id = seeder.history().json()["messages"][-2]["message_id"]
         finally:
             seeder.close()
-        return {"message_id": last.message_id if suffix == "/regenerate" else user_message_id}
+        message_id = turn.message_id if suffix == "/regenerate" else user_message_id
+        ids = {"conversation_id": seeder.conversation_id, "message_id": message_id}
+        return ids, {"Authorization": f"Bearer {seeder.token}"}
 
     auth = {"Authorization": f"Bearer {chat.token}"}
 
@@ -168,17 +166,18 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
         for (mode, ids), max_examples in EXAMPLES.items():
             suffix = "/" + operation.label.rpartition("/")[2]
             ids_here = {**real_ids, **dismiss_ids} if suffix == "/dismiss" else real_ids
+            auth_here = auth
             if suffix in ("/regenerate", "/edit") and ids == "real ids":
-                ids_here = {**real_ids, **last_turn_ids(suffix)}
+                ids_here, auth_here = last_turn(suffix)
             pinned = (
                 {name: value for name, value in ids_here.items() if name in path_names} if ids == "real ids" else {}
             )
             if ids == "real ids" and not path_names:
                 continue  # same as "generated ids" for an operation without ids
-            if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth}):
+            if mode is GenerationMode.NEGATIVE and not _has_free_parameters(operation, {*pinned, *auth_here}):
                 continue
-            strategy = operation.as_strategy(generation_mode=mode, path_parameters=pinned, headers=auth)
-            seen = _check_cases(server.url, strategy, pinned, auth, max_examples)
+            strategy = operation.as_strategy(generation_mode=mode, path_parameters=pinned, headers=auth_here)
+            seen = _check_cases(server.url, strategy, pinned, auth_here, max_examples)
             sent[operation.label] += len(seen)
             statuses[(operation.label, ids)].update(seen)
 

@@ -1,0 +1,50 @@
+"""Transport for regenerate and edit (under /api/v1, like api.py): the new answer's stream.
+
+A thin adapter from HTTP to widget_server.revisions. The checks run in this order and the
+first failing one answers: ids (404, while the URL is routed: transport.IdConverter) →
+token (404) → body (415, 413, 400: api.new_answer_body, and for an edit the text rules of a
+send, api.user_text) → the target (404, 409: revisions.check_target) → then exactly what a
+send does (api.stream_new_answer: faults header, Last-Event-ID, running limit, stream slot,
+the claim). Rate limits count them as sends (ratelimits.py).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+
+from . import revisions
+from .api import new_answer_body, stream_new_answer, user_text
+from .stores.base import Revision
+from .transport import authorize, chat_service
+
+bp = Blueprint("revisions_api", __name__, url_prefix="/api/v1")
+
+
+def _stream_revision(conversation_id: str, request_id: str, revision: Revision) -> Response:
+    revisions.check_target(chat_service(), conversation_id, request_id, revision)
+    return stream_new_answer(
+        conversation_id,
+        request_id,
+        lambda chat, origin: revisions.replace(chat, conversation_id, request_id, revision, server_origin=origin),
+    )
+
+
+@bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/regenerate")
+def regenerate(conversation_id: str, message_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id")
+    return _stream_revision(conversation_id, body["request_id"], revisions.regeneration(message_id))
+
+
+@bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/edit")
+def edit(conversation_id: str, message_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id", "text")
+    return _stream_revision(conversation_id, body["request_id"], revisions.edition(message_id, user_text(body)))
+
+
+@bp.after_request
+def _no_store(response: Response) -> Response:
+    # Private, like every API response (api.py): a stream already says so, an error too.
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
