@@ -231,3 +231,19 @@ def test_feedback_expires_with_its_conversation(live_server_factory, chat_factor
         assert store.conversation_feedback(chat.conversation_id) == {}
         assert chat.conversation_id not in store.feedback_conversations()
         assert_json_error(put(chat, answer, {"rating": "down"}), 404, "not_found")
+
+
+def test_feedback_counts_against_the_client_rate_limit(live_server_factory, chat_factory):
+    # docs/security.md, "Rate limits": like every /api/v1 request, within RATE_LIMIT_CLIENT.
+    server = live_server_factory(RATE_LIMITS=True, RATE_LIMIT_CLIENT="6/minute")
+    chat = chat_factory(server)  # 1: the new conversation
+    answer = answered(chat, "r1")  # 2
+    for rating in ("up", "down", "up"):  # 3, 4, 5
+        assert put(chat, answer, {"rating": rating}).status_code == 200
+    assert delete(chat, answer).status_code == 204  # 6
+    refused = assert_json_error(put(chat, answer, {"rating": "down"}), 429, "rate_limited")
+    assert refused["error"]["details"]["limit"] == "client"
+    assert_json_error(delete(chat, answer), 429, "rate_limited")
+    # Nothing the refused requests asked for happened (the DELETE before them did).
+    server.app.extensions["widget_server.rate_limits"].storage.reset()
+    assert feedback_in_history(chat) == {answer: None}
