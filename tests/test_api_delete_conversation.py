@@ -241,3 +241,19 @@ def test_only_the_conversations_own_token_deletes_it(live_server, chat_factory):
     messages = chat.history().json()["messages"]
     assert [m["message_id"] for m in messages][1] == answer.message_id
     assert other.history().status_code == 200
+
+
+def test_a_replaced_answer_is_deleted_with_its_conversation(live_server, chat_factory, store_kind):
+    """A regenerated answer's predecessor stays in the store, unlisted (docs/protocol.md,
+    "Regenerate and edit"), until the conversation goes: then it goes too."""
+    chat = chat_factory(live_server)
+    old = chat.send("/help", "r1")
+    new = chat.stream("POST", f"{chat.messages_url()}/{old.message_id}/regenerate", json={"request_id": "r2"})
+    assert new.status == 200 and new.kinds[-1] == "message.completed", (new.status, new.json)
+    assert new.message_id != old.message_id
+    names = {chat.conversation_id, old.message_id, new.message_id}
+    held = traces(live_server, store_kind, names)
+    assert any(old.message_id in t for t in held) and any(new.message_id in t for t in held), held
+
+    assert delete_conversation(chat).status_code == 204
+    assert traces(live_server, store_kind, names) == []
