@@ -76,19 +76,11 @@ export class ChatPanel {
       onAnnounce: (detail) => this.emit('announce', detail),
     });
     this.current = null; // the latest AnswerRun
-    // This site's other tabs show the same conversation: a BroadcastChannel of the panel's
-    // origin (partitioned per top-level site, never the host page's); tab-sync.js loads on
-    // the first message (docs/design.md, "Tabs in sync").
-    this.channel = new BroadcastChannel(this.storageKey());
-    this.channel.onmessage = ({ data }) => {
-      this.tabSync ||= import('./tab-sync.js');
-      this.tabSync.then((sync) => sync.receive(this, data));
-    };
-    root.addEventListener('chatwidget:conversation', ({ detail }) =>
-      this.broadcast({ type: 'reset', reason: detail.reason }),
-    );
-    // Loaded while online: a message typed offline waits in it (docs/design.md, "The outbox").
-    root.addEventListener('chatwidget:ready', () => import('./outbox.js').then((o) => o.init(this)));
+    // Once ready (while online): outbox.js keeps what is typed offline, tab-sync.js follows
+    // this site's other tabs (docs/design.md, "The outbox", "Tabs in sync").
+    root.addEventListener('chatwidget:ready', () => {
+      for (const name of ['outbox', 'tab-sync']) import(`./${name}.js`).then((m) => m.init(this));
+    });
     // An embed's data-starters / data-greeting the server ignored (web.py _empty_state).
     for (const warning of config.warnings || []) console.warn('chat widget:', warning);
     this.bind();
@@ -233,12 +225,6 @@ export class ChatPanel {
     }
   }
 
-  // Tell this site's other tabs (tab-sync.js); same origin only, so the token may go too.
-  broadcast(message) {
-    const { conversationId, token } = this.client;
-    this.channel.postMessage({ ...message, conversation_id: conversationId, token });
-  }
-
   async ensureConversation() {
     if (this.client.conversationId) return;
     const body = await this.client.createConversation();
@@ -338,7 +324,7 @@ export class ChatPanel {
     const item = this.addUserTurn(text);
     this.scrollToEnd();
     const request = { requestId: newRequestId(), text };
-    // Offline (or behind a message that waits): outbox.js sends it once, when online.
+    // Offline: outbox.js keeps it, to send once online.
     if (!this.hold?.(item, request)) this.startRun({ request });
   }
 
@@ -539,16 +525,6 @@ class AnswerRun {
     this.panel.emit('event', { type, seq: data.seq, outcome });
     if (outcome !== 'applied') return false;
     this.turn.item.dataset.messageId = this.model.messageId;
-    if (this.request && !this.shared) {
-      // The server took it: the other tabs show it too (tab-sync.js); regenerate and edit
-      // post elsewhere and replace turns, so those tabs draw the conversation again.
-      this.shared = true;
-      this.panel.broadcast({
-        type: this.request.url ? 'changed' : 'turn',
-        text: this.request.text,
-        message_id: this.model.messageId,
-      });
-    }
     this.regainConnection();
     if (this.stopRequested && type === 'message.started') this.sendCancel();
     if (type === 'text.delta') {

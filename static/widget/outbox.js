@@ -1,0 +1,170 @@
+// The outbox (issue 12, "Offline"; docs/design.md, "The outbox"; docs/accessibility.md A43).
+//
+// A message sent while the browser is offline — the first one too, before any conversation
+// exists — waits here: its turn says "Waiting for connection", one polite announcement says
+// so, and it is kept across a reload of the panel. Back online (the `online` event, or a
+// panel loaded online), each waiting message is sent once, in order, with the request_id it
+// was given when it was typed: if a reload interrupts a send before the server answered, the
+// next send carries the same request_id and the server's idempotent claim returns the answer
+// that already exists instead of starting another (docs/design.md, "Every message has an
+// identity").
+//
+// chat.js loads this module when the panel is ready, while online: a module cannot be
+// fetched once the network is gone.
+
+const KEY = 'chatwidget_outbox';
+// Kept a day; a message older than that is stale rather than late.
+const MAX_AGE_SECONDS = 86400;
+// A cookie holds about 4 KiB; a longer outbox is kept for this page only (docs/design.md).
+const MAX_COOKIE_CHARS = 3500;
+const RUN_EVENTS = ['chatwidget:event', 'chatwidget:state'];
+
+// Resolves once `condition()` holds, checked now and at every run event and state change of
+// the panel; after `timeoutMs`, if given, whatever holds.
+export function until(panel, condition, timeoutMs = 0) {
+  return new Promise((resolve) => {
+    let timer = 0;
+    const done = () => {
+      clearTimeout(timer);
+      for (const name of RUN_EVENTS) panel.root.removeEventListener(name, check);
+      resolve();
+    };
+    const check = () => condition() && done();
+    if (timeoutMs) timer = setTimeout(done, timeoutMs);
+    for (const name of RUN_EVENTS) panel.root.addEventListener(name, check);
+    check();
+  });
+}
+
+// An answer has ended (not streaming, reconnecting or verifying).
+export const ended = (panel, run, timeoutMs) =>
+  until(panel, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
+
+// Strings of a group that web.py leaves out of the panel's config (LAZY_STRING_GROUPS), from
+// the same static/widget/i18n/<lang>.json the server reads (docs/accessibility.md A3).
+const groups = new Map();
+export function lazyStrings(panel, group) {
+  if (!groups.has(group))
+    groups.set(
+      group,
+      fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
+        .then((response) => response.json())
+        .then((all) => all[group]),
+    );
+  return groups.get(group);
+}
+
+// Where the panel may keep something across a reload: localStorage where a third-party
+// iframe may use it (Firefox), and a partitioned cookie (CHIPS) where it may not (Debian's
+// Chromium throws SecurityError for localStorage and sessionStorage there; docs/testing.md,
+// "System browsers"). Path=/panel: only the panel's own page request carries it.
+function load() {
+  let raw = null;
+  try {
+    raw = localStorage.getItem(KEY);
+  } catch {
+    /* storage blocked: the cookie */
+  }
+  if (raw == null) {
+    const pair = document.cookie.split('; ').find((part) => part.startsWith(`${KEY}=`));
+    raw = pair ? decodeURIComponent(pair.slice(KEY.length + 1)) : null;
+  }
+  try {
+    const saved = JSON.parse(raw || '[]');
+    return Array.isArray(saved) ? saved.filter((entry) => entry?.request_id && entry.text) : [];
+  } catch {
+    return []; // corrupt: nothing to send
+  }
+}
+
+function save(entries) {
+  const value = JSON.stringify(entries);
+  try {
+    if (entries.length) localStorage.setItem(KEY, value);
+    else localStorage.removeItem(KEY);
+  } catch {
+    /* storage blocked: the cookie */
+  }
+  const encoded = encodeURIComponent(value);
+  const keep = entries.length && encoded.length <= MAX_COOKIE_CHARS;
+  // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie needs document.cookie (Cookie Store API lacks it in Firefox).
+  document.cookie = `${KEY}=${keep ? encoded : ''}; Max-Age=${keep ? MAX_AGE_SECONDS : 0}; Path=/panel; Secure; SameSite=None; Partitioned`;
+}
+
+class Outbox {
+  constructor(panel, strings) {
+    this.panel = panel;
+    this.strings = strings;
+    this.waiting = []; // [{item, request}], oldest first
+    this.sending = false;
+  }
+
+  // Keeps the message if it cannot go now (offline, or others wait before it). Returns
+  // whether it did. `restored`: kept before a reload, and announced then.
+  hold(item, request, restored = false) {
+    if (!restored && navigator.onLine && !this.waiting.length) return false;
+    this.waiting.push({ item, request });
+    this.save();
+    item.dataset.state = 'waiting';
+    const status = document.createElement('p');
+    status.className = 'turn__status';
+    status.dataset.chatOutbox = '';
+    status.textContent = this.strings.waiting;
+    item.append(status);
+    if (restored) return true;
+    this.panel.announcer.cue(this.strings.queued);
+    if (navigator.onLine) this.send(); // others wait before it: it goes after them
+    return true;
+  }
+
+  save() {
+    save(
+      this.waiting.map(({ request }) => ({
+        request_id: request.requestId,
+        text: request.text,
+      })),
+    );
+  }
+
+  // Each waiting message once, in order; one answer at a time (the server runs one per
+  // conversation), so a message waits for the answer before it.
+  async send() {
+    if (this.sending) return;
+    this.sending = true;
+    const panel = this.panel;
+    try {
+      while (this.waiting.length && navigator.onLine) {
+        if (panel.current) await ended(panel, panel.current);
+        const { item, request } = this.waiting[0];
+        delete item.dataset.state;
+        item.querySelector('[data-chat-outbox]')?.remove();
+        const run = panel.startRun({ request });
+        item.after(run.turn.item); // its answer follows it, before messages still waiting
+        // Kept until the server took it (its message id) or the run ended otherwise: a
+        // reload before that sends it again, with the same request_id. A run cut short by
+        // the page going away ends too: then it stays for the next load.
+        await until(panel, () => run.model.messageId || !run.inProgress);
+        if (this.leaving) return;
+        this.waiting.shift();
+        this.save();
+        await ended(panel, run);
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+}
+
+export async function init(panel) {
+  const outbox = new Outbox(panel, await lazyStrings(panel, 'offlineOutbox'));
+  panel.hold = (item, request) => outbox.hold(item, request);
+  window.addEventListener('online', () => outbox.send());
+  window.addEventListener('pagehide', () => {
+    outbox.leaving = true;
+  });
+  for (const entry of load()) {
+    const request = { requestId: entry.request_id, text: entry.text };
+    outbox.hold(panel.addUserTurn(entry.text), request, true);
+  }
+  if (navigator.onLine) outbox.send();
+}
