@@ -151,7 +151,9 @@ class AnswerTools {
       // Feedback given before a reload is shown again, silently.
       this.setRating(turn.message?.feedback?.rating || '');
     }
-    turn.item.append(this.node);
+    // Before the turn's actions (an action card, Retry): from the composer,
+    // Shift+Tab reaches the next step first (docs/accessibility.md, "Actions").
+    turn.actions.before(this.node);
   }
 
   offerRegenerate(offered) {

@@ -39,6 +39,7 @@ from .conftest import CHROMIUM, CHROMIUM_ARGS, FIREFOX, chat_base_url
 from .orca.desktop import DEBIAN_PACKAGES, OrcaDesktop, missing_tools, parse_speech
 from .orca.speech import check_whole_sentences, relevant, sentences
 from .test_accessibility_contract import IMPROVISATION_SPOKEN
+from .test_answer_tools import tab_to
 
 # One screen reader at a time, on one worker: its speech is timed against
 # the widget's pacing (docs/testing.md, "Parallel runs").
@@ -256,6 +257,34 @@ def test_stop_is_heard_as_answer_stopped_once(orca, listen):
     assert lines[0] == EN["generating"] and lines[-1] == EN["cancelled"], lines
     check_whole_sentences(lines[1:-1], sentences(SLOW_SPOKEN), complete=False)
     assert lines[1] == first, lines
+
+
+def test_copy_answer_and_helpful_pressed_by_keyboard_are_each_heard_once(orca, listen):
+    # docs/accessibility.md A22, A23: after a completed answer, "Copy answer" and then
+    # "Helpful", reached with Shift+Tab from the composer and pressed with Enter and Space,
+    # each say their outcome once (one polite cue each), and nothing else of the widget
+    # is said twice.
+    widget, mark = listen()
+    widget.send("/echo All good.")
+    assert widget.wait_until_complete() == "completed"
+    orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
+    tools = widget.last_answer().get_by_role("group", name=EN["answerTools"])
+    copy = tools.get_by_role("button", name=EN["answerCopy"])
+    helpful = tools.get_by_role("button", name=EN["answerHelpful"], exact=True)
+    copy.wait_for()
+    orca.wait_until_idle()
+    mark = orca.mark()
+    tab_to(widget, copy)
+    widget.page.keyboard.press("Enter")
+    orca.wait_for_speech(EN["answerCopied"], since=mark, timeout=SPEECH_TIMEOUT)
+    tab_to(widget, helpful, backwards=False)
+    widget.page.keyboard.press("Space")
+    orca.wait_for_speech(EN["answerRated"], since=mark, timeout=SPEECH_TIMEOUT)
+    said = orca.wait_for_silence(1.0, since=mark)
+    print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
+    outcomes = [line for line in said if line in (EN["answerCopied"], EN["answerRated"])]
+    assert outcomes == [EN["answerCopied"], EN["answerRated"]], said  # one region: in order, once each
+    assert not [line for line in said if line in CUES | ERRORS], said  # no answer cue said again
 
 
 # -- the checks themselves (no browser) ------------------------------------------------
