@@ -160,3 +160,30 @@ def test_new_conversation_in_one_tab_resets_the_other(
     expect(two.turns).to_have_count(2)
     assert two.wait_until_complete() == "completed"
     assert two.transcript() == one.transcript()
+
+
+def test_a_regenerated_answer_replaces_the_old_one_in_the_other_tab(
+    embed, context, host_site, chat_server_factory, browser_name
+):
+    server = chat_server_factory()
+    backend = counting(server)
+    one = embed(server)
+    one.open()
+    one.send("/scenario voicings")
+    assert one.wait_until_complete() == "completed"
+    two = open_tab(context, host_site, server, browser_name)
+    expect(two.turns).to_have_count(2)
+    old_id = two.last_answer().get_attribute("data-message-id")
+    two_requests = Requests(two.page)
+    focus(one)
+    one.last_answer().get_by_role("button", name="Regenerate answer").click()
+    assert one.wait_until_complete() == "completed"
+    new_id = one.last_answer().get_attribute("data-message-id")
+    assert new_id and new_id != old_id
+    # The other tab draws the conversation again from the history: the new answer in the old one's place.
+    expect(two.last_answer()).to_have_attribute("data-message-id", new_id)
+    expect(two.turns).to_have_count(2)
+    assert two.wait_until_complete() == "completed"
+    assert two.transcript() == one.transcript()
+    assert backend.calls == 2
+    assert two_requests.posts_to_messages() == [] and not [u for m, u in two_requests.seen if m == "POST"]
