@@ -47,7 +47,14 @@
     url.searchParams.set('title', title);
     url.searchParams.set('host', location.origin);
     if (target) url.searchParams.set('inline', '1');
-    for (const name of ['faults', 'incompleteAfter', 'announceInterval', 'reducedMotion']) {
+    for (const name of [
+      'faults',
+      'incompleteAfter',
+      'announceInterval',
+      'reducedMotion',
+      'starters',
+      'greeting',
+    ]) {
       const value = option(name, '');
       if (value) url.searchParams.set(name, value);
     }

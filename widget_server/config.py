@@ -567,7 +567,12 @@ SETTINGS: tuple[Setting, ...] = (
         (),
         "Starter prompts shown as buttons in the empty panel: a JSON list of up to 4 strings of at most 100 characters (empty: none).",
     ),
-    Setting("GREETING", parse_greeting, "", "A greeting line shown above the starters in the empty panel (at most 200 characters)."),
+    Setting(
+        "GREETING",
+        parse_greeting,
+        "",
+        "A greeting line shown above the starters in the empty panel (at most 200 characters).",
+    ),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, render_template, request
 
+from .config import parse_greeting, parse_starters
 from .errors import ApiError
 from .i18n import load_strings, pick_language
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
@@ -17,6 +18,11 @@ from .transport import CONVERSATION_COOKIE, chat_service, content_security_polic
 bp = Blueprint("web", __name__)
 
 _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
+
+# String groups that only lazily loaded modules use: rendered into the panel's markup where
+# needed but left out of its JSON config, which is part of the first open's bytes
+# (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js).
+LAZY_STRING_GROUPS = ("conversationTools", "offlineOutbox", "syncTabs")
 
 
 def _static_folder() -> str:
@@ -76,6 +82,37 @@ def _remembered_conversation() -> dict[str, str] | None:
     return {"conversation_id": conversation_id, "token": token}
 
 
+# The visitor's announcement preference (docs/accessibility.md A34), written by the panel
+# (conversation-tools.js) as a partitioned cookie: kept per browser and embedding site even
+# where a third-party iframe may not use storage, and read here so the first answer after a
+# reload is announced the chosen way.
+ANNOUNCE_COOKIE = "chatwidget_announce"
+ANNOUNCE_MODES = ("sentence", "complete", "off")
+
+
+def _announce_mode() -> str:
+    mode = request.cookies.get(ANNOUNCE_COOKIE, "")
+    return mode if mode in ANNOUNCE_MODES else "sentence"
+
+
+def _empty_state(values: dict[str, Any], warnings: list[str]) -> tuple[list[str], str]:
+    """The starters and greeting: the settings, or the embed's data-starters / data-greeting
+    when they pass the same checks. A bad one is ignored (the setting stands) and named in
+    `warnings`, which the panel writes to the console: never an error page."""
+    starters, greeting = list(values["STARTERS"]), values["GREETING"]
+    if "starters" in request.args:
+        try:
+            starters = list(parse_starters(request.args["starters"]))
+        except ValueError as error:
+            warnings.append(f"data-starters ignored: {error}")
+    if "greeting" in request.args:
+        try:
+            greeting = parse_greeting(request.args["greeting"])
+        except ValueError as error:
+            warnings.append(f"data-greeting ignored: {error}")
+    return starters, greeting
+
+
 def _render_panel(standalone: bool) -> Response:
     values = settings()
     strings = _strings()
@@ -85,9 +122,11 @@ def _render_panel(standalone: bool) -> Response:
     host_origins = _host_origins()
     host = request.args.get("host", "")
     host_origin = host if host and ("*" in host_origins or host in host_origins) else ""
+    warnings: list[str] = []
+    starters, greeting = _empty_state(values, warnings)
     config = {
         "lang": lang,
-        "strings": t,
+        "strings": {key: value for key, value in t.items() if key not in LAZY_STRING_GROUPS},
         "apiBase": request.host_url.rstrip("/") + "/api/v1",
         "standalone": standalone,
         "hostOrigin": host_origin,
@@ -100,6 +139,10 @@ def _render_panel(standalone: bool) -> Response:
         "announceIntervalMs": _bounded_int("announceInterval", 1000, 100, 10000),
         "reducedMotion": _flag("reducedMotion"),
         "conversation": _remembered_conversation(),
+        "announceMode": _announce_mode(),
+        "starters": starters,
+        "greeting": greeting,
+        "warnings": warnings,
     }
     html = render_template(
         "panel.html",

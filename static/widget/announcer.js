@@ -35,7 +35,13 @@ export function sentenceSplitter(lang) {
 export class Announcer {
   constructor(
     region,
-    { lang = 'en', minIntervalMs = 1000, onAnnounce = () => {}, now = () => Date.now() } = {},
+    {
+      lang = 'en',
+      minIntervalMs = 1000,
+      onAnnounce = () => {},
+      now = () => Date.now(),
+      mode = 'sentence', // sentence, complete, off (docs/accessibility.md A35)
+    } = {},
   ) {
     if (!region) throw new TypeError('Announcer needs its live region element');
     this.region = region;
@@ -46,6 +52,7 @@ export class Announcer {
     this.lastAt = -Infinity;
     this.timer = 0;
     this.queue = []; // {cue: bool, text}
+    this.mode = mode;
     this.reset();
   }
 
@@ -53,6 +60,7 @@ export class Announcer {
   reset() {
     this.blockIndex = 0;
     this.offset = 0;
+    this.held = []; // sentences not said one by one (mode complete, off)
   }
 
   start(cue) {
@@ -74,7 +82,9 @@ export class Announcer {
       const complete = block.closed ? sentences : sentences.slice(0, -1);
       for (const sentence of complete) {
         this.offset += sentence.length;
-        if (sentence.trim()) this._enqueue({ cue: false, text: sentence.trim() });
+        const text = sentence.trim();
+        if (text && this.mode === 'sentence') this._enqueue({ cue: false, text });
+        else if (text) this.held.push(text);
       }
       if (!block.closed) return;
     }
@@ -94,10 +104,11 @@ export class Announcer {
     this._enqueue({ cue: true, text });
   }
 
-  // The answer ended: speak what remains, then the cue.
+  // The answer ended: speak what remains, then the cue (mode complete: the whole answer).
   finish(view, cue) {
     if (view) this.update(view);
-    this._enqueue({ cue: true, text: cue });
+    const whole = this.held.join(' ');
+    this._enqueue({ cue: true, text: this.mode === 'complete' && whole ? whole : cue });
   }
 
   // Stopped or failed: drop what was not yet spoken, say only the cue.

@@ -73,6 +73,7 @@ export class ChatPanel {
     this.announcer = new Announcer(required(root, '[data-chat-announcer]'), {
       lang: config.lang,
       minIntervalMs: config.announceIntervalMs,
+      mode: config.announceMode,
       onAnnounce: (detail) => this.emit('announce', detail),
     });
     this.current = null; // the latest AnswerRun
@@ -81,7 +82,7 @@ export class ChatPanel {
     root.addEventListener('chatwidget:ready', () => {
       for (const name of ['outbox', 'tab-sync']) import(`./${name}.js`).then((m) => m.init(this));
     });
-    // An embed's data-starters / data-greeting the server ignored (web.py _empty_state).
+    // data-starters / data-greeting the server ignored
     for (const warning of config.warnings || []) console.warn('chat widget:', warning);
     this.bind();
   }
@@ -108,18 +109,18 @@ export class ChatPanel {
       }
     });
     this.stopButton.addEventListener('click', () => this.stop());
-    // New conversation and Options: their dialog and menu load on first press (tests/test_budgets.py).
+    // Loaded on first press (tests/test_budgets.py).
     for (const button of this.root.querySelectorAll('[data-chat-tool]'))
       button.addEventListener('click', () =>
         import('./conversation-tools.js').then((tools) => tools.use(this, button)),
       );
-    // A starter is sent as if typed (docs/accessibility.md A33).
     this.empty.addEventListener('click', (event) => {
       const starter = event.target.closest('[data-chat-starters] button');
-      if (!starter) return;
-      this.input.value = starter.textContent;
-      this.input.focus();
-      this.submit();
+      if (starter) {
+        this.input.value = starter.textContent;
+        this.input.focus();
+        this.submit();
+      }
     });
     document.addEventListener('keydown', (event) => {
       if (event.key === 'Escape' && !this.config.standalone) this.requestClose();

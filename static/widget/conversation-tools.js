@@ -1,0 +1,308 @@
+// The conversation's tools (issue 12, "Per conversation"; docs/accessibility.md A30–A36):
+// New conversation (a confirmation dialog: start over, or start over and delete this
+// conversation on the server), and the Options disclosure (the announcement preference,
+// Download transcript). Loaded on the first press of a header button (chat.js), so none of
+// it is part of the panel's first open (tests/test_budgets.py).
+
+import { ChatClient } from './client.js';
+import { format } from './i18n.js';
+
+const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
+const ANNOUNCE_COOKIE = 'chatwidget_announce'; // web.py reads it into the panel's config
+const YEAR_SECONDS = 31536000;
+// How long a start-over waits for a running answer to end after its cancel.
+const CANCEL_WAIT_MS = 5000;
+
+// The stylesheet, once; a panel element is shown only after it applied.
+const stylesheet = new Promise((resolve) => {
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = new URL('./conversation-tools.css', import.meta.url).href;
+  link.addEventListener('load', resolve);
+  link.addEventListener('error', resolve);
+  document.head.append(link);
+});
+
+// This module's strings are not in the panel's config (web.py LAZY_STRING_GROUPS): they come
+// from the same static/widget/i18n/<lang>.json the server reads, fetched once.
+let stringsPromise = null;
+function toolStrings(panel) {
+  stringsPromise ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
+    .then((response) => response.json())
+    .then((all) => all.conversationTools);
+  return stringsPromise;
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function button(className, text, onClick) {
+  const node = element('button', className, text);
+  node.type = 'button';
+  node.addEventListener('click', onClick);
+  return node;
+}
+
+// The panel's document-level Escape closes the whole chat (chat.js bind): an Escape that
+// closes one of these must go no further.
+function keepEscape(node, onEscape) {
+  node.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape') return;
+    event.stopPropagation();
+    onEscape?.(event);
+  });
+}
+
+const state = new WeakMap(); // panel → {dialog, options}
+
+export async function use(panel, trigger) {
+  const [strings] = await Promise.all([toolStrings(panel), stylesheet]);
+  let parts = state.get(panel);
+  if (!parts) {
+    parts = {};
+    state.set(panel, parts);
+  }
+  if (trigger.dataset.chatTool === 'new') {
+    parts.dialog ||= buildDialog(panel, strings, trigger);
+    parts.dialog.showModal();
+  } else {
+    parts.options ||= buildOptions(panel, strings, trigger);
+    toggleOptions(trigger, parts.options);
+  }
+}
+
+// -- New conversation ------------------------------------------------------------------------
+
+// A modal <dialog> (HTML's dialog element: focus moves in, stays in, and Escape closes it).
+// Focus starts on Cancel, the choice that changes nothing (WAI-ARIA APG, "Alert and Message
+// Dialogs"), and returns to the header button when the dialog closes without a change.
+function buildDialog(panel, strings, trigger) {
+  const dialog = element('dialog', 'chat-dialog');
+  dialog.id = 'chat-new-conversation';
+  dialog.setAttribute('aria-labelledby', 'chat-new-conversation-title');
+  dialog.setAttribute('aria-describedby', 'chat-new-conversation-text');
+  const title = element('h2', 'chat-dialog__title', strings.confirmTitle);
+  title.id = 'chat-new-conversation-title';
+  const text = element('p', 'chat-dialog__text', strings.confirmText);
+  text.id = 'chat-new-conversation-text';
+  // A choice closes the dialog first; focus then goes to the composer (or, on an error,
+  // back to the header button), never to the button as for a plain close.
+  let choosing = false;
+  const choose = (remove) => async () => {
+    choosing = true;
+    dialog.close();
+    if (!(await startOver(panel, strings, remove))) trigger.focus();
+  };
+  const cancel = button('button button--secondary', strings.cancel, () => dialog.close());
+  cancel.autofocus = true;
+  const buttons = element('div', 'chat-dialog__buttons');
+  buttons.append(
+    button('button', strings.startOver, choose(false)),
+    button('button button--danger', strings.startOverDelete, choose(true)),
+    cancel,
+  );
+  dialog.append(title, text, buttons);
+  keepEscape(dialog);
+  // Tab and Shift+Tab wrap inside the dialog: a modal <dialog> in an iframe would otherwise
+  // let focus leave for the host page (WAI-ARIA APG, "Dialog (Modal)": Tab stays inside).
+  dialog.addEventListener('keydown', (event) => {
+    const ends = dialog.querySelectorAll('button');
+    const [first, last] = [ends[0], ends[ends.length - 1]];
+    if (event.key !== 'Tab' || ![first, last].includes(document.activeElement)) return;
+    if (event.shiftKey === (document.activeElement === first)) {
+      event.preventDefault();
+      (event.shiftKey ? last : first).focus();
+    }
+  });
+  dialog.addEventListener('close', () => {
+    if (!choosing) trigger.focus();
+    choosing = false;
+  });
+  panel.root.append(dialog);
+  return dialog;
+}
+
+// Ends the answer in progress, if any: its stream must not outlive its conversation.
+async function stopRunning(panel) {
+  const run = panel.current;
+  if (!run?.inProgress) return;
+  const ended = new Promise((resolve) => {
+    const timer = setTimeout(resolve, CANCEL_WAIT_MS);
+    const onState = () => {
+      if (run.inProgress || run.phase === 'verifying') return;
+      clearTimeout(timer);
+      panel.root.removeEventListener('chatwidget:state', onState);
+      resolve();
+    };
+    panel.root.addEventListener('chatwidget:state', onState);
+  });
+  await run.cancel();
+  await ended;
+}
+
+// Start over; `remove`: also delete the conversation on the server. Returns whether the
+// panel changed (on an error nothing does, and the assertive region says why).
+async function startOver(panel, strings, remove) {
+  await stopRunning(panel);
+  const client = panel.client;
+  let fresh = null;
+  try {
+    if (remove && client.conversationId) {
+      // 204; its response also expires the panel's conversation cookie (docs/protocol.md).
+      const response = await fetch(client.conversationUrl, {
+        method: 'DELETE',
+        headers: client.actionHeaders(),
+      });
+      if (!response.ok && response.status !== 404) {
+        const body = await response.json().catch(() => null);
+        throw new Error(body?.error?.message || `HTTP ${response.status}`);
+      }
+    } else if (client.conversationId) {
+      // A new conversation at once: its response replaces the cookie that names the old
+      // one, so a reload cannot bring the old conversation back.
+      fresh = await new ChatClient({ apiBase: panel.config.apiBase }).createConversation();
+    }
+  } catch (error) {
+    panel.showAlert(format(strings.failed, { reason: error.message }));
+    return false;
+  }
+  panel.forget();
+  if (fresh) {
+    client.conversationId = fresh.conversation_id;
+    client.token = fresh.token;
+    try {
+      localStorage.setItem(panel.storageKey(), JSON.stringify(fresh));
+    } catch {
+      /* storage blocked: the cookie names the new conversation */
+    }
+  }
+  panel.current = null;
+  panel.setStreaming(false);
+  panel.transcript.textContent = '';
+  panel.alert.textContent = '';
+  panel.empty.hidden = false;
+  panel.scroller.scrollTop = 0;
+  panel.announcer.interrupt(remove ? strings.deleted : strings.started);
+  panel.input.focus();
+  panel.emit('conversation', {
+    reason: remove ? 'deleted' : 'new',
+    conversationId: client.conversationId,
+  });
+  return true;
+}
+
+// -- Options: announcement preference, download ----------------------------------------------
+
+// A disclosure (WAI-ARIA APG, "Disclosure"): the button's aria-expanded says whether the
+// section below the header is shown; Escape inside it closes it and returns focus.
+function buildOptions(panel, strings, trigger) {
+  const section = element('section', 'chat-options');
+  section.id = 'chat-options';
+  section.setAttribute('aria-label', strings.settingsLabel);
+  section.hidden = true;
+  const fieldset = element('fieldset', 'chat-options__group');
+  fieldset.append(element('legend', '', strings.announceLegend));
+  const labels = {
+    sentence: strings.announceSentence,
+    complete: strings.announceComplete,
+    off: strings.announceOff,
+  };
+  for (const mode of ANNOUNCE_MODES) {
+    const label = element('label', 'chat-options__choice');
+    const radio = document.createElement('input');
+    radio.type = 'radio';
+    radio.name = 'chat-announce';
+    radio.value = mode;
+    radio.checked = panel.announcer.mode === mode;
+    radio.addEventListener('change', () => setAnnounceMode(panel, mode));
+    label.append(radio, ` ${labels[mode]}`);
+    fieldset.append(label);
+  }
+  section.append(
+    fieldset,
+    button('button button--secondary', strings.download, () => download(panel, strings)),
+  );
+  keepEscape(section, () => {
+    toggleOptions(trigger, section);
+    trigger.focus();
+  });
+  trigger.setAttribute('aria-controls', section.id);
+  trigger.closest('header').after(section);
+  return section;
+}
+
+function toggleOptions(trigger, section) {
+  const open = section.hidden;
+  section.hidden = !open;
+  trigger.setAttribute('aria-expanded', String(open));
+}
+
+// Per browser and embedding site: a partitioned cookie (CHIPS), which a third-party iframe
+// may set where its storage is blocked (Debian's Chromium); the server reads it into the
+// next panel's config (web.py), so even the first answer after a reload follows it
+// (docs/accessibility.md A34).
+function setAnnounceMode(panel, mode) {
+  panel.announcer.mode = mode;
+  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API cannot set Partitioned in Firefox.
+  document.cookie = `${ANNOUNCE_COOKIE}=${mode}; Max-Age=${YEAR_SECONDS}; Path=/; Secure; SameSite=None; Partitioned`;
+}
+
+// -- Download transcript ---------------------------------------------------------------------
+
+function today() {
+  const now = new Date();
+  return [now.getFullYear(), now.getMonth() + 1, now.getDate()]
+    .map((part) => String(part).padStart(2, '0'))
+    .join('-');
+}
+
+// The completed turns as Markdown: each question and its completed answer, from the
+// server's history (the answers' Markdown source, exactly as verified; docs/accessibility.md A36).
+export function transcriptMarkdown(title, date, messages, you, assistant) {
+  const parts = [`# ${title} (${date})`];
+  for (let i = 0; i + 1 < messages.length; i++) {
+    const [question, answer] = [messages[i], messages[i + 1]];
+    if (question.role !== 'user' || answer.role !== 'assistant' || answer.state !== 'completed')
+      continue;
+    parts.push(`## ${you}`, question.text, `## ${assistant}`, answer.text);
+    i++;
+  }
+  return parts.length > 1 ? `${parts.join('\n\n')}\n` : '';
+}
+
+async function download(panel, strings) {
+  let markdown = '';
+  try {
+    if (panel.client.conversationId) {
+      markdown = transcriptMarkdown(
+        document.title,
+        today(),
+        await panel.client.history(),
+        panel.strings.you,
+        panel.strings.assistant,
+      );
+    }
+  } catch (error) {
+    panel.showAlert(format(strings.downloadFailed, { reason: error.message }));
+    return;
+  }
+  if (!markdown) {
+    panel.announcer.cue(strings.downloadEmpty);
+    return;
+  }
+  // A Blob and <a download>: no navigation, so the panel's CSP has nothing to allow.
+  const url = URL.createObjectURL(new Blob([markdown], { type: 'text/markdown;charset=utf-8' }));
+  const link = element('a');
+  link.href = url;
+  link.download = format(strings.fileName, { date: today() });
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+  panel.announcer.cue(strings.downloaded);
+}
