@@ -14,7 +14,8 @@ its readers wait on with a single XREAD and hands them the entries
 
 Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
   conv:{cid}            hash  token_hash, created_at
-  conv:{cid}:exchanges  list  exchange JSON, in order
+  conv:{cid}:exchanges  list  exchange JSON, in order (a regenerate's or an edit's also names
+                              the answer it `replaces`: stores/base.py listed_exchanges)
   conv:{cid}:requests   hash  request_id → exchange JSON
   msg:{mid}             hash  conversation_id, state, last_seq, error, reported (a
                               client report was counted: once per message)
@@ -109,6 +110,9 @@ return {'created', ARGV[2]}
 # whose ARGV[7] field is ARGV[8]; it may be replaced only if no later exchange's answer is
 # listed, i.e. neither failed, cancelled nor gone, and once its own answer has ended), then
 # the new exchange (ARGV[2]; a regenerate copies the target's user message id and text).
+# It reads the states of the conversation's answers (msg:{mid}, built from ARGV[9]) without
+# declaring them in KEYS, which one Redis server allows; like _APPEND, whose keys already span
+# hash slots (the global compaction set), it is not for a Redis Cluster.
 # KEYS: conv, exchanges, requests, msg, lease
 # ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner, target field
 #       ('assistant_message_id' | 'user_message_id'), target id, message key prefix
