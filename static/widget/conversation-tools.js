@@ -230,6 +230,13 @@ function buildOptions(panel, strings, trigger) {
     toggleOptions(trigger, section);
     trigger.focus();
   });
+  // Escape on the button of the open section closes the section, not the chat.
+  trigger.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && !section.hidden) {
+      event.stopPropagation();
+      toggleOptions(trigger, section);
+    }
+  });
   trigger.setAttribute('aria-controls', section.id);
   trigger.closest('header').after(section);
   return section;
