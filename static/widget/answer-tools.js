@@ -69,13 +69,31 @@ function keys(field, { submit, cancel }) {
   });
 }
 
-// What the module keeps per panel: its dialog and each turn's tools.
+// This module's strings (`answerTools` in static/widget/i18n/<lang>.json): from the
+// panel's config when the server put them there, else fetched once from the
+// same file (a lazy module's strings need not be in the first open's bytes,
+// tests/test_budgets.py; web.py LAZY_STRING_GROUPS).
+let wordsPromise = null;
+function loadWords(panel) {
+  if (panel.strings.answerTools) return Promise.resolve(panel.strings.answerTools);
+  wordsPromise ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
+    .then((response) => (response.ok ? response.json() : {}))
+    .then((all) => all.answerTools || null)
+    .catch(() => null) // offline: no tools this time
+    .then((words) => {
+      if (!words) wordsPromise = null; // the next ended answer tries again
+      return words;
+    });
+  return wordsPromise;
+}
+
+// What the module keeps per panel: its strings, its dialog and each turn's tools.
 const panels = new WeakMap();
 
 function stateOf(panel) {
   let state = panels.get(panel);
   if (!state) {
-    state = { tools: new Map(), edits: new Map(), dialog: null };
+    state = { tools: new Map(), edits: new Map(), dialog: null, words: null };
     panels.set(panel, state);
     // A new answer starts: the older turns' Regenerate and Edit go at once.
     panel.root.addEventListener('chatwidget:state', () => refresh(panel));
@@ -94,8 +112,9 @@ export async function attach(panel, turn) {
   // server's), or the history's text for a restored answer.
   const text = turn.run ? turn.run.model.text : turn.message?.text || '';
   if (!text) return; // nothing arrived: nothing to copy, rate or read
-  await stylesheet;
-  if (!item.isConnected) return;
+  const [words] = await Promise.all([loadWords(panel), stylesheet]);
+  if (!item.isConnected || !words) return;
+  stateOf(panel).words = words;
   stateOf(panel).tools.set(item, new AnswerTools(panel, turn, text));
   refresh(panel);
 }
@@ -130,23 +149,23 @@ class AnswerTools {
     this.messageId = turn.item.dataset.messageId || '';
     this.rating = '';
     this.busy = false;
-    const strings = panel.strings;
+    const words = stateOf(panel).words;
     this.node = element('div', 'tools');
     this.node.setAttribute('role', 'group');
-    this.node.setAttribute('aria-label', strings.answerTools);
-    const copy = button(strings.answerCopy, () => this.copy());
+    this.node.setAttribute('aria-label', words.group);
+    const copy = button(words.copy, () => this.copy());
     copy.dataset.chatRole = 'answer-copy';
-    const read = button(strings.answerRead, () => dialogOf(panel).open(text, read));
+    const read = button(words.read, () => dialogOf(panel).open(text, read));
     read.dataset.chatRole = 'answer-read';
     this.node.append(copy, read);
     // An answer without a message id (refused before it started) has nothing
     // on the server to regenerate or rate.
     if (this.messageId) {
-      this.regenerateButton = button(strings.answerRegenerate, () => this.regenerate());
+      this.regenerateButton = button(words.regenerate, () => this.regenerate());
       this.regenerateButton.dataset.chatRole = 'answer-regenerate';
       this.regenerateButton.hidden = true;
-      this.up = this.toggle(strings.answerHelpful, 'up');
-      this.down = this.toggle(strings.answerNotHelpful, 'down');
+      this.up = this.toggle(words.helpful, 'up');
+      this.down = this.toggle(words.notHelpful, 'down');
       this.node.append(this.regenerateButton, this.up, this.down);
       // Feedback given before a reload is shown again, silently.
       this.setRating(turn.message?.feedback?.rating || '');
@@ -164,11 +183,12 @@ class AnswerTools {
 
   async copy() {
     const panel = this.panel;
+    const words = stateOf(panel).words;
     if (!(await writeClipboard(this.text))) {
-      panel.showAlert(panel.strings.answerCopyFailed);
+      panel.showAlert(words.copyFailed);
       return;
     }
-    panel.announcer.cue(panel.strings.answerCopied);
+    panel.announcer.cue(words.copied);
     panel.emit('copy', { messageId: this.messageId });
   }
 
@@ -235,20 +255,20 @@ class AnswerTools {
   async rate(rating) {
     if (this.busy) return; // a double press sends one request
     const panel = this.panel;
-    const strings = panel.strings;
+    const words = stateOf(panel).words;
     const next = this.rating === rating ? '' : rating;
     this.busy = true;
     try {
       if (next) await this.sendFeedback('PUT', { rating: next });
       else await this.sendFeedback('DELETE');
     } catch (error) {
-      panel.showAlert(format(strings.answerFeedbackFailed, { reason: error.message }));
+      panel.showAlert(format(words.feedbackFailed, { reason: error.message }));
       return;
     } finally {
       this.busy = false;
     }
     this.setRating(next);
-    panel.announcer.cue(next ? strings.answerRated : strings.answerUnrated);
+    panel.announcer.cue(next ? words.rated : words.unrated);
     panel.emit('feedback', {
       messageId: this.messageId,
       rating: next || null,
@@ -270,18 +290,18 @@ class AnswerTools {
   }
 
   commentForm() {
-    const strings = this.panel.strings;
+    const words = stateOf(this.panel).words;
     const form = element('form', 'tools__comment');
     const id = `comment-${this.messageId}`;
-    const label = element('label', 'tools__label', strings.answerComment);
+    const label = element('label', 'tools__label', words.comment);
     label.htmlFor = id;
     const field = element('textarea', 'tools__field');
     field.id = id;
     field.rows = 2;
     field.maxLength = this.panel.config.feedbackCommentMaxChars || COMMENT_MAX_CHARS;
-    const send = button(strings.answerCommentSend, null, 'button tool');
+    const send = button(words.commentSend, null, 'button tool');
     send.type = 'submit';
-    const skip = button(strings.answerCommentSkip, () => this.closeComment(true));
+    const skip = button(words.commentSkip, () => this.closeComment(true));
     const buttons = element('div', 'tools__buttons');
     buttons.append(send, skip);
     form.append(label, field, buttons);
@@ -306,7 +326,7 @@ class AnswerTools {
 
   async sendComment() {
     const panel = this.panel;
-    const strings = panel.strings;
+    const words = stateOf(panel).words;
     const comment = this.comment.field.value.trim();
     if (!comment) return this.closeComment(true);
     if (this.busy || !this.rating) return;
@@ -314,13 +334,13 @@ class AnswerTools {
     try {
       await this.sendFeedback('PUT', { rating: this.rating, comment });
     } catch (error) {
-      panel.showAlert(format(strings.answerFeedbackFailed, { reason: error.message }));
+      panel.showAlert(format(words.feedbackFailed, { reason: error.message }));
       return;
     } finally {
       this.busy = false;
     }
     this.closeComment(true);
-    panel.announcer.cue(strings.answerCommentSent);
+    panel.announcer.cue(words.commentSent);
     panel.emit('feedback', {
       messageId: this.messageId,
       rating: this.rating,
@@ -368,9 +388,9 @@ class AnswerDialog {
   constructor(panel) {
     this.panel = panel;
     this.opener = null;
-    const strings = panel.strings;
+    const words = stateOf(panel).words;
     const dialog = element('dialog', 'answer-dialog');
-    const title = element('h2', 'answer-dialog__title', strings.answerDialog);
+    const title = element('h2', 'answer-dialog__title', words.dialog);
     title.id = 'answer-dialog-title';
     dialog.setAttribute('aria-labelledby', title.id);
     // The text scrolls inside a labelled region that takes focus first: a
@@ -380,7 +400,7 @@ class AnswerDialog {
     text.setAttribute('role', 'region');
     text.setAttribute('aria-labelledby', title.id);
     text.dataset.chatRole = 'answer-dialog-text';
-    const close = button(strings.answerClose, () => dialog.close(), 'button tool');
+    const close = button(words.close, () => dialog.close(), 'button tool');
     close.dataset.chatRole = 'answer-dialog-close';
     dialog.append(title, text, close);
     dialog.addEventListener('keydown', (event) => this.onKey(event));
@@ -439,7 +459,7 @@ class EditControl {
     this.panel = panel;
     this.item = item;
     this.node = element('div', 'tools tools--user');
-    this.button = button(panel.strings.turnEdit, () => this.begin());
+    this.button = button(stateOf(panel).words.edit, () => this.begin());
     this.button.dataset.chatRole = 'turn-edit';
     this.node.append(this.button);
     this.form = null;
@@ -458,19 +478,19 @@ class EditControl {
   // The question's text in a labelled field in place of the question.
   begin() {
     const panel = this.panel;
-    const strings = panel.strings;
+    const words = stateOf(panel).words;
     const body = this.item.querySelector('.turn__body');
     const form = element('form', 'tools__comment turn-edit');
-    const label = element('label', 'tools__label', strings.turnEditLabel);
+    const label = element('label', 'tools__label', words.editLabel);
     label.htmlFor = 'turn-edit-field';
     const field = element('textarea', 'tools__field');
     field.id = 'turn-edit-field';
     field.rows = 3;
     field.maxLength = panel.input.maxLength;
     field.value = body.textContent;
-    const send = button(strings.turnEditSend, null, 'button tool');
+    const send = button(words.editSend, null, 'button tool');
     send.type = 'submit';
-    const cancel = button(strings.turnEditCancel, () => this.end(true));
+    const cancel = button(words.editCancel, () => this.end(true));
     const buttons = element('div', 'tools__buttons');
     buttons.append(send, cancel);
     form.append(label, field, buttons);

@@ -16,6 +16,7 @@ from .test_answer_tools import (
     EN,
     MARKDOWN_ANSWER,
     PASTE_BOX,
+    TOOLS,
     ask,
     conversation_id,
     polite,
@@ -28,11 +29,11 @@ from .test_answer_tools import (
 
 pytestmark = pytest.mark.e2e
 
-TOOL_NAMES = ("answerCopy", "answerRead", "answerRegenerate", "answerHelpful", "answerNotHelpful")
+TOOL_NAMES = ("copy", "read", "regenerate", "helpful", "notHelpful")
 
 
 def button(tools, key: str):
-    return tools.get_by_role("button", name=EN[key], exact=True)
+    return tools.get_by_role("button", name=TOOLS[key], exact=True)
 
 
 def test_A20_each_turn_starts_with_a_heading_and_answer_headings_sit_below_it(embed):
@@ -64,10 +65,10 @@ def test_A21_an_ended_answer_has_a_labelled_group_of_named_buttons_that_takes_no
         expect(button(tools, key)).to_be_visible()
     expect(widget.input).to_be_focused()  # nothing moved focus
     wait_for_polite_ending(widget, ["Done.", EN["complete"]])
-    assert not any(EN[key] in text for text in polite(widget) for key in TOOL_NAMES)
+    assert not any(TOOLS[key] in text for text in polite(widget) for key in TOOL_NAMES)
     # Reached with the keyboard: Shift+Tab from the composer lands on the group's last button.
     widget.page.keyboard.press("Shift+Tab")
-    expect(button(tools, "answerNotHelpful")).to_be_focused()
+    expect(button(tools, "notHelpful")).to_be_focused()
     # Failed and stopped answers with some text have the group too; one without text has none.
     widget.send("/scenario fail-provider")
     assert widget.wait_until_complete() == "failed"
@@ -90,14 +91,14 @@ def test_A22_copy_answer_copies_the_exact_source_and_says_copied_once(embed, pag
     widget = embed(body=PASTE_BOX)
     widget.open()
     ask(widget, f"/echo {MARKDOWN_ANSWER}")
-    copy = button(tools_of(widget.last_answer()), "answerCopy")
+    copy = button(tools_of(widget.last_answer()), "copy")
     press(widget, copy)
-    widget.wait_for_announcement(EN["answerCopied"])
+    widget.wait_for_announcement(TOOLS["copied"])
     expect(copy).to_be_focused()
     page.locator("#paste").focus()
     page.keyboard.press("ControlOrMeta+V")
     expect(page.locator("#paste")).to_have_value(MARKDOWN_ANSWER)
-    assert polite(widget).count(EN["answerCopied"]) == 1
+    assert polite(widget).count(TOOLS["copied"]) == 1
     assert not [e for e in widget.announcements() if e["politeness"] == "assertive"]
     widget.assert_accessible()
 
@@ -107,30 +108,30 @@ def test_A23_helpful_and_not_helpful_are_toggles_said_once_and_restored(embed, p
     widget.open()
     ask(widget, "/echo Rate this.")
     tools = tools_of(widget.last_answer())
-    helpful, not_helpful = button(tools, "answerHelpful"), button(tools, "answerNotHelpful")
+    helpful, not_helpful = button(tools, "helpful"), button(tools, "notHelpful")
     press(widget, helpful, "Space")
     expect(helpful).to_have_attribute("aria-pressed", "true")
     expect(helpful).to_be_focused()
-    widget.wait_for_announcement(EN["answerRated"])
+    widget.wait_for_announcement(TOOLS["rated"])
     widget.assert_accessible()
     press(widget, not_helpful, "Enter", backwards=False)
     expect(not_helpful).to_have_attribute("aria-pressed", "true")
     expect(helpful).to_have_attribute("aria-pressed", "false")
     page.keyboard.press("Enter")  # the pressed one again: removed
     expect(not_helpful).to_have_attribute("aria-pressed", "false")
-    widget.wait_for_announcement(EN["answerUnrated"])
-    assert polite(widget).count(EN["answerRated"]) == 2
-    assert polite(widget).count(EN["answerUnrated"]) == 1
+    widget.wait_for_announcement(TOOLS["unrated"])
+    assert polite(widget).count(TOOLS["rated"]) == 2
+    assert polite(widget).count(TOOLS["unrated"]) == 1
     press(widget, helpful, "Enter")
     expect(helpful).to_have_attribute("aria-pressed", "true")
     widget = reopen(page)
-    expect(button(tools_of(widget.last_answer()), "answerHelpful")).to_have_attribute("aria-pressed", "true")
+    expect(button(tools_of(widget.last_answer()), "helpful")).to_have_attribute("aria-pressed", "true")
     assert polite(widget) == []
     # Refused (the conversation is gone on the server): nothing changes, said once assertively.
     chat_server.service.store.delete_conversation(conversation_id(widget))
-    press(widget, button(tools_of(widget.last_answer()), "answerNotHelpful"), "Enter")
+    press(widget, button(tools_of(widget.last_answer()), "notHelpful"), "Enter")
     widget.panel_frame().wait_for_function("() => window.__chatwidgetLog.some((e) => e.politeness === 'assertive')")
-    expect(button(tools_of(widget.last_answer()), "answerHelpful")).to_have_attribute("aria-pressed", "true")
+    expect(button(tools_of(widget.last_answer()), "helpful")).to_have_attribute("aria-pressed", "true")
     assert len([e for e in widget.announcements() if e["politeness"] == "assertive"]) == 1
 
 
@@ -139,9 +140,9 @@ def test_A24_the_optional_comment_follows_the_rating_and_gives_focus_back(embed,
     widget.open()
     ask(widget, "/echo Comment on this.")
     tools = tools_of(widget.last_answer())
-    not_helpful = button(tools, "answerNotHelpful")
+    not_helpful = button(tools, "notHelpful")
     press(widget, not_helpful, "Enter")
-    field = tools.get_by_role("textbox", name=EN["answerComment"])
+    field = tools.get_by_role("textbox", name=TOOLS["comment"])
     expect(field).to_be_visible()
     expect(not_helpful).to_be_focused()  # never focused by itself
     assert field.get_attribute("maxlength") == "500"
@@ -160,10 +161,10 @@ def test_A24_the_optional_comment_follows_the_rating_and_gives_focus_back(embed,
     tab_to(widget, field, backwards=False)
     page.keyboard.type("Too long-winded.")
     page.keyboard.press("Enter")
-    widget.wait_for_announcement(EN["answerCommentSent"])
+    widget.wait_for_announcement(TOOLS["commentSent"])
     expect(field).to_have_count(0)
     expect(not_helpful).to_be_focused()
-    assert polite(widget).count(EN["answerCommentSent"]) == 1
+    assert polite(widget).count(TOOLS["commentSent"]) == 1
     (record,) = [
         m["feedback"] for m in chat_server.service.history(conversation_id(widget)) if m["role"] == "assistant"
     ]
@@ -176,18 +177,18 @@ def test_A25_regenerate_only_on_the_last_completed_answer_replaced_in_place(embe
     ask(widget, "/echo First.")
     second = "Second, and written slowly word by word."
     ask(widget, f"/echo {second}")
-    expect(button(tools_of(widget.answers.nth(0)), "answerRegenerate")).to_be_hidden()
-    regenerate = button(tools_of(widget.answers.nth(1)), "answerRegenerate")
+    expect(button(tools_of(widget.answers.nth(0)), "regenerate")).to_be_hidden()
+    regenerate = button(tools_of(widget.answers.nth(1)), "regenerate")
     press(widget, regenerate)
     expect(widget.input).to_be_focused()
     expect(widget.last_answer()).to_have_attribute("aria-busy", "true")
     # While it is written, no answer offers Regenerate (nor any question Edit).
-    expect(widget.frame.get_by_role("button", name=EN["answerRegenerate"])).to_have_count(0)
-    expect(widget.frame.get_by_role("button", name=EN["turnEdit"])).to_have_count(0)
+    expect(widget.frame.get_by_role("button", name=TOOLS["regenerate"])).to_have_count(0)
+    expect(widget.frame.get_by_role("button", name=TOOLS["edit"])).to_have_count(0)
     assert widget.wait_until_complete() == "completed"
     expect(widget.answers).to_have_count(2)
     wait_for_polite_ending(widget, [EN["generating"], second, EN["complete"]])
-    expect(widget.frame.get_by_role("button", name=EN["answerRegenerate"])).to_have_count(1)
+    expect(widget.frame.get_by_role("button", name=TOOLS["regenerate"])).to_have_count(1)
     widget.assert_accessible()
 
 
@@ -195,14 +196,14 @@ def test_A26_edit_only_the_last_question_in_a_labelled_field(embed, page: Page):
     widget = embed()
     widget.open()
     ask(widget, "/echo Before.")
-    edit = widget.frame.get_by_role("button", name=EN["turnEdit"])
+    edit = widget.frame.get_by_role("button", name=TOOLS["edit"])
     expect(edit).to_have_count(1)
     press(widget, edit)
-    field = widget.frame.get_by_role("textbox", name=EN["turnEditLabel"])
+    field = widget.frame.get_by_role("textbox", name=TOOLS["editLabel"])
     expect(field).to_be_focused()
     expect(field).to_have_value("/echo Before.")
     widget.assert_accessible()
-    cancel = widget.frame.get_by_role("button", name=EN["turnEditCancel"])
+    cancel = widget.frame.get_by_role("button", name=TOOLS["editCancel"])
     press(widget, cancel, backwards=False)
     expect(field).to_have_count(0)
     expect(edit).to_be_focused()
@@ -221,14 +222,14 @@ def test_A27_the_whole_answer_dialog_is_modal_traps_focus_and_gives_it_back(embe
     widget = embed()
     widget.open()
     ask(widget, f"/echo {MARKDOWN_ANSWER}")
-    read = button(tools_of(widget.last_answer()), "answerRead")
+    read = button(tools_of(widget.last_answer()), "read")
     press(widget, read)
-    dialog = widget.frame.get_by_role("dialog", name=EN["answerDialog"])
-    text = dialog.get_by_role("region", name=EN["answerDialog"])
+    dialog = widget.frame.get_by_role("dialog", name=TOOLS["dialog"])
+    text = dialog.get_by_role("region", name=TOOLS["dialog"])
     expect(text).to_be_focused()
     assert dialog.evaluate("d => d.matches(':modal')")
     assert text.evaluate("n => n.tabIndex") == 0
-    close = dialog.get_by_role("button", name=EN["answerClose"])
+    close = dialog.get_by_role("button", name=TOOLS["close"])
     for key, expected in (("Tab", close), ("Tab", text), ("Shift+Tab", close), ("Shift+Tab", text)):
         page.keyboard.press(key)
         expect(expected).to_be_focused()
@@ -251,7 +252,7 @@ def test_A28_targets_focus_and_pressed_state_do_not_rely_on_colour(embed, page: 
     widget.open()
     ask(widget, "/echo Measure me.")
     tools = tools_of(widget.last_answer())
-    helpful = button(tools, "answerHelpful")
+    helpful = button(tools, "helpful")
     press(widget, helpful, "Space")
     expect(helpful).to_have_attribute("aria-pressed", "true")
     sizes = widget.last_answer().evaluate(
@@ -265,7 +266,7 @@ def test_A28_targets_focus_and_pressed_state_do_not_rely_on_colour(embed, page: 
     assert helpful.evaluate("n => getComputedStyle(n).outlineWidth") == "3px"
     # Pressed: filled, and a check mark that adds nothing to the name.
     assert helpful.evaluate("n => getComputedStyle(n, '::before').content").startswith('"✓')
-    expect(helpful).to_have_accessible_name(EN["answerHelpful"])
+    expect(helpful).to_have_accessible_name(TOOLS["helpful"])
     if browser_name == "chromium":  # media emulation is Chromium only (docs/testing.md, "System browsers")
         page.emulate_media(forced_colors="active")
         assert helpful.evaluate("n => getComputedStyle(n).borderTopStyle") == "double"
@@ -282,15 +283,15 @@ def test_A29_axe_finds_nothing_in_any_state_around_an_answer(embed, page: Page):
     ask(widget, f"/echo {MARKDOWN_ANSWER}")
     widget.assert_accessible()  # the tools shown
     tools = tools_of(widget.last_answer())
-    press(widget, button(tools, "answerHelpful"), "Space")
-    expect(tools.get_by_role("textbox", name=EN["answerComment"])).to_be_visible()
+    press(widget, button(tools, "helpful"), "Space")
+    expect(tools.get_by_role("textbox", name=TOOLS["comment"])).to_be_visible()
     widget.assert_accessible()  # the comment field open
-    press(widget, widget.frame.get_by_role("button", name=EN["turnEdit"]))
-    expect(widget.frame.get_by_role("textbox", name=EN["turnEditLabel"])).to_be_focused()
+    press(widget, widget.frame.get_by_role("button", name=TOOLS["edit"]))
+    expect(widget.frame.get_by_role("textbox", name=TOOLS["editLabel"])).to_be_focused()
     widget.assert_accessible()  # a question being edited
     page.keyboard.press("Escape")
-    press(widget, button(tools, "answerRead"), backwards=False)
-    expect(widget.frame.get_by_role("dialog", name=EN["answerDialog"])).to_be_visible()
+    press(widget, button(tools, "read"), backwards=False)
+    expect(widget.frame.get_by_role("dialog", name=TOOLS["dialog"])).to_be_visible()
     widget.assert_accessible()  # the dialog open
     # Nothing scrolls the page sideways at 320 px (A16).
     assert widget.panel_frame().evaluate("() => document.documentElement.scrollWidth <= innerWidth")

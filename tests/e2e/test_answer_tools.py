@@ -29,6 +29,7 @@ STRINGS = {
     for lang in ("en", "es")
 }
 EN = STRINGS["en"]
+TOOLS = EN["answerTools"]  # answer-tools.js's own strings
 
 # Markdown whose source differs from what is shown: copying must give the source, exactly
 # (emphasis markers, a list, a code span, a trailing newline, non-ASCII).
@@ -60,7 +61,7 @@ def press(widget: ChatWidget, target, key: str = "Enter", *, backwards: bool = T
 
 
 def tools_of(answer):
-    return answer.get_by_role("group", name=EN["answerTools"])
+    return answer.get_by_role("group", name=TOOLS["group"])
 
 
 def polite(widget: ChatWidget) -> list[str]:
@@ -122,9 +123,9 @@ def test_copy_answer_puts_the_exact_markdown_source_on_the_clipboard_and_says_co
     widget.open()
     ask(widget, f"/echo {MARKDOWN_ANSWER}")
     answer = widget.last_answer()
-    copy = tools_of(answer).get_by_role("button", name=EN["answerCopy"])
+    copy = tools_of(answer).get_by_role("button", name=TOOLS["copy"])
     press(widget, copy)
-    widget.wait_for_announcement(EN["answerCopied"])
+    widget.wait_for_announcement(TOOLS["copied"])
     expect(copy).to_be_focused()  # the button keeps focus
     # The server's text, whose SHA-256 the widget verified, is what was copied.
     message_id = answer.get_attribute("data-message-id")
@@ -137,12 +138,12 @@ def test_copy_answer_puts_the_exact_markdown_source_on_the_clipboard_and_says_co
     paste.focus()
     page.keyboard.press("ControlOrMeta+V")
     expect(paste).to_have_value(MARKDOWN_ANSWER)
-    assert polite(widget).count(EN["answerCopied"]) == 1
+    assert polite(widget).count(TOOLS["copied"]) == 1
     # A second press says it again (the region is emptied first): once per press.
     copy.focus()
     page.keyboard.press("Space")
     widget.panel_frame().wait_for_function(
-        "(text) => window.__chatwidgetLog.filter((e) => e.text === text).length === 2", arg=EN["answerCopied"]
+        "(text) => window.__chatwidgetLog.filter((e) => e.text === text).length === 2", arg=TOOLS["copied"]
     )
 
 
@@ -154,15 +155,15 @@ def test_feedback_by_keyboard_is_changeable_takes_a_comment_and_survives_a_reloa
     widget.open()
     ask(widget, "/echo A useful answer.")
     tools = tools_of(widget.last_answer())
-    helpful = tools.get_by_role("button", name=EN["answerHelpful"], exact=True)
-    not_helpful = tools.get_by_role("button", name=EN["answerNotHelpful"])
+    helpful = tools.get_by_role("button", name=TOOLS["helpful"], exact=True)
+    not_helpful = tools.get_by_role("button", name=TOOLS["notHelpful"])
     expect(helpful).to_have_attribute("aria-pressed", "false")
     press(widget, helpful, "Space")
     expect(helpful).to_have_attribute("aria-pressed", "true")
     expect(not_helpful).to_have_attribute("aria-pressed", "false")
-    widget.wait_for_announcement(EN["answerRated"])
+    widget.wait_for_announcement(TOOLS["rated"])
     expect(helpful).to_be_focused()  # the comment field opens but takes no focus
-    comment = tools.get_by_role("textbox", name=EN["answerComment"])
+    comment = tools.get_by_role("textbox", name=TOOLS["comment"])
     expect(comment).to_be_visible()
     assert comment.get_attribute("maxlength") == "500"
     widget.assert_accessible()
@@ -172,9 +173,9 @@ def test_feedback_by_keyboard_is_changeable_takes_a_comment_and_survives_a_reloa
     tab_to(widget, comment, backwards=False)
     page.keyboard.type("Clear and short.")
     page.keyboard.press("Tab")
-    expect(tools.get_by_role("button", name=EN["answerCommentSend"])).to_be_focused()
+    expect(tools.get_by_role("button", name=TOOLS["commentSend"])).to_be_focused()
     page.keyboard.press("Enter")
-    widget.wait_for_announcement(EN["answerCommentSent"])
+    widget.wait_for_announcement(TOOLS["commentSent"])
     expect(comment).to_have_count(0)
     expect(helpful).to_be_focused()  # back to the pressed button
     (record,) = [m["feedback"] for m in server_history(chat_server, widget) if m["role"] == "assistant"]
@@ -184,29 +185,29 @@ def test_feedback_by_keyboard_is_changeable_takes_a_comment_and_survives_a_reloa
     press(widget, not_helpful, "Enter", backwards=False)
     expect(not_helpful).to_have_attribute("aria-pressed", "true")
     expect(helpful).to_have_attribute("aria-pressed", "false")
-    skip = tools.get_by_role("button", name=EN["answerCommentSkip"])
+    skip = tools.get_by_role("button", name=TOOLS["commentSkip"])
     press(widget, skip, "Enter", backwards=False)
     expect(skip).to_have_count(0)
     expect(not_helpful).to_be_focused()
     (record,) = [m["feedback"] for m in server_history(chat_server, widget) if m["role"] == "assistant"]
     assert record["rating"] == "down"
-    assert polite(widget).count(EN["answerRated"]) == 2  # once per press that rated
+    assert polite(widget).count(TOOLS["rated"]) == 2  # once per press that rated
 
     widget = reopen(page)
     tools = tools_of(widget.last_answer())
-    expect(tools.get_by_role("button", name=EN["answerNotHelpful"])).to_have_attribute("aria-pressed", "true")
-    expect(tools.get_by_role("button", name=EN["answerHelpful"], exact=True)).to_have_attribute("aria-pressed", "false")
+    expect(tools.get_by_role("button", name=TOOLS["notHelpful"])).to_have_attribute("aria-pressed", "true")
+    expect(tools.get_by_role("button", name=TOOLS["helpful"], exact=True)).to_have_attribute("aria-pressed", "false")
     assert polite(widget) == []  # restored silently
 
     # Pressing the pressed button takes the feedback back (DELETE).
-    not_helpful = tools.get_by_role("button", name=EN["answerNotHelpful"])
+    not_helpful = tools.get_by_role("button", name=TOOLS["notHelpful"])
     press(widget, not_helpful, "Space")
     expect(not_helpful).to_have_attribute("aria-pressed", "false")
-    widget.wait_for_announcement(EN["answerUnrated"])
+    widget.wait_for_announcement(TOOLS["unrated"])
     (record,) = [m["feedback"] for m in server_history(chat_server, widget) if m["role"] == "assistant"]
     assert record is None
     widget = reopen(page)
-    for name in (EN["answerHelpful"], EN["answerNotHelpful"]):
+    for name in (TOOLS["helpful"], TOOLS["notHelpful"]):
         expect(tools_of(widget.last_answer()).get_by_role("button", name=name, exact=True)).to_have_attribute(
             "aria-pressed", "false"
         )
@@ -217,7 +218,7 @@ def test_a_refused_feedback_is_said_once_and_changes_nothing(embed, chat_server_
     widget = embed(server)
     widget.open()
     ask(widget, "/echo Rate me.")
-    helpful = tools_of(widget.last_answer()).get_by_role("button", name=EN["answerHelpful"], exact=True)
+    helpful = tools_of(widget.last_answer()).get_by_role("button", name=TOOLS["helpful"], exact=True)
     # The conversation is gone on the server (deleted elsewhere): the PUT gets a 404.
     server.service.store.delete_conversation(conversation_id(widget))
     press(widget, helpful, "Enter")
@@ -226,8 +227,8 @@ def test_a_refused_feedback_is_said_once_and_changes_nothing(embed, chat_server_
     )
     expect(helpful).to_have_attribute("aria-pressed", "false")
     (alert,) = [e["text"] for e in widget.announcements() if e["politeness"] == "assertive"]
-    assert alert.startswith(EN["answerFeedbackFailed"].split("{")[0])
-    assert EN["answerRated"] not in polite(widget)
+    assert alert.startswith(TOOLS["feedbackFailed"].split("{")[0])
+    assert TOOLS["rated"] not in polite(widget)
 
 
 # -- regenerate -------------------------------------------------------------------------------
@@ -242,8 +243,8 @@ def test_regenerate_replaces_the_last_answer_and_announces_the_new_one(embed, ch
     ask(widget, "second question")
     first, last = widget.answers.nth(0), widget.answers.nth(1)
     # Only the last answer offers it.
-    expect(tools_of(first).get_by_role("button", name=EN["answerRegenerate"])).to_be_hidden()
-    regenerate = tools_of(last).get_by_role("button", name=EN["answerRegenerate"])
+    expect(tools_of(first).get_by_role("button", name=TOOLS["regenerate"])).to_be_hidden()
+    regenerate = tools_of(last).get_by_role("button", name=TOOLS["regenerate"])
     old_id = last.get_attribute("data-message-id")
     press(widget, regenerate, "Enter")
     expect(widget.input).to_be_focused()  # the button left with its turn (A8)
@@ -262,8 +263,8 @@ def test_regenerate_replaces_the_last_answer_and_announces_the_new_one(embed, ch
     widget = reopen(page)
     expect(widget.answers).to_have_count(2)
     expect(widget.answers.nth(1).locator(".turn__body")).to_have_text("Answer number 3. You asked: second question")
-    expect(tools_of(widget.answers.nth(1)).get_by_role("button", name=EN["answerRegenerate"])).to_be_visible()
-    expect(tools_of(widget.answers.nth(0)).get_by_role("button", name=EN["answerRegenerate"])).to_be_hidden()
+    expect(tools_of(widget.answers.nth(1)).get_by_role("button", name=TOOLS["regenerate"])).to_be_visible()
+    expect(tools_of(widget.answers.nth(0)).get_by_role("button", name=TOOLS["regenerate"])).to_be_hidden()
 
 
 # -- edit -------------------------------------------------------------------------------------
@@ -275,10 +276,10 @@ def test_edit_replaces_the_last_question_and_its_answer(embed, chat_server, page
     ask(widget, "/echo One.")
     ask(widget, "/echo Two.")
     questions = widget.frame.locator("[data-chat-transcript] > li.turn--user")
-    expect(questions.nth(0).get_by_role("button", name=EN["turnEdit"])).to_have_count(0)  # the last only
-    edit = questions.nth(1).get_by_role("button", name=EN["turnEdit"])
+    expect(questions.nth(0).get_by_role("button", name=TOOLS["edit"])).to_have_count(0)  # the last only
+    edit = questions.nth(1).get_by_role("button", name=TOOLS["edit"])
     press(widget, edit, "Enter")
-    field = widget.frame.get_by_role("textbox", name=EN["turnEditLabel"])
+    field = widget.frame.get_by_role("textbox", name=TOOLS["editLabel"])
     expect(field).to_be_focused()
     expect(field).to_have_value("/echo Two.")
     widget.assert_accessible()
@@ -313,7 +314,7 @@ def test_edit_replaces_the_last_question_and_its_answer(embed, chat_server, page
     ]
     widget = reopen(page)
     assert widget.transcript() == expected
-    expect(widget.frame.get_by_role("button", name=EN["turnEdit"])).to_have_count(1)
+    expect(widget.frame.get_by_role("button", name=TOOLS["edit"])).to_have_count(1)
 
 
 # -- the whole answer ---------------------------------------------------------------------------
@@ -323,18 +324,18 @@ def test_the_whole_answer_dialog_traps_focus_and_gives_it_back(embed, page):
     widget = embed()
     widget.open()
     ask(widget, f"/echo {MARKDOWN_ANSWER}")
-    read = tools_of(widget.last_answer()).get_by_role("button", name=EN["answerRead"])
+    read = tools_of(widget.last_answer()).get_by_role("button", name=TOOLS["read"])
     press(widget, read, "Enter")
-    dialog = widget.frame.get_by_role("dialog", name=EN["answerDialog"])
+    dialog = widget.frame.get_by_role("dialog", name=TOOLS["dialog"])
     expect(dialog).to_be_visible()
-    text = dialog.get_by_role("region", name=EN["answerDialog"])
+    text = dialog.get_by_role("region", name=TOOLS["dialog"])
     expect(text).to_be_focused()
     expect(text.get_by_role("heading", name="Tuning")).to_have_count(1)
     assert text.get_by_role("heading", name="Tuning").evaluate("n => n.tagName") == "H3"  # below the dialog's h2
     expect(text).to_contain_text("Use drop D — DADGBE:")
     assert dialog.evaluate("d => d.matches(':modal')")
     widget.assert_accessible()
-    close = dialog.get_by_role("button", name=EN["answerClose"])
+    close = dialog.get_by_role("button", name=TOOLS["close"])
     # Tab and Shift+Tab go round inside the dialog, never out to the panel or the host page.
     page.keyboard.press("Tab")
     expect(close).to_be_focused()
@@ -392,9 +393,12 @@ def test_the_tools_speak_spanish_in_a_spanish_panel(embed):
     t = STRINGS["es"]
     widget = embed(lang="es")
     widget.open()
+    # Where the server leaves this module's strings out of the panel's config (web.py
+    # LAZY_STRING_GROUPS), the module fetches them from the same i18n file.
+    widget.panel_frame().evaluate("() => { delete window.chatPanel.strings.answerTools; }")
     ask(widget, "/echo Una respuesta.")
-    tools = widget.last_answer().get_by_role("group", name=t["answerTools"])
-    for key in ("answerCopy", "answerRead", "answerRegenerate", "answerHelpful", "answerNotHelpful"):
-        expect(tools.get_by_role("button", name=t[key], exact=True)).to_be_visible()
+    tools = widget.last_answer().get_by_role("group", name=t["answerTools"]["group"])
+    for key in ("copy", "read", "regenerate", "helpful", "notHelpful"):
+        expect(tools.get_by_role("button", name=t["answerTools"][key], exact=True)).to_be_visible()
     expect(widget.frame.get_by_role("heading", name=t["turnAssistant"])).to_have_count(1)
-    expect(widget.frame.get_by_role("button", name=t["turnEdit"])).to_be_visible()
+    expect(widget.frame.get_by_role("button", name=t["answerTools"]["edit"])).to_be_visible()

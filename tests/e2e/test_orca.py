@@ -39,7 +39,7 @@ from .conftest import CHROMIUM, CHROMIUM_ARGS, FIREFOX, chat_base_url
 from .orca.desktop import DEBIAN_PACKAGES, OrcaDesktop, missing_tools, parse_speech
 from .orca.speech import check_whole_sentences, relevant, sentences
 from .test_accessibility_contract import IMPROVISATION_SPOKEN
-from .test_answer_tools import tab_to
+from .test_answer_tools import TOOLS, tab_to
 
 # One screen reader at a time, on one worker: its speech is timed against
 # the widget's pacing (docs/testing.md, "Parallel runs").
@@ -268,22 +268,22 @@ def test_copy_answer_and_helpful_pressed_by_keyboard_are_each_heard_once(orca, l
     widget.send("/echo All good.")
     assert widget.wait_until_complete() == "completed"
     orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
-    tools = widget.last_answer().get_by_role("group", name=EN["answerTools"])
-    copy = tools.get_by_role("button", name=EN["answerCopy"])
-    helpful = tools.get_by_role("button", name=EN["answerHelpful"], exact=True)
+    tools = widget.last_answer().get_by_role("group", name=TOOLS["group"])
+    copy = tools.get_by_role("button", name=TOOLS["copy"])
+    helpful = tools.get_by_role("button", name=TOOLS["helpful"], exact=True)
     copy.wait_for()
     orca.wait_until_idle()
     mark = orca.mark()
     tab_to(widget, copy)
     widget.page.keyboard.press("Enter")
-    orca.wait_for_speech(EN["answerCopied"], since=mark, timeout=SPEECH_TIMEOUT)
+    orca.wait_for_speech(TOOLS["copied"], since=mark, timeout=SPEECH_TIMEOUT)
     tab_to(widget, helpful, backwards=False)
     widget.page.keyboard.press("Space")
-    orca.wait_for_speech(EN["answerRated"], since=mark, timeout=SPEECH_TIMEOUT)
+    orca.wait_for_speech(TOOLS["rated"], since=mark, timeout=SPEECH_TIMEOUT)
     said = orca.wait_for_silence(1.0, since=mark)
     print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
-    outcomes = [line for line in said if line in (EN["answerCopied"], EN["answerRated"])]
-    assert outcomes == [EN["answerCopied"], EN["answerRated"]], said  # one region: in order, once each
+    outcomes = [line for line in said if line in (TOOLS["copied"], TOOLS["rated"])]
+    assert outcomes == [TOOLS["copied"], TOOLS["rated"]], said  # one region: in order, once each
     assert not [line for line in said if line in CUES | ERRORS], said  # no answer cue said again
 
 
