@@ -167,3 +167,20 @@ def test_the_tools_load_only_on_first_press(embed, page):
     assert [url for url in requested if url.endswith("/static/widget/conversation-tools.css")]
     # Its strings come from the same i18n file the server reads.
     assert [url for url in requested if url.endswith("/static/widget/i18n/en.json")]
+
+
+def test_dark_scheme_dialog_and_options_are_clean(embed, page, browser_name):
+    if browser_name == "firefox":
+        pytest.skip("WebDriver BiDi cannot emulate prefers-color-scheme in Firefox ESR 153 (docs/testing.md)")
+    page.emulate_media(color_scheme="dark")
+    widget = embed(starters=json.dumps(["/echo A starter."]), greeting="Hello in the dark.")
+    widget.open()
+    assert widget.panel_frame().evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+    widget.assert_accessible()
+    open_options(widget)
+    widget.assert_accessible()
+    new = widget.frame.get_by_role("button", name=TOOLS["newLabel"])
+    tab_to(widget, new)
+    widget.page.keyboard.press("Enter")
+    expect(widget.frame.get_by_role("dialog", name=TOOLS["confirmTitle"])).to_be_visible()
+    widget.assert_accessible()
