@@ -53,6 +53,28 @@ function required(root, selector) {
 }
 
 const FOLLOW_THRESHOLD_PX = 48;
+// The scroller's vertical padding (panel.css .chat__main, 6 px each side): an overflow no
+// larger hides at most that padding. Past it the transcript scrolls and is a tab stop; below
+// it, not (IBM ACE's element_tabbable_role_valid counts the same; axe's
+// scrollable-region-focusable asks for a stop beyond 13 px: docs/accessibility.md A37).
+const SCROLL_SLACK_PX = 12;
+
+// A code block is a tab stop while it scrolls; a table's box (markdown.js, data-label) is also
+// a region named by the table's summary then, so its tab stop says what it is
+// (docs/accessibility.md A40).
+function markScrollable(box) {
+  const scrolls =
+    Math.max(box.scrollHeight - box.clientHeight, box.scrollWidth - box.clientWidth) >
+    SCROLL_SLACK_PX;
+  const label = box.dataset.label;
+  const set = (name, value) =>
+    scrolls ? box.setAttribute(name, value) : box.removeAttribute(name);
+  set('tabindex', 0);
+  if (label) {
+    set('role', 'region');
+    set('aria-label', label);
+  }
+}
 
 export class ChatPanel {
   constructor(root, config) {
@@ -77,6 +99,7 @@ export class ChatPanel {
       onAnnounce: (detail) => this.emit('announce', detail),
     });
     this.current = null; // the latest AnswerRun
+    this.followEnd();
     // Once ready (while online): outbox.js keeps what is typed offline, tab-sync.js follows
     // this site's other tabs (docs/design.md, "The outbox", "Tabs in sync").
     root.addEventListener('chatwidget:ready', () => {
@@ -289,7 +312,30 @@ export class ChatPanel {
   }
 
   scrollToEnd() {
+    this.following = true;
     this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  // docs/accessibility.md A38: whatever grows the transcript (text, a status, Retry, an action,
+  // an answer's tools) or shrinks its view keeps the end in view while the reader follows it.
+  // Following stops only when they scroll up (our own scrolls only go down) and resumes at
+  // the bottom. The same observer makes the transcript a tab stop exactly while it scrolls.
+  followEnd() {
+    const scroller = this.scroller;
+    let lastTop = 0;
+    this.following = true;
+    scroller.addEventListener('scroll', () => {
+      const top = scroller.scrollTop;
+      this.following = (this.following && top >= lastTop) || this.atBottom();
+      lastTop = top;
+    });
+    const observer = new ResizeObserver(() => {
+      for (const box of [scroller, ...this.transcript.querySelectorAll('pre, [data-label]')])
+        markScrollable(box);
+      if (this.following) this.scrollToEnd();
+    });
+    observer.observe(scroller);
+    observer.observe(this.transcript);
   }
 
   setTurnState(turn, state, statusText = '') {
@@ -549,7 +595,6 @@ class AnswerRun {
 
   render(snapshot) {
     this.renderScheduled = false;
-    const follow = this.panel.atBottom();
     if (snapshot) {
       // The model's whole text supersedes any deltas not yet drawn.
       this.pendingText = '';
@@ -558,7 +603,6 @@ class AnswerRun {
       this.view.append(this.pendingText);
       this.pendingText = '';
     }
-    if (follow) this.panel.scrollToEnd();
     if (!this.inProgress) return; // after the end, renders no longer feed the announcer
     if (this.alreadyShown) {
       this.alreadyShown = false;

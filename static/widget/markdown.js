@@ -487,14 +487,19 @@ export function createMarkdownView(root, options = {}) {
         key = `${kind}${block.offset}\n${kind === 'code' ? block.info : `${block.lines[0]}\n${block.lines[1]}`}`;
       if (growing?.key !== key) {
         growing?.node.remove();
-        node = element(kind === 'code' ? 'pre' : 'table');
-        if (headerLines)
-          node.appendChild(element('thead')).appendChild(tableRow(block, block.lines[0], 'th'));
+        // A table scrolls sideways in a box the panel names by data-label (A40, chat.js).
+        const box = element(kind === 'code' ? 'pre' : 'table');
+        node = box;
+        if (headerLines) {
+          node = element('div', { class: 'md-wide' });
+          node.appendChild(box);
+          box.appendChild(element('thead')).appendChild(tableRow(block, block.lines[0], 'th'));
+        }
         const language = !headerLines && codeLanguage(block);
         const body = headerLines
           ? element('tbody')
           : element('code', language && { class: `language-${language}` });
-        growing = { key, drawn: 0, node, body: node.appendChild(body) };
+        growing = { key, drawn: 0, node, body: box.appendChild(body) };
       }
       const unit = (line) =>
         kind === 'code'
@@ -511,6 +516,7 @@ export function createMarkdownView(root, options = {}) {
         kind === 'code'
           ? summaries.codeBlock(codeLanguage(block), lineCount)
           : summaries.table(block.alignments.length, lineCount);
+      if (headerLines) node.dataset.label = plain;
       if (closed) growing = null;
       if (node.parentNode !== parent || node.nextSibling) parent.appendChild(node);
       return { kind, plain, closed };

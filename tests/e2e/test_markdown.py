@@ -198,32 +198,37 @@ CONSTRUCTS = {
         "| Left | Center | Right | None |\n|:-----|:------:|------:|------|\n| a | **b** | `c` | d |\n| e | f |\n\nafter",
         [
             [
-                "table",
+                # The box a wide table scrolls in; the panel names it while it scrolls (A40).
+                "div",
+                {"class": "md-wide", "data-label": "Table, 4 columns, 2 rows."},
                 [
-                    "thead",
+                    "table",
                     [
-                        "tr",
-                        ["th", {"scope": "col", "align": "left"}, "Left"],
-                        ["th", {"scope": "col", "align": "center"}, "Center"],
-                        ["th", {"scope": "col", "align": "right"}, "Right"],
-                        ["th", {"scope": "col"}, "None"],
-                    ],
-                ],
-                [
-                    "tbody",
-                    [
-                        "tr",
-                        ["td", {"align": "left"}, "a"],
-                        ["td", {"align": "center"}, ["strong", "b"]],
-                        ["td", {"align": "right"}, ["code", "c"]],
-                        ["td", "d"],
+                        "thead",
+                        [
+                            "tr",
+                            ["th", {"scope": "col", "align": "left"}, "Left"],
+                            ["th", {"scope": "col", "align": "center"}, "Center"],
+                            ["th", {"scope": "col", "align": "right"}, "Right"],
+                            ["th", {"scope": "col"}, "None"],
+                        ],
                     ],
                     [
-                        "tr",
-                        ["td", {"align": "left"}, "e"],
-                        ["td", {"align": "center"}, "f"],
-                        ["td", {"align": "right"}],
-                        ["td"],
+                        "tbody",
+                        [
+                            "tr",
+                            ["td", {"align": "left"}, "a"],
+                            ["td", {"align": "center"}, ["strong", "b"]],
+                            ["td", {"align": "right"}, ["code", "c"]],
+                            ["td", "d"],
+                        ],
+                        [
+                            "tr",
+                            ["td", {"align": "left"}, "e"],
+                            ["td", {"align": "center"}, "f"],
+                            ["td", {"align": "right"}],
+                            ["td"],
+                        ],
                     ],
                 ],
             ],
@@ -234,9 +239,13 @@ CONSTRUCTS = {
         "a | b\n--|--\n1 | 2",
         [
             [
-                "table",
-                ["thead", ["tr", ["th", {"scope": "col"}, "a"], ["th", {"scope": "col"}, "b"]]],
-                ["tbody", ["tr", ["td", "1"], ["td", "2"]]],
+                "div",
+                {"class": "md-wide", "data-label": "Table, 2 columns, 1 row."},
+                [
+                    "table",
+                    ["thead", ["tr", ["th", {"scope": "col"}, "a"], ["th", {"scope": "col"}, "b"]]],
+                    ["tbody", ["tr", ["td", "1"], ["td", "2"]]],
+                ],
             ]
         ],
     ),
@@ -638,6 +647,7 @@ ALLOWED = {
     "br": [],
     "hr": [],
     "blockquote": [],
+    "div": ["class", "data-label"],  # a table's box: class md-wide, data-label its summary (A40)
     "table": [],
     "thead": [],
     "tbody": [],
@@ -809,7 +819,7 @@ def test_options_translate_summaries_and_shift_headings(md_page: Page):
           return { tags: [...box.children].map((e) => e.localName), plains: v.blocks().map((b) => b.plain) };
         }"""
     )
-    assert result["tags"] == ["h3", "pre", "table", "h6"]
+    assert result["tags"] == ["h3", "pre", "div", "h6"]  # the table in its box (A40)
     # A negative offset cannot make a tag outside h1..h6.
     tags = md_page.evaluate(
         """() => {
@@ -843,7 +853,8 @@ def test_default_summaries(md_page: Page):
 # 7 KiB since readable names, no assignment inside an expression (Biome's
 # recommended rules) and the formatter's layout (issue 10): 7,118 B, about 15%
 # more than the one-letter, hand-laid source it replaced (6,188 B at 6 KiB).
-MARKDOWN_BUDGET_BYTES = 7168
+# 7,400 B since a table scrolls in its own named box (issue 12, docs/accessibility.md A40).
+MARKDOWN_BUDGET_BYTES = 7400
 
 
 def test_gzipped_size_budget():
