@@ -254,7 +254,7 @@ function toggleOptions(trigger, section) {
 // (docs/accessibility.md A34).
 function setAnnounceMode(panel, mode) {
   panel.announcer.mode = mode;
-  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API cannot set Partitioned in Firefox.
+  // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie the server reads (web.py); document.cookie sets it in both browsers tested.
   document.cookie = `${ANNOUNCE_COOKIE}=${mode}; Max-Age=${YEAR_SECONDS}; Path=/; Secure; SameSite=None; Partitioned`;
 }
 
