@@ -15,8 +15,6 @@ import { AnswerModel } from './model.js';
 // restored conversation may have some: not part of the first open
 // (tests/test_budgets.py).
 const loadActions = () => import('./actions.js');
-// Copy, feedback, regenerate, edit, the whole answer: once an answer ended.
-const loadTools = () => import('./answer-tools.js');
 
 export class ChatWidgetError extends Error {
   constructor(message) {
@@ -268,12 +266,12 @@ export class ChatPanel {
 
   // -- turns -----------------------------------------------------------------
 
-  // The title is h1; each turn has a heading (docs/accessibility.md A20).
+  // The title is h1, then a heading per turn (docs/accessibility.md A20).
   headingLevel() {
     return this.config.turnHeadingLevel || 2;
   }
 
-  // The visible label, and the heading a screen reader hears instead.
+  // The visible label; a screen reader hears the heading instead.
   who(label, heading) {
     const visible = element('p', 'turn__who', label);
     visible.setAttribute('aria-hidden', 'true');
@@ -346,7 +344,9 @@ export class ChatPanel {
     else turn.item.removeAttribute('aria-busy');
     turn.status.textContent = statusText;
     turn.status.hidden = !statusText;
-    if (/^(completed|cancelled|failed)$/.test(state)) loadTools().then((m) => m.attach(this, turn));
+    // Copy, feedback, regenerate, edit: loaded once an answer ended (A21).
+    if (/^(completed|cancelled|failed)$/.test(state))
+      import('./answer-tools.js').then((tools) => tools.attach(this, turn));
     this.emit('state', { state, messageId: turn.item.dataset.messageId || '' });
   }
 
