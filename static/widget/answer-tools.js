@@ -113,6 +113,7 @@ export async function attach(panel, turn) {
   const text = turn.run ? turn.run.model.text : turn.message?.text || '';
   if (!text) return; // nothing arrived: nothing to copy, rate or read
   const [words] = await Promise.all([loadWords(panel), stylesheet]);
+  if (!words) attaching.delete(item); // not drawn this time (offline): a later call may
   if (!item.isConnected || !words) return;
   stateOf(panel).words = words;
   stateOf(panel).tools.set(item, new AnswerTools(panel, turn, text));
