@@ -117,6 +117,12 @@ class Outbox {
     return true;
   }
 
+  // Messages whose turn left the transcript (a start-over here or in another tab) are not sent.
+  prune() {
+    this.waiting = this.waiting.filter(({ item }) => item.isConnected);
+    this.save();
+  }
+
   save() {
     save(
       this.waiting.map(({ request }) => ({
@@ -135,6 +141,8 @@ class Outbox {
     try {
       while (this.waiting.length && navigator.onLine) {
         if (panel.current) await ended(panel, panel.current);
+        this.prune();
+        if (!this.waiting.length) break;
         const { item, request } = this.waiting[0];
         delete item.dataset.state;
         item.querySelector('[data-chat-outbox]')?.remove();
@@ -155,9 +163,17 @@ class Outbox {
   }
 }
 
+const outboxes = new WeakMap(); // panel → its Outbox
+
+// After a start-over followed from another tab (tab-sync.js).
+export const prune = (panel) => outboxes.get(panel)?.prune();
+
 export async function init(panel) {
   const outbox = new Outbox(panel, await lazyStrings(panel, 'offlineOutbox'));
+  outboxes.set(panel, outbox);
   panel.hold = (item, request) => outbox.hold(item, request);
+  // New conversation here (conversation-tools.js) emptied the transcript.
+  panel.root.addEventListener('chatwidget:conversation', () => outbox.prune());
   window.addEventListener('online', () => outbox.send());
   window.addEventListener('pagehide', () => {
     outbox.leaving = true;

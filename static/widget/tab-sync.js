@@ -13,7 +13,7 @@
 // The channel is same-origin: the conversation's token travels only between panels of the
 // chat server's origin, never to the host page.
 
-import { ended, lazyStrings } from './outbox.js';
+import { ended, lazyStrings, prune } from './outbox.js';
 
 // How long a start-over waits for the answer to end after its cancel (as conversation-tools.js).
 const CANCEL_WAIT_MS = 5000;
@@ -46,6 +46,7 @@ async function reset(panel, message) {
   panel.alert.textContent = '';
   panel.empty.hidden = false;
   panel.scroller.scrollTop = 0;
+  prune(panel); // messages waiting here belonged to the conversation that ended
   panel.announcer.interrupt(message.reason === 'deleted' ? strings.deleted : strings.reset);
 }
 

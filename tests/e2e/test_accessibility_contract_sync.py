@@ -17,7 +17,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from widget_server.testing import ChatWidget
 
 from ..helpers import CountingBackend
-from .test_offline import QUEUED, assert_waiting, held_request_ids, record_submits
+from .test_offline import QUEUED, assert_waiting, held_request_ids, open_with_outbox, record_submits
 from .test_tab_sync import focus, open_tab, start_over
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +38,7 @@ def test_A43_a_message_sent_offline_waits_visibly_is_said_once_and_is_sent_once_
     server = chat_server_factory()
     submitted = record_submits(server)
     widget = embed(server)
-    widget.open()
+    open_with_outbox(widget)
     context.set_offline(True)
     widget.input.press_sequentially("/echo sent when back")
     widget.input.press("Enter")  # by keyboard, as A9

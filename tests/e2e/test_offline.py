@@ -46,6 +46,14 @@ def record_submits(server) -> list[str]:
     return submitted
 
 
+def open_with_outbox(widget: ChatWidget) -> None:
+    """Open the chat and wait until its outbox is in place: outbox.js is loaded (with its
+    strings) right after the panel is ready, while online — a browser that goes offline within
+    those milliseconds has no outbox yet (docs/design.md, "The outbox")."""
+    widget.open()
+    widget.panel_frame().wait_for_function("() => typeof window.chatPanel.hold === 'function'")
+
+
 def held_request_ids(widget: ChatWidget) -> list[str]:
     """The request ids the panel keeps for later, from where it keeps them (outbox.js)."""
     return widget.panel_frame().evaluate(
@@ -83,7 +91,7 @@ def test_a_first_message_typed_offline_survives_a_reload_and_is_sent_once(
     server.service.backend = backend
     submitted = record_submits(server)
     widget = embed(server)
-    widget.open()
+    open_with_outbox(widget)
     url = page.url
     context.set_offline(True)
     widget.send("/echo typed while offline")
@@ -128,7 +136,7 @@ def test_messages_typed_offline_are_sent_in_order_when_the_browser_is_back_onlin
     backend = CountingBackend(server.service.backend)
     server.service.backend = backend
     widget = embed(server)
-    widget.open()
+    open_with_outbox(widget)
     widget.send("/echo online first")
     assert widget.wait_until_complete() == "completed"
     submitted = record_submits(server)
@@ -159,3 +167,45 @@ def test_messages_typed_offline_are_sent_in_order_when_the_browser_is_back_onlin
     assert [(turn["role"], turn["text"]) for turn in widget.transcript()] == [
         (m["role"], m["text"]) for m in history(server)
     ]
+
+
+def test_in_spanish_the_waiting_message_speaks_spanish(embed, context: BrowserContext, chat_server_factory):
+    server = chat_server_factory()
+    submitted = record_submits(server)
+    widget = embed(server, lang="es")
+    open_with_outbox(widget)
+    context.set_offline(True)
+    widget.send("/echo hola")
+    turn = widget.turns.last
+    expect(turn).to_have_attribute("data-state", "waiting")
+    expect(turn.locator(".turn__status")).to_have_text("Esperando conexión")
+    widget.wait_for_announcement("No hay conexión. Tu mensaje se enviará cuando vuelva la conexión.")
+    context.set_offline(False)
+    assert widget.wait_until_complete() == "completed"
+    assert len(submitted) == 1
+
+
+def test_starting_over_drops_the_messages_still_waiting(
+    embed, page: Page, context: BrowserContext, chat_server_factory
+):
+    from .test_tab_sync import start_over
+
+    server = chat_server_factory()
+    submitted = record_submits(server)
+    widget = embed(server)
+    open_with_outbox(widget)
+    # The dialog's module loads on the first press (conversation-tools.js): once while online.
+    widget.frame.get_by_role("button", name="New conversation").click()
+    widget.frame.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+    context.set_offline(True)
+    widget.send("/echo never mind")
+    assert_waiting(widget, "/echo never mind")
+    start_over(widget, delete=False)  # no conversation yet: nothing to ask the server
+    expect(widget.turns).to_have_count(0)
+    assert held_request_ids(widget) == []
+    context.set_offline(False)
+    widget.send("/echo a fresh start")
+    assert widget.wait_until_complete() == "completed"
+    expect(widget.turns).to_have_count(2)
+    assert len(submitted) == 1
+    assert [m["text"] for m in history(server)] == ["/echo a fresh start", "a fresh start"]
