@@ -52,7 +52,13 @@ def test_seed_answer_arrives_exactly(live_server, chat_factory, seed_answers, se
     history = chat.history().json()["messages"]
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[0]["text"] == question
-    assert history[1] == {"message_id": result.message_id, "role": "assistant", "text": expected, "state": "completed"}
+    assert history[1] == {
+        "message_id": result.message_id,
+        "role": "assistant",
+        "text": expected,
+        "state": "completed",
+        "feedback": None,  # nobody rated it (tests/test_api_feedback.py)
+    }
 
 
 def test_answer_with_unicode_and_blank_lines_arrives_exactly(live_server, chat_factory):
