@@ -21,7 +21,8 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
-# (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js).
+# (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js; outbox.js
+# while online, for a message typed offline; tab-sync.js).
 LAZY_STRING_GROUPS = ("conversationTools", "offlineOutbox", "syncTabs")
 
 
