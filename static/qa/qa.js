@@ -21,6 +21,19 @@ const scenarioSelect = $('qa-scenario');
 const target = document.querySelector(config.target);
 const logBody = $('qa-log-body');
 const logScroller = document.querySelector('.qa-log__scroller');
+// The log is a tab stop exactly while it scrolls, like the panel's transcript
+// (docs/accessibility.md A37): keyboard users can scroll it then, and IBM ACE
+// (element_tabbable_role_valid) flags a focusable region that scrolls nothing.
+const logStop = new ResizeObserver(() => {
+  if (
+    logScroller.scrollHeight > logScroller.clientHeight ||
+    logScroller.scrollWidth > logScroller.clientWidth
+  )
+    logScroller.tabIndex = 0;
+  else logScroller.removeAttribute('tabindex');
+});
+logStop.observe(logScroller);
+logStop.observe(logScroller.firstElementChild); // the table: rows added or cleared
 const statusLine = $('qa-status');
 
 const items = new Map(config.items.map((item) => [item.id, item]));
