@@ -60,12 +60,12 @@ def test_starters_and_greeting_are_read_from_json_and_normalised():
     ],
 )
 def test_a_bad_starters_setting_stops_the_server_at_start_naming_it(raw, reason):
-    with pytest.raises(ConfigError, match=f"STARTERS.*{reason}"):
+    with pytest.raises(ConfigError, match=rf"STARTERS.*{re.escape(reason)}"):
         load_settings({"STARTERS": raw})
 
 
 def test_a_too_long_greeting_stops_the_server_at_start():
-    with pytest.raises(ConfigError, match="GREETING.*at most 200"):
+    with pytest.raises(ConfigError, match=r"GREETING.*at most 200"):
         load_settings({"GREETING": "x" * 201})
 
 
