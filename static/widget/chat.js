@@ -98,8 +98,7 @@ export class ChatPanel {
     });
     this.current = null; // the latest AnswerRun
     this.followEnd();
-    // Once ready (while online): outbox.js keeps what is typed offline, tab-sync.js follows
-    // this site's other tabs (docs/design.md, "The outbox", "Tabs in sync").
+    // Once ready, while online: offline sends, other tabs (docs/design.md).
     root.addEventListener('chatwidget:ready', () => {
       for (const name of ['outbox', 'tab-sync']) import(`./${name}.js`).then((m) => m.init(this));
     });
