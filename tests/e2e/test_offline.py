@@ -13,7 +13,6 @@ from playwright.sync_api import BrowserContext, Page, expect
 from widget_server.testing import ChatWidget
 
 from ..helpers import CountingBackend
-from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
 
 pytestmark = pytest.mark.e2e
 
