@@ -7,6 +7,7 @@ loads when. Real Chromium and Firefox ESR, real server, keyboard only where a pe
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -70,6 +71,8 @@ def test_start_over_while_an_answer_streams_stops_it_first(embed, chat_server_fa
     widget.open()
     widget.send("/scenario slow")
     expect(widget.last_answer()).to_have_attribute("data-state", "streaming")
+    # Its id arrives with its first event (message.started).
+    expect(widget.last_answer()).to_have_attribute("data-message-id", re.compile(r".+"))
     old_id, _ = conversation_of(widget)
     message_id = widget.last_answer().get_attribute("data-message-id")
     start_over(widget, TOOLS["startOver"])
