@@ -54,6 +54,7 @@
       'reducedMotion',
       'starters',
       'greeting',
+      'headingLevel',
     ]) {
       const value = option(name, '');
       if (value) url.searchParams.set(name, value);

@@ -23,7 +23,7 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # needed but left out of its JSON config, which is part of the first open's bytes
 # (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js; outbox.js
 # while online, for a message typed offline; tab-sync.js).
-LAZY_STRING_GROUPS = ("conversationTools", "offlineOutbox", "syncTabs")
+LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs")
 
 
 def _static_folder() -> str:
@@ -138,6 +138,10 @@ def _render_panel(standalone: bool) -> Response:
         "stallTimeoutMs": int(values["HEARTBEAT_SECONDS"] * 3000) + 5000,
         "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
         "announceIntervalMs": _bounded_int("announceInterval", 1000, 100, 10000),
+        # Each turn's heading level (data-heading-level): the panel title is h1, so 2 is the
+        # top; a site whose page puts the chat under its own h2 may choose 3.
+        "turnHeadingLevel": _bounded_int("headingLevel", 2, 2, 5),
+        "feedbackCommentMaxChars": values["FEEDBACK_COMMENT_MAX_CHARS"],
         "reducedMotion": _flag("reducedMotion"),
         "conversation": _remembered_conversation(),
         "announceMode": _announce_mode(),
