@@ -51,29 +51,6 @@ function required(root, selector) {
 }
 
 const FOLLOW_THRESHOLD_PX = 48;
-// The scroller's vertical padding (panel.css .chat__main, 6 px each side): an overflow no
-// larger hides at most that padding. Past it the transcript scrolls and is a tab stop; below
-// it, not (IBM ACE's element_tabbable_role_valid counts the same; axe's
-// scrollable-region-focusable asks for a stop beyond 13 px: docs/accessibility.md A37).
-const SCROLL_SLACK_PX = 12;
-
-// A code block is a tab stop while it scrolls; a table's box (markdown.js, data-label) is also
-// a region named by the table's summary then, so its tab stop says what it is
-// (docs/accessibility.md A40).
-function markScrollable(box) {
-  const scrolls =
-    Math.max(box.scrollHeight - box.clientHeight, box.scrollWidth - box.clientWidth) >
-    SCROLL_SLACK_PX;
-  const label = box.dataset.label;
-  const set = (name, value) =>
-    scrolls ? box.setAttribute(name, value) : box.removeAttribute(name);
-  set('tabindex', 0);
-  if (label) {
-    set('role', 'region');
-    set('aria-label', label);
-  }
-}
-
 export class ChatPanel {
   constructor(root, config) {
     if (!(root instanceof HTMLElement))
@@ -97,10 +74,10 @@ export class ChatPanel {
       onAnnounce: (detail) => this.emit('announce', detail),
     });
     this.current = null; // the latest AnswerRun
-    this.followEnd();
-    // Once ready, while online: offline sends, other tabs (docs/design.md).
+    // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
     root.addEventListener('chatwidget:ready', () => {
-      for (const name of ['outbox', 'tab-sync']) import(`./${name}.js`).then((m) => m.init(this));
+      for (const name of ['outbox', 'tab-sync', 'scroll-follow'])
+        import(`./${name}.js`).then((m) => m.init(this));
     });
     // data-starters / data-greeting the server ignored
     for (const warning of config.warnings || []) console.warn('chat widget:', warning);
@@ -309,30 +286,8 @@ export class ChatPanel {
   }
 
   scrollToEnd() {
-    this.following = true;
+    this.following = true; // scroll-follow.js
     this.scroller.scrollTop = this.scroller.scrollHeight;
-  }
-
-  // docs/accessibility.md A38: whatever grows the transcript (text, a status, Retry, an action,
-  // an answer's tools) or shrinks its view keeps the end in view while the reader follows it.
-  // Following stops only when they scroll up (our own scrolls only go down) and resumes at
-  // the bottom. The same observer makes the transcript a tab stop exactly while it scrolls.
-  followEnd() {
-    const scroller = this.scroller;
-    let lastTop = 0;
-    this.following = true;
-    scroller.addEventListener('scroll', () => {
-      const top = scroller.scrollTop;
-      this.following = (this.following && top >= lastTop) || this.atBottom();
-      lastTop = top;
-    });
-    const observer = new ResizeObserver(() => {
-      for (const box of [scroller, ...this.transcript.querySelectorAll('pre, [data-label]')])
-        markScrollable(box);
-      if (this.following) this.scrollToEnd();
-    });
-    observer.observe(scroller);
-    observer.observe(this.transcript);
   }
 
   setTurnState(turn, state, statusText = '') {

@@ -487,7 +487,7 @@ export function createMarkdownView(root, options = {}) {
         key = `${kind}${block.offset}\n${kind === 'code' ? block.info : `${block.lines[0]}\n${block.lines[1]}`}`;
       if (growing?.key !== key) {
         growing?.node.remove();
-        // A table scrolls sideways in a box the panel names by data-label (A40, chat.js).
+        // A table scrolls sideways in a box the panel names by data-label (A40, scroll-follow.js).
         const box = element(kind === 'code' ? 'pre' : 'table');
         node = box;
         if (headerLines) {

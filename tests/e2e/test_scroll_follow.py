@@ -25,8 +25,11 @@ OUT_OF_VIEW_JS = """() => {
     const out = [];
     const answerBox = last.getBoundingClientRect();
     if (answerBox.bottom > view.bottom + 1) out.push(['answer bottom', answerBox.bottom - view.bottom]);
-    for (const control of last.querySelectorAll('button')) {
-        if (!control.getClientRects().length) continue; // hidden (e.g. Regenerate on an older answer)
+    // The end state's own controls: Retry or an action card's (.turn__actions), else the
+    // answer's tools. All of them may not fit together in a short panel.
+    const shown = (scope) => [...last.querySelectorAll(scope)].filter((n) => n.getClientRects().length);
+    const endControls = shown('.turn__actions button');
+    for (const control of endControls.length ? endControls : shown('button')) {
         const box = control.getBoundingClientRect();
         if (box.top < view.top - 1 || box.bottom > view.bottom + 1)
             out.push([control.textContent, box.bottom - view.bottom]);
