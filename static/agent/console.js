@@ -35,7 +35,7 @@ function element(tag, className, text) {
 // Minutes since an ISO time, by this browser's clock (the server's `waited_seconds`, when it
 // sends it, is preferred: clocks differ).
 function minutesWaiting(entry, now) {
-  if (typeof entry.waited_seconds === 'number') return Math.floor(entry.waited_seconds / 60);
+  if (typeof entry.waiting_seconds === 'number') return Math.floor(entry.waiting_seconds / 60);
   const since = Date.parse(entry.waiting_since);
   return Number.isFinite(since) ? Math.max(0, Math.floor((now - since) / 60000)) : 0;
 }
@@ -646,7 +646,7 @@ class AgentConsole {
     reply.setAttribute('aria-expanded', 'false');
     reply.setAttribute(
       'aria-label',
-      format(this.s.inboxReplyLabel, { from: message.email || this.s.roleVisitor }),
+      format(this.s.inboxReplyLabel, { from: message.email || this.s.inboxAnonymous }),
     );
     const form = this.inboxForm(message, item, reply);
     reply.setAttribute('aria-controls', form.id);
