@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from widget_server.testing import ChatWidget
 
@@ -69,15 +70,25 @@ def polite(widget: ChatWidget) -> list[str]:
 
 
 def wait_for_polite_ending(widget: ChatWidget, expected: list[str]) -> None:
-    """Wait until the polite region's latest announcements are `expected` (they are throttled)."""
-    widget.panel_frame().wait_for_function(
-        """(expected) => {
-            const said = window.__chatwidgetLog.filter((e) => e.politeness === 'polite').map((e) => e.text);
-            return JSON.stringify(said.slice(-expected.length)) === JSON.stringify(expected);
-        }""",
-        arg=expected,
-        timeout=10_000,
-    )
+    """Wait until the polite region has said `expected` last, its final cue on its own.
+
+    Sentences that complete within one throttle interval go out together (announcer.js
+    `_flush()`, joined by a space), and how they group depends on the machine's pace: the
+    spoken text is compared, not the grouping. The cue ("Answer complete.") is always
+    its own announcement.
+    """
+    try:
+        widget.panel_frame().wait_for_function(
+            """(expected) => {
+                const said = window.__chatwidgetLog.filter((e) => e.politeness === 'polite').map((e) => e.text);
+                return said.length > 0 && said[said.length - 1] === expected[expected.length - 1]
+                    && said.join(' ').endsWith(expected.join(' '));
+            }""",
+            arg=expected,
+            timeout=10_000,
+        )
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"the polite region said {polite(widget)!r}, not ending with {expected!r}") from None
 
 
 def ask(widget: ChatWidget, text: str) -> None:
