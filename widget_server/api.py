@@ -17,7 +17,15 @@ from .messages import clean_text
 from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
 from .ratelimits import current_limits
 from .service import ChatService, EventStream
-from .transport import CONVERSATION_COOKIE, authorize, chat_service, disconnect_probe, json_body, settings
+from .transport import (
+    CONVERSATION_COOKIE,
+    authorize,
+    chat_service,
+    disconnect_probe,
+    handoff_service,
+    json_body,
+    settings,
+)
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -90,7 +98,9 @@ def create_conversation() -> Response:
 @bp.get("/conversations/<conversation:conversation_id>")
 def get_conversation(conversation_id: str) -> Response:
     authorize(conversation_id)
-    return jsonify({"conversation_id": conversation_id, "messages": chat_service().history(conversation_id)})
+    # The hand-off's messages in place among the turns (docs/protocol.md, "History").
+    messages = handoff_service().history(conversation_id, chat_service().history(conversation_id))
+    return jsonify({"conversation_id": conversation_id, "messages": messages})
 
 
 def new_answer_body(*fields: str) -> dict[str, Any]:
@@ -171,6 +181,9 @@ def post_message(conversation_id: str) -> Response:
     authorize(conversation_id)
     body = new_answer_body("request_id", "text")
     request_id, text = body["request_id"], user_text(body)
+    # While a person is asked for or handles the conversation, the visitor's messages go to
+    # them (…/handoff/messages), never to the backend: 409 `handoff_active`.
+    handoff_service().check_not_active(conversation_id)
     return stream_new_answer(
         conversation_id,
         request_id,
@@ -261,6 +274,7 @@ def delete_conversation(conversation_id: str) -> Response:
     included; the token stops working. 204 also expires the panel's cookie for it."""
     authorize(conversation_id)
     chat_service().delete_conversation(conversation_id)
+    handoff_service().forget(conversation_id)  # its hand-off: record, events, queue place, left messages
     limits = current_limits()
     if limits is not None:
         limits.forget_conversation(conversation_id)

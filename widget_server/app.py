@@ -25,8 +25,12 @@ from . import (
     transport,
     web,
 )
+from .agents import agent_api
 from .backends.base import create_backend
 from .config import load_settings
+from .handoff import create_handoff_store
+from .handoff import visitor_api as handoff_visitor_api
+from .handoff.service import HandoffService
 from .metrics import Metrics
 from .resources import resource_dir
 from .service import ChatService
@@ -121,7 +125,11 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     backend = create_backend(settings["BACKEND"], settings)
     metrics = Metrics(enabled=settings["METRICS"])
     app.extensions["widget_server.metrics"] = metrics
-    app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
+    chat = app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
+    # Hand-off to a person (widget_server/handoff/): its store beside the chat store.
+    handoff = HandoffService(create_handoff_store(settings, store), store, settings, metrics)
+    handoff.shutting_down = lambda: chat.shutting_down  # its streams end resumably at SIGTERM too
+    app.extensions["widget_server.handoff"] = handoff
 
     errorhandlers.init_app(app)
     transport.init_app(app)  # the id converters, before the blueprints whose rules name them
@@ -135,4 +143,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions.py)
     app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback.py)
     app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions.py)
+    # /agent: the agents' console, sign-in and API; after the hand-off service, whose hooks it sets.
+    agent_api.init_app(app, store)
+    app.register_blueprint(handoff_visitor_api.bp)  # hand-off: request, messages, the conversation stream
     return app

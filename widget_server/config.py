@@ -59,6 +59,14 @@ def _parse_str(raw: Any) -> str:
     return str(raw).strip()
 
 
+def _parse_handoff(raw: Any) -> str:
+    """HANDOFF: auto, on or off; the boolean spellings too (`HANDOFF=0` is off)."""
+    text = str(raw).strip().lower()
+    if text == "auto":
+        return text
+    return "on" if _parse_bool(raw) else "off"
+
+
 # scheme://host[:port] and nothing else: a DNS name (its first label may be `*`, a CSP
 # wildcard for subdomains) or a bracketed IPv6 address, and a port of digits. These values
 # reach the Content-Security-Policy header, so `;`, quotes and spaces must never pass.
@@ -167,6 +175,19 @@ def _parse_hosts(raw: Any) -> tuple[str, ...]:
         if not name or not all(c.isalnum() or c in ".-_:" for c in name) or (":" in name and name == host):
             raise ValueError(f"{host!r} is not a host name such as chat.internal or 10.0.0.5 (no port, no scheme)")
     return hosts
+
+
+# An address as mail headers carry it: local@domain, with nothing that could end a header or
+# start another address (agents/mail.py builds the headers; EmailMessage also refuses breaks).
+_EMAIL = re.compile(r"[^@\s<>,;:\"()\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def parse_email(raw: Any) -> str:
+    """Empty, or one email address such as help@example.com."""
+    text = _parse_str(raw)
+    if text and (len(text) > 254 or not _EMAIL.fullmatch(text)):
+        raise ValueError("expected one email address such as help@example.com (or empty)")
+    return text
 
 
 def _parse_rate_limits(raw: Any) -> str:
@@ -417,6 +438,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Requests to /api/v1 per client address that fail authorization (no, or the wrong, token; an unknown path): their own budget, apart from every authorized quota.",
     ),
     Setting(
+        "RATE_LIMIT_AGENT_SIGN_IN",
+        _parse_rate_limits,
+        "10/minute",
+        "Agent console sign-in attempts (POST /agent/sign-in), per client address and, separately, per agent name.",
+    ),
+    Setting(
         "PROXY_HOPS",
         _parse_int,
         0,
@@ -560,6 +587,36 @@ SETTINGS: tuple[Setting, ...] = (
         "widget-server-actions.jsonl",
         "The built-in `callback_request` action: the JSON Lines file each confirmed request is appended to (relative to the working directory).",
     ),
+    # The agent console (docs/agents.md) and its mail.
+    Setting(
+        "AGENTS_FILE",
+        _parse_str,
+        "",
+        "The agents file (JSON) the console's accounts are read from, written by `widget-server agents add|remove` (empty: nobody can sign in at /agent).",
+    ),
+    Setting(
+        "AGENT_SESSION_SECONDS",
+        _parse_float,
+        28800.0,
+        "How long an agent's sign-in lasts, from signing in (signing out ends it at once).",
+        60,
+        604800,
+    ),
+    Setting("SMTP_HOST", _parse_str, "", "SMTP server that sends the hand-off's mail (empty: no mail)."),
+    Setting("SMTP_PORT", _parse_int, 587, "SMTP server's port.", 1, 65535),
+    Setting("SMTP_FROM", parse_email, "", "The From address of the mail the server sends."),
+    Setting("SMTP_TO", parse_email, "", "The site owner's address: left messages are mailed there."),
+    Setting("SMTP_USERNAME", _parse_str, "", "User name for SMTP authentication (empty: none)."),
+    Setting("SMTP_PASSWORD", _parse_str, "", "Password for SMTP authentication."),
+    Setting("SMTP_STARTTLS", _parse_bool, True, "Upgrade the SMTP connection with STARTTLS before anything is sent."),
+    Setting(
+        "SMTP_TIMEOUT_SECONDS",
+        _parse_float,
+        10.0,
+        "Longest an SMTP connection or reply may take (mail is sent in the background).",
+        0.5,
+        120,
+    ),
     # The panel's empty state (an embed may override both: data-starters, data-greeting).
     Setting(
         "STARTERS",
@@ -572,6 +629,38 @@ SETTINGS: tuple[Setting, ...] = (
         parse_greeting,
         "",
         "A greeting line shown above the starters in the empty panel (at most 200 characters).",
+    ),
+    # Hand-off to a person (widget_server/handoff/; docs/protocol.md, "Hand-off to a person").
+    Setting(
+        "HANDOFF",
+        _parse_handoff,
+        "auto",
+        "Hand-off to a person: `auto` (on when the agents file lists at least one agent), `on` or `off` (also 1/0).",
+        choices=("auto", "on", "off"),
+    ),
+    Setting(
+        "AGENT_PRESENCE_SECONDS",
+        _parse_float,
+        30.0,
+        "An agent counts as available while their console was seen (any agent API call, such as its queue poll) this recently.",
+        1,
+        3600,
+    ),
+    Setting(
+        "AGENT_GRACE_SECONDS",
+        _parse_float,
+        60.0,
+        "How long a claimed conversation waits for an agent whose console stopped being seen; then it returns to the queue with a notice to the visitor.",
+        0.1,
+        86400,
+    ),
+    Setting(
+        "CONVERSATION_EVENTS_MAX",
+        _parse_int,
+        500,
+        "Events kept per conversation event stream for resume; an older position gets a `conversation.snapshot`.",
+        1,
+        100_000,
     ),
 )
 

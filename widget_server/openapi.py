@@ -18,6 +18,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify
 
 from .errors import ErrorCode
+from .handoff import events as handoff_events
 from .messages import EventKind, MessageState
 from .protocol import EVENT_ID_PATTERN, ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, LAST_EVENT_ID_PATTERN, REQUEST_ID_PATTERN
 from .stores.base import ActionStatus
@@ -484,6 +485,289 @@ _REVISION_PATHS = {
 }
 
 
+# -- hand-off to a person (issue #13; widget_server/handoff/) ------------------------------
+
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_HANDOFF_DATA: dict[str, tuple[str, list[str], dict[str, Any]]] = {
+    handoff_events.QUEUED: ("HandoffQueuedData", ["position"], {"position": {"type": "integer", "minimum": 1}}),
+    handoff_events.ASSIGNED: ("HandoffAssignedData", ["agent"], {"agent": {"type": "string"}}),
+    handoff_events.AGENT_TYPING: ("AgentTypingData", ["agent"], {"agent": {"type": "string"}}),
+    handoff_events.AGENT_MESSAGE: (
+        "AgentMessageData",
+        ["message_id", "text", "sha256", "agent"],
+        {"message_id": _ID_SCHEMA, "text": {"type": "string"}, "sha256": _SHA256, "agent": {"type": "string"}},
+    ),
+    handoff_events.VISITOR_MESSAGE: (
+        "VisitorMessageData",
+        ["message_id", "text", "sha256"],
+        {"message_id": _ID_SCHEMA, "text": {"type": "string"}, "sha256": _SHA256},
+    ),
+    handoff_events.ENDED: (
+        "HandoffEndedData",
+        ["agent", "reason"],
+        {"agent": {"type": "string"}, "reason": {"enum": list(handoff_events.END_REASONS)}},
+    ),
+    handoff_events.UNAVAILABLE: (
+        "HandoffUnavailableData",
+        ["reason"],
+        {"reason": {"enum": list(handoff_events.UNAVAILABLE_REASONS)}},
+    ),
+    handoff_events.SNAPSHOT: (
+        "ConversationSnapshotData",
+        ["state", "messages"],
+        {
+            "state": {"enum": [handoff_events.NONE, *handoff_events.ACTIVE_STATES, handoff_events.STATE_ENDED]},
+            "agent": {"type": "string"},
+            "position": {"type": "integer", "minimum": 1},
+            "messages": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["message_id", "role", "text", "sha256"],
+                    "properties": {
+                        "message_id": _ID_SCHEMA,
+                        "role": {"enum": ["agent", "visitor"]},
+                        "text": {"type": "string"},
+                        "sha256": _SHA256,
+                        "agent": {"type": "string"},
+                    },
+                },
+            },
+        },
+    ),
+}
+
+
+def _conversation_event_data(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["conversation_id", "seq", *required],
+        "properties": {"conversation_id": _ID_SCHEMA, "seq": {"type": "integer", "minimum": 0}, **properties},
+    }
+
+
+_HANDOFF_SCHEMAS: dict[str, Any] = {
+    name: _conversation_event_data(required, properties) for name, required, properties in _HANDOFF_DATA.values()
+}
+_HANDOFF_SCHEMAS.update(
+    {
+        "ConversationEvent": {
+            "description": "One event of a conversation's stream, as an EventSource reader dispatches it.",
+            "type": "object",
+            "required": ["event", "id", "data"],
+            "properties": {
+                "event": {"enum": list(handoff_events.ALL_TYPES)},
+                "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
+                "data": {"type": "string", "contentMediaType": "application/json"},
+                "retry": {"type": "integer", "minimum": 0},
+            },
+            "allOf": [
+                {
+                    "if": {"properties": {"event": {"const": kind}}, "required": ["event"]},
+                    "then": {
+                        "properties": {
+                            "data": {
+                                "contentMediaType": "application/json",
+                                "contentSchema": {"$ref": f"#/components/schemas/{name}"},
+                            }
+                        }
+                    },
+                }
+                for kind, (name, _, _) in _HANDOFF_DATA.items()
+            ],
+        },
+        "HandoffRequest": {
+            "type": "object",
+            "required": ["request_id"],
+            "additionalProperties": False,
+            "properties": {
+                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+                "reason": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "Optional; why (not shown to anyone yet).",
+                },
+            },
+        },
+        "HandoffState": {
+            "type": "object",
+            "required": ["state"],
+            "properties": {
+                "state": {"enum": ["queued", "assigned", "unavailable"]},
+                "position": {"type": "integer", "minimum": 1, "description": "`queued`: the place in line, from 1."},
+                "agent": {"type": "string", "description": "`assigned`: the agent's display name."},
+                "reason": {
+                    "enum": list(handoff_events.UNAVAILABLE_REASONS),
+                    "description": "`unavailable`: nobody present (`no_agents`) or hand-off off (`disabled`).",
+                },
+            },
+        },
+        "HandoffMessage": {
+            "type": "object",
+            "required": ["request_id", "text"],
+            "additionalProperties": False,
+            "properties": {
+                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+                "text": {"type": "string", "minLength": 1, "description": "Under a send's rules (MAX_TEXT_CHARS)."},
+            },
+        },
+        "HandoffMessageCreated": {
+            "type": "object",
+            "required": ["message_id", "sha256"],
+            "properties": {"message_id": _ID_SCHEMA, "sha256": _SHA256},
+        },
+        "LeftMessage": {
+            "type": "object",
+            "required": ["request_id", "text"],
+            "additionalProperties": False,
+            "properties": {
+                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+                "text": {"type": "string", "minLength": 1, "description": "Under a send's rules (MAX_TEXT_CHARS)."},
+                "email": {
+                    "type": ["string", "null"],
+                    "maxLength": 254,
+                    "description": "Optional: where a reply may be sent; not an address is 400 `invalid_email`.",
+                },
+            },
+        },
+        "LeftMessageCreated": {
+            "type": "object",
+            "required": ["left_message_id"],
+            "properties": {"left_message_id": _ID_SCHEMA},
+        },
+    }
+)
+
+
+def _handoff_errors(*statuses: int) -> dict[str, Any]:
+    errors = _errors(*statuses)
+    if "409" in errors:
+        errors["409"] = _error_response(
+            "No hand-off is queued or assigned (`handoff_not_active`), or the request_id was already used for "
+            "another request (`request_id_conflict`)."
+        )
+    if "503" in errors:
+        errors["503"] = _error_response(
+            "The store is unreachable (`store_unavailable`), the server is at its limit of open streams "
+            "(`server_busy`), or the hand-off desk is busy with other changes (`handoff_busy`).",
+            retry_after=True,
+        )
+    return errors
+
+
+def _handoff_post(operation_id: str, summary: str, body: str, created: str, description: str) -> dict[str, Any]:
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "description": description,
+        "security": _BEARER,
+        "parameters": [_CONVERSATION_ID],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
+        },
+        "responses": {
+            "201": {
+                "description": "Stored (or, for a retry of its request_id, stored before).",
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{created}"}}},
+            },
+            **_handoff_errors(400, 404, 405, 409, 413, 415, 503),
+        },
+    }
+
+
+_HANDOFF_PATHS = {
+    "/api/v1/conversations/{conversation_id}/handoff": {
+        "post": {
+            "operationId": "requestHandoff",
+            "summary": "Ask for a person: queued, already assigned, or unavailable (nobody present, or hand-off off).",
+            "description": "Idempotent on request_id; while a hand-off is queued or assigned, any request says where "
+            "it is. Then open the conversation's event stream.",
+            "security": _BEARER,
+            "parameters": [_CONVERSATION_ID],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HandoffRequest"}}},
+            },
+            "responses": {
+                "200": {
+                    "description": "Where the hand-off is.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HandoffState"}}},
+                },
+                **_handoff_errors(400, 404, 405, 409, 413, 415, 503),
+            },
+        },
+        "delete": {
+            "operationId": "cancelHandoff",
+            "summary": "Leave the queue or end the hand-off (`handoff.ended`, reason `visitor`); 204 also when none.",
+            "security": _BEARER,
+            "parameters": [_CONVERSATION_ID],
+            "responses": {
+                "204": {"description": "No hand-off is queued or assigned now."},
+                **_handoff_errors(404, 405, 503),
+            },
+        },
+    },
+    "/api/v1/conversations/{conversation_id}/handoff/messages": {
+        "post": _handoff_post(
+            "postHandoffMessage",
+            "Send a message to the person (only while a hand-off is queued or assigned).",
+            "HandoffMessage",
+            "HandoffMessageCreated",
+            "It becomes a `visitor.message` event and a `visitor` entry of the history; the backend never sees it. "
+            "Idempotent on request_id.",
+        )
+    },
+    "/api/v1/conversations/{conversation_id}/handoff/left-messages": {
+        "post": _handoff_post(
+            "postLeftMessage",
+            "Leave a message for the site's team (when nobody was available), with an optional email address.",
+            "LeftMessage",
+            "LeftMessageCreated",
+            "It lands in the agents' inbox; a reply is shown in this conversation. Idempotent on request_id.",
+        )
+    },
+    "/api/v1/conversations/{conversation_id}/events": {
+        "get": {
+            "operationId": "getConversationEvents",
+            "summary": "The conversation's event stream: the hand-off's state and its messages, resumable.",
+            "description": "Events have `id: <conversation_id>:<seq>`. Resume with Last-Event-ID (or `?after=<seq>`); "
+            "a position no longer kept gets one `conversation.snapshot` first. The stream ends once the reader has "
+            "every event and no hand-off is queued or assigned.",
+            "security": [{"bearer": []}, {"queryToken": []}],
+            "parameters": [
+                _CONVERSATION_ID,
+                {
+                    "name": "Last-Event-ID",
+                    "in": "header",
+                    "required": False,
+                    "description": "`<conversation_id>:<seq>` of the last event the client applied.",
+                    "schema": _LAST_EVENT_ID_SCHEMA,
+                },
+                {
+                    "name": "after",
+                    "in": "query",
+                    "required": False,
+                    "description": "The seq of the last event the client applied (the header wins).",
+                    "schema": {"type": "string", "pattern": "^(0|[1-9][0-9]{0,9})$"},
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "A text/event-stream of the conversation's events; `retry:` first, `: heartbeat` "
+                    "comments while quiet.",
+                    "headers": _EVENT_STREAM["headers"],
+                    "content": {
+                        "text/event-stream": {"itemSchema": {"$ref": "#/components/schemas/ConversationEvent"}}
+                    },
+                },
+                **_handoff_errors(400, 404, 405, 429, 503),
+            },
+        }
+    },
+}
+
+
 def build_document(server_url: str | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
         "openapi": "3.2.0",
@@ -654,6 +938,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
             **_ACTION_PATHS,
             **_FEEDBACK_PATHS,
             **_REVISION_PATHS,
+            **_HANDOFF_PATHS,
         },
         "components": {
             "securitySchemes": {
@@ -742,9 +1027,13 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "required": ["message_id", "role", "text", "state"],
                     "properties": {
                         "message_id": _ID_SCHEMA,
-                        "role": {"enum": ["user", "assistant"]},
+                        "role": {
+                            "enum": ["user", "assistant", "visitor", "agent"],
+                            "description": "`visitor` and `agent`: messages of a hand-off to a person.",
+                        },
                         "text": {"type": "string"},
                         "state": {"enum": _STATES},
+                        "agent": {"type": "string", "description": "`agent` entries: the agent's display name."},
                         "feedback": {
                             "description": "Assistant entries only: the visitor's feedback on the answer, or null.",
                             "oneOf": [{"$ref": "#/components/schemas/Feedback"}, {"type": "null"}],
@@ -764,6 +1053,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 **_ACTION_SCHEMAS,
                 **_FEEDBACK_SCHEMAS,
                 **_REVISION_SCHEMAS,
+                **_HANDOFF_SCHEMAS,
                 "MessageState": {
                     "type": "object",
                     "required": ["message_id", "state", "last_seq"],

@@ -92,7 +92,17 @@ _UNAUTHORIZED = Limit(
     "Too many refused requests from your connection. Wait {seconds} s, then try again.",
 )
 
-_LIMITS = (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED)
+# The agent console's sign-in (widget_server/agents/agent_api.py): counted per client address
+# and, under its own key space, per agent name, so neither many names from one address nor one
+# name from many addresses guesses faster than this (docs/security.md, "The agent console").
+_AGENT_SIGN_IN = Limit(
+    "agent_sign_in",
+    "RATE_LIMIT_AGENT_SIGN_IN",
+    "client",
+    "Too many sign-in attempts. Wait {seconds} s, then try again.",
+)
+
+_LIMITS = (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED, _AGENT_SIGN_IN)
 
 # Endpoint → the limits it counts against, besides the all-API one.
 _ENDPOINT_LIMITS = {
@@ -101,6 +111,11 @@ _ENDPOINT_LIMITS = {
     # A regenerate or an edit starts an answer like a send, so it spends the same quotas.
     "revisions_api.regenerate": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "revisions_api.edit": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    # Hand-off (widget_server/handoff/visitor_api.py): a request, a message to the person and
+    # a left message are messages too, and spend the same quotas.
+    "handoff_visitor.request_handoff": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    "handoff_visitor.post_handoff_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    "handoff_visitor.post_left_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
 }
 
 
@@ -161,6 +176,24 @@ class RateLimits:
             details={"limit": limit.name, "allowed": str(item)},
         )
 
+    def check_sign_in(self, agent_name: str) -> None:
+        """An agent sign-in attempt: 429 `rate_limited` past RATE_LIMIT_AGENT_SIGN_IN from this
+        address, or for this name from anywhere. The name is the one typed (bounded, lower-cased
+        by the caller), known or not: an unknown name is limited like a known one."""
+        for item in self.items[_AGENT_SIGN_IN.name]:
+            self._hit(_AGENT_SIGN_IN, item, client_key())
+            self._hit(_AGENT_SIGN_IN, item, "name:" + agent_name)
+
+    def check_agent_request(self, agent_name: str | None) -> None:
+        """A request to /agent/api: a signed-in agent's count against RATE_LIMIT_CLIENT under
+        their name; one without a session against RATE_LIMIT_UNAUTHORIZED, by address."""
+        if agent_name is None:
+            for item in self.items[_UNAUTHORIZED.name]:
+                self._hit(_UNAUTHORIZED, item, client_key())
+            return
+        for item in self.items[_ALL_API.name]:
+            self._hit(_ALL_API, item, "agent:" + agent_name)
+
     def forget_conversation(self, conversation_id: str) -> None:
         """Remove the counters kept for a deleted conversation (api.delete_conversation): no
         key naming it may remain (docs/protocol.md, "Deleting a conversation")."""
@@ -187,7 +220,7 @@ def client_key() -> str:
 
 # Endpoints whose token may also come in the query (EventSource cannot set headers): the
 # same rule as api.get_events' own authorize(…, allow_query_token=True).
-_QUERY_TOKEN_ENDPOINTS = frozenset({"api.get_events"})
+_QUERY_TOKEN_ENDPOINTS = frozenset({"api.get_events", "handoff_visitor.conversation_events"})
 
 
 def _conversation_id() -> str | None:

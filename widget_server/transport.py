@@ -22,6 +22,7 @@ from werkzeug.routing import BaseConverter
 from .config import Settings
 from .errorhandlers import handle_api_error
 from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
+from .handoff.service import HandoffService
 from .protocol import is_id
 from .service import ChatService
 from .stores.base import Conversation
@@ -37,6 +38,12 @@ CONVERSATION_COOKIE = "__Host-chatwidget_conversation"
 
 def chat_service() -> ChatService:
     service: ChatService = current_app.extensions["widget_server.service"]
+    return service
+
+
+def handoff_service() -> HandoffService:
+    """The app's HandoffService (widget_server/handoff/service.py)."""
+    service: HandoffService = current_app.extensions["widget_server.handoff"]
     return service
 
 

@@ -1,0 +1,29 @@
+"""Hand-off to a person (issue #13): a conversation's hand-off state, its queue, the claim,
+and the conversation event stream that carries what the person and the visitor say.
+
+One concern per module (docs/architecture.md): `events.py` (pure: event types and their
+SSE form), `memory_store.py` and `redis_store.py` (the hand-off store, apart from the chat
+stores), `service.py` (`HandoffService`, transport-free), `metrics.py` (its counters),
+`visitor_api.py` (the visitor's routes).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import HandoffStore
+
+
+def create_handoff_store(settings: dict[str, Any], chat_store: Any) -> HandoffStore:
+    """The hand-off store beside the chat store: in memory with the memory store, on the same
+    Redis (the chat store's client) with a Redis one, so hand-offs are as shared as answers."""
+    max_events = settings["CONVERSATION_EVENTS_MAX"]
+    ttl = settings["CONVERSATION_TTL_SECONDS"]
+    if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
+        from .redis_store import RedisHandoffStore
+
+        return RedisHandoffStore(chat_store.redis, max_events=max_events, ttl=ttl)
+    from .memory_store import MemoryHandoffStore
+
+    return MemoryHandoffStore(max_events=max_events, ttl=ttl)

@@ -1,0 +1,189 @@
+"""The hand-off store on Redis (with a `redis://` chat store: any worker, any host).
+
+Keys (the chat store's prefix `cw:`; each expires CONVERSATION_TTL_SECONDS after its last
+write, as the conversation's own keys do):
+  conv:{cid}:handoff         hash  v (version), d (the record's JSON)
+  conv:{cid}:handoff:events  stream entry ids `<seq>-1`, field `e` = event JSON, trimmed to
+                                    CONVERSATION_EVENTS_MAX
+  handoff:desk               hash  v, d: the queue (oldest first) and the claims
+  handoff:inbox              hash  v, d: the left messages
+  handoff:presence           hash  agent name → last seen (unix seconds)
+
+Every commit is one Lua script (_COMMIT): it compares the version of every record the
+transaction read and, only if none changed, writes the records and appends the events, so
+it is the compare-and-set of every hand-off transition (store.py). Like the chat store's
+scripts that touch several conversations' keys, it is for one Redis server, not a Cluster.
+Readers wait in a TailHub (stores/redis_tail.py: one XREAD per process for every log).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from ..stores.base import StoreUnavailable
+from ..stores.redis import PREFIX
+from .store import DESK, INBOX, Commit, HandoffStore
+
+# KEYS: the records read (as many as ARGV[3]'s records), then one events key per log
+# ARGV: ttl seconds, the logs' bound (MAXLEN), the change as JSON:
+#   {"records": [[expected version, "keep"|"set"|"del", value JSON]],
+#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]]}
+# → 1 (applied) or 0 (a record changed since it was read: nothing applied).
+_COMMIT = """
+local change = cjson.decode(ARGV[3])
+local records = change['records']
+for i, record in ipairs(records) do
+  local version = tonumber(redis.call('HGET', KEYS[i], 'v') or '0')
+  if version ~= record[1] then return 0 end
+end
+for i, record in ipairs(records) do
+  if record[2] == 'set' then
+    redis.call('HSET', KEYS[i], 'v', record[1] + 1, 'd', record[3])
+    redis.call('EXPIRE', KEYS[i], ARGV[1])
+  elseif record[2] == 'del' then
+    redis.call('DEL', KEYS[i])
+  end
+end
+for j, log in ipairs(change['logs']) do
+  local key = KEYS[#records + j]
+  if log[1] == 'del' then
+    redis.call('DEL', key)
+  else
+    for _, event in ipairs(log[2]) do
+      redis.call('XADD', key, 'MAXLEN', ARGV[2], event[1] .. '-1', 'e', event[2])
+    end
+    redis.call('EXPIRE', key, ARGV[1])
+  end
+end
+return 1
+"""
+
+
+def _record_key(name: str) -> str:
+    if name in (DESK, INBOX):
+        return f"{PREFIX}handoff:{name}"
+    return f"{PREFIX}{name}:handoff"  # conv:<cid> → cw:conv:<cid>:handoff
+
+
+def _events_key(conversation_id: str) -> str:
+    return f"{PREFIX}conv:{conversation_id}:handoff:events"
+
+
+_PRESENCE_KEY = f"{PREFIX}handoff:presence"
+
+
+HandoffStoreClass = TypeVar("HandoffStoreClass", bound=type[HandoffStore])
+
+
+def _unavailable_on_connection_errors(cls: HandoffStoreClass) -> HandoffStoreClass:
+    """Every public method raises StoreUnavailable for Redis connection trouble, as the chat
+    store's do (stores/redis.py), so the transport answers 503 the same way."""
+    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
+
+    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except trouble as error:
+                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
+
+        return wrapper
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_"):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
+@_unavailable_on_connection_errors
+class RedisHandoffStore(HandoffStore):
+    shared = True
+
+    def __init__(self, client: Any, *, max_events: int = 500, ttl: float = 86400.0) -> None:
+        from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+
+        from ..stores.redis_tail import TailHub
+
+        self.redis = client
+        self.max_events = max_events
+        self._ttl = max(1, int(ttl))
+        self._commit = client.register_script(_COMMIT)
+        self._tail = TailHub(client, (ConnectionError, TimeoutError, BusyLoadingError), max_events=max_events)
+
+    def close(self) -> None:
+        self._tail.close()
+
+    def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(_record_key(key), "v", "d")
+        found: dict[str, tuple[int, dict[str, Any] | None]] = {}
+        for key, (version, data) in zip(keys, pipe.execute(), strict=True):
+            found[key] = (0, None) if version is None else (int(version), json.loads(data))
+        return found
+
+    def commit(self, change: Commit) -> bool:
+        names = list(change.expected) + [key for key in change.writes if key not in change.expected]
+        records = []
+        for name in names:
+            version = change.expected.get(name, 0)
+            if name not in change.writes:
+                records.append([version, "keep", ""])
+            elif change.writes[name] is None:
+                records.append([version, "del", ""])
+            else:
+                records.append([version, "set", json.dumps(change.writes[name], ensure_ascii=False)])
+        logs: list[list[Any]] = []
+        log_keys: list[str] = []
+        for conversation_id in change.drop_logs:
+            log_keys.append(_events_key(conversation_id))
+            logs.append(["del", []])
+        for conversation_id, events in change.events.items():
+            log_keys.append(_events_key(conversation_id))
+            logs.append(["add", [[seq, raw] for seq, raw in events]])
+        spec = json.dumps({"records": records, "logs": logs}, ensure_ascii=False)
+        # cjson decodes an empty JSON array as an empty object; Lua's ipairs walks both alike.
+        applied = self._commit(
+            keys=[_record_key(name) for name in names] + log_keys, args=[self._ttl, self.max_events, spec]
+        )
+        return bool(applied)
+
+    def read_events(self, conversation_id: str, after_seq: int, timeout: float) -> list[tuple[int, str]] | None:
+        key = _events_key(conversation_id)
+        tail_key = key.encode()
+        buffered = self._tail.peek(tail_key, after_seq)
+        if buffered is None:
+            direct = self._events_after(key, after_seq)
+            if direct is None or direct:
+                return direct
+        elif buffered:
+            return [(seq, raw.decode()) for seq, raw in buffered]
+        buffered = self._tail.wait(tail_key, after_seq, timeout)
+        if buffered is None:
+            return self._events_after(key, after_seq)
+        return [(seq, raw.decode()) for seq, raw in buffered]
+
+    def _events_after(self, key: str, after_seq: int) -> list[tuple[int, str]] | None:
+        entries = self.redis.xrange(key, min=f"({after_seq}-1", max="+")
+        if not entries:
+            return []
+        events = [(int(entry_id.split(b"-")[0]), cast("bytes", fields[b"e"]).decode()) for entry_id, fields in entries]
+        if events[0][0] != after_seq + 1:
+            return None  # trimmed past this position
+        return events
+
+    def seen(self, agent_name: str, when: float) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hset(_PRESENCE_KEY, agent_name, repr(when))
+        pipe.expire(_PRESENCE_KEY, self._ttl)
+        pipe.execute()
+
+    def presence(self) -> dict[str, float]:
+        found = cast("dict[bytes, bytes]", self.redis.hgetall(_PRESENCE_KEY))
+        return {name.decode(): float(when) for name, when in found.items()}

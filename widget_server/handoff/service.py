@@ -1,0 +1,854 @@
+"""HandoffService: hand-off to a person, transport-free (docs/design.md, "Hand-off").
+
+A conversation's hand-off goes none → queued → assigned → ended (and may queue again);
+`unavailable` is a request's outcome, never a state. Every transition is one transaction
+(`_transact`): it reads the records it needs, changes them and appends its events, and the
+store commits it only if none of what it read changed meanwhile (store.py), else it runs
+again on fresh records. So the claim is decided exactly once across workers and hosts, and a
+transition's events are in the log exactly when its state is.
+
+The service raises ApiError for refusals, as ChatService does; the blueprints
+(visitor_api.py, the agents' API) stay thin adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import sse
+from ..errors import ApiError
+from ..metrics import NO_METRICS, Metrics
+from ..protocol import new_id
+from ..stores.base import Store, StoreUnavailable, listed_exchanges
+from . import events as ev
+from .events import ConversationEvent, text_sha256
+from .metrics import HandoffMetrics
+from .store import DESK, INBOX, Commit, HandoffStore, conversation_key
+
+log = logging.getLogger(__name__)
+
+# Ids of hand-off messages (visitor's and agent's) and of left messages.
+VISITOR_MESSAGE_PREFIX = "hv_"
+AGENT_MESSAGE_PREFIX = "ha_"
+LEFT_MESSAGE_PREFIX = "l_"
+# A transaction that keeps losing its compare-and-set to others gives up (503) after this many tries.
+MAX_ATTEMPTS = 100
+# The inbox keeps the newest left messages, at most this many.
+INBOX_MAX = 1000
+# agent.typing is appended at most this often per conversation (the console may send more).
+TYPING_EVERY_SECONDS = 2.0
+# How often an open conversation stream looks for lapsed claims and a deleted conversation.
+HOUSEKEEPING_SECONDS = 5.0
+# While quiet, how often a stream with a disconnect probe looks whether its reader left.
+DISCONNECT_PROBE_SECONDS = 1.0
+
+
+def iso(when: float) -> str:
+    """Unix seconds → ISO 8601 UTC with milliseconds (as feedback's `updated_at`)."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(when * 1000) % 1000:03d}Z"
+
+
+def _fingerprint(kind: str, **fields: Any) -> str:
+    return json.dumps({"kind": kind, **fields}, ensure_ascii=False, sort_keys=True)
+
+
+def new_record() -> dict[str, Any]:
+    """A conversation's hand-off record before any request."""
+    return {
+        "state": ev.NONE,
+        "agent": "",  # the claiming agent's name
+        "agent_display": "",
+        "queued_at": 0.0,
+        "assigned_at": 0.0,
+        "replied": False,  # the claiming agent has sent a message (time to first reply)
+        "typing_at": 0.0,
+        "seq": 0,  # the newest event's seq
+        "messages": [],  # the hand-off messages, in order
+        "requests": {},  # request_id → {"fingerprint", "result"}
+    }
+
+
+def new_desk() -> dict[str, Any]:
+    # queue: [{"conversation_id", "since"}], oldest first; assigned: cid → {"agent", "display", "since"}
+    return {"queue": [], "assigned": {}}
+
+
+class _Transaction:
+    """The records one transition reads (each loaded once, with its version) and what it
+    changes; `commit()` is what the store applies, all or nothing."""
+
+    def __init__(self, store: HandoffStore) -> None:
+        self.store = store
+        self.versions: dict[str, int] = {}
+        self.values: dict[str, dict[str, Any] | None] = {}
+        self.written: set[str] = set()
+        self.events: dict[str, list[ConversationEvent]] = {}
+        self.drop_logs: list[str] = []
+        self.after: list[Callable[[], None]] = []  # run once the commit succeeded
+        self.positions_before: dict[str, int] | None = None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if key not in self.values:
+            version, value = self.store.load([key])[key]
+            self.versions[key], self.values[key] = version, value
+        return self.values[key]
+
+    def put(self, key: str, value: dict[str, Any] | None) -> None:
+        self.get(key)
+        self.values[key] = value
+        self.written.add(key)
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        key = conversation_key(conversation_id)
+        record = self.get(key)
+        if record is None:
+            record = new_record()
+            self.values[key] = record
+        return record
+
+    def desk(self) -> dict[str, Any]:
+        desk = self.get(DESK)
+        if desk is None:
+            desk = self.values[DESK] = new_desk()
+        if self.positions_before is None:
+            self.positions_before = positions(desk)
+        return desk
+
+    def emit(self, conversation_id: str, kind: str, payload: dict[str, Any]) -> ConversationEvent:
+        record = self.conversation(conversation_id)
+        record["seq"] += 1
+        event = ConversationEvent(conversation_id, record["seq"], kind, payload)
+        self.events.setdefault(conversation_id, []).append(event)
+        self.put(conversation_key(conversation_id), record)
+        return event
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.events or self.drop_logs)
+
+    def commit(self) -> Commit:
+        return Commit(
+            expected=dict(self.versions),
+            writes={key: self.values[key] for key in self.written},
+            events={cid: [(e.seq, e.to_json()) for e in found] for cid, found in self.events.items()},
+            drop_logs=list(self.drop_logs),
+        )
+
+
+def positions(desk: dict[str, Any]) -> dict[str, int]:
+    """Each queued conversation's place in line, from 1."""
+    return {entry["conversation_id"]: index + 1 for index, entry in enumerate(desk["queue"])}
+
+
+def merge_history(
+    chat_entries: list[dict[str, Any]], exchange_index: dict[str, int], handoff: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The history with the hand-off messages in place (docs/protocol.md, "History").
+
+    `exchange_index`: each chat entry's message id → the index of its exchange among all the
+    conversation's exchanges. A hand-off message sent when the conversation had k exchanges
+    goes before the first chat entry of an exchange at index ≥ k.
+    """
+    merged: list[dict[str, Any]] = []
+    pending = list(handoff)
+    for entry in chat_entries:
+        index = exchange_index.get(entry["message_id"], 0)
+        while pending and pending[0]["after_exchanges"] <= index:
+            merged.append(history_entry(pending.pop(0)))
+        merged.append(entry)
+    merged.extend(history_entry(message) for message in pending)
+    return merged
+
+
+def history_entry(message: dict[str, Any]) -> dict[str, Any]:
+    entry = {
+        "message_id": message["message_id"],
+        "role": message["role"],
+        "text": message["text"],
+        "state": "completed",
+    }
+    if message["role"] == "agent":
+        entry["agent"] = message["agent"]
+    return entry
+
+
+def exchange_indexes(chat_store: Store, conversation_id: str) -> dict[str, int]:
+    """Every user and assistant message id of the conversation → its exchange's index."""
+    found: dict[str, int] = {}
+    for index, exchange in enumerate(chat_store.exchanges(conversation_id)):
+        found[exchange.user_message_id] = index
+        found[exchange.assistant_message_id] = index
+    return found
+
+
+class HandoffService:
+    def __init__(
+        self, store: HandoffStore, chat_store: Store, settings: dict[str, Any], metrics: Metrics = NO_METRICS
+    ) -> None:
+        self.store = store
+        self.chat_store = chat_store
+        self.settings = settings
+        self.metrics = HandoffMetrics(metrics)
+        self.app_metrics = metrics
+        # Set by the agents' part (widget_server/agents/): whether the agents file lists
+        # anyone (HANDOFF=auto), and the mail hooks. Called after the commit, never inside it.
+        self.has_agents: Callable[[], bool] = lambda: False
+        self.on_left_message: Callable[[dict[str, Any]], None] | None = None
+        self.on_left_reply: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+        # Set by the app: true once this worker is stopping (streams then end resumably).
+        self.shutting_down: Callable[[], bool] = lambda: False
+        self._housekept_at = 0.0
+
+    # -- availability --------------------------------------------------------
+
+    def enabled(self) -> bool:
+        mode = self.settings["HANDOFF"]
+        if mode == "auto":
+            return bool(self.has_agents())
+        return mode == "on"
+
+    def present_agents(self) -> list[str]:
+        horizon = time.time() - self.settings["AGENT_PRESENCE_SECONDS"]
+        return sorted(name for name, seen in self.store.presence().items() if seen >= horizon)
+
+    def available(self) -> bool:
+        return self.enabled() and bool(self.present_agents())
+
+    def agent_seen(self, agent_name: str) -> None:
+        self.store.seen(agent_name, time.time())
+
+    # -- transactions ----------------------------------------------------------
+
+    def _transact(self, change: Callable[[_Transaction], Any]) -> Any:
+        for attempt in range(MAX_ATTEMPTS):
+            tx = _Transaction(self.store)
+            result = change(tx)
+            if not tx.changed:
+                return result
+            self._announce_positions(tx)
+            if self.store.commit(tx.commit()):
+                for hook in tx.after:
+                    hook()
+                return result
+            # Another worker's commit changed what this one read: run it again on fresh
+            # records, after a short random pause so racing transactions spread out.
+            time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        raise ApiError(
+            503, "handoff_busy", "The hand-off desk is busy with other changes. Try again in a moment.", retry_after=1
+        )
+
+    def _announce_positions(self, tx: _Transaction) -> None:
+        """Every queued conversation whose place in line this transaction changed gets a
+        `handoff.queued` with its new position (and only one)."""
+        if tx.positions_before is None or DESK not in tx.written:
+            return
+        desk = tx.values[DESK]
+        assert desk is not None
+        for conversation_id, position in positions(desk).items():
+            if tx.positions_before.get(conversation_id) == position:
+                continue
+            if any(e.type == ev.QUEUED for e in tx.events.get(conversation_id, [])):
+                continue
+            tx.emit(conversation_id, ev.QUEUED, {"position": position})
+
+    # -- the visitor's side ----------------------------------------------------
+
+    @staticmethod
+    def _known_request(record: dict[str, Any], request_id: str, fingerprint: str) -> dict[str, Any] | None:
+        known = record["requests"].get(request_id)
+        if known is None:
+            return None
+        if known["fingerprint"] != fingerprint:
+            raise ApiError(
+                409,
+                "request_id_conflict",
+                "This request_id was already used with a different request. "
+                "Generate a new request_id for a new one; reuse one only to retry the same request.",
+            )
+        result: dict[str, Any] = known["result"]
+        return result
+
+    def _current(self, tx: _Transaction, conversation_id: str) -> dict[str, Any]:
+        record = tx.conversation(conversation_id)
+        if record["state"] == ev.STATE_QUEUED:
+            return {"state": ev.STATE_QUEUED, "position": positions(tx.desk()).get(conversation_id, 1)}
+        if record["state"] == ev.STATE_ASSIGNED:
+            return {"state": ev.STATE_ASSIGNED, "agent": record["agent_display"]}
+        return {"state": record["state"]}
+
+    def request(self, conversation_id: str, request_id: str) -> dict[str, Any]:
+        """Ask for a person: queued (or already assigned), or unavailable. Idempotent on
+        `request_id`; while a hand-off is queued or assigned, any request says where it is."""
+        enabled = self.enabled()
+        present = bool(self.present_agents()) if enabled else False
+        fingerprint = _fingerprint("handoff")
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            record = tx.conversation(conversation_id)
+            known = self._known_request(record, request_id, fingerprint)
+            if record["state"] in ev.ACTIVE_STATES:
+                result = self._current(tx, conversation_id)
+                if known is None:
+                    record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+                    tx.put(conversation_key(conversation_id), record)
+                return result
+            if known is not None:
+                return known
+            now = time.time()
+            if not enabled or not present:
+                reason = "disabled" if not enabled else "no_agents"
+                result = {"state": "unavailable", "reason": reason}
+                tx.emit(conversation_id, ev.UNAVAILABLE, {"reason": reason})
+                tx.after += [lambda: self.metrics.requested("unavailable"), lambda: self.metrics.unavailable(reason)]
+            else:
+                desk = tx.desk()
+                desk["queue"].append({"conversation_id": conversation_id, "since": now})
+                tx.put(DESK, desk)
+                record.update(state=ev.STATE_QUEUED, agent="", agent_display="", queued_at=now, replied=False)
+                position = len(desk["queue"])
+                tx.emit(conversation_id, ev.QUEUED, {"position": position})
+                result = {"state": ev.STATE_QUEUED, "position": position}
+                tx.after.append(lambda: self.metrics.requested("queued"))
+            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            tx.put(conversation_key(conversation_id), record)
+            return result
+
+        result: dict[str, Any] = self._transact(change)
+        return result
+
+    def _leave(self, tx: _Transaction, conversation_id: str, reason: str) -> None:
+        """End the conversation's hand-off (queued or assigned) with `reason`."""
+        record = tx.conversation(conversation_id)
+        desk = tx.desk()
+        desk["queue"] = [entry for entry in desk["queue"] if entry["conversation_id"] != conversation_id]
+        desk["assigned"].pop(conversation_id, None)
+        tx.put(DESK, desk)
+        agent = record["agent_display"]
+        record.update(state=ev.STATE_ENDED, agent="", agent_display="")
+        tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
+
+    def cancel(self, conversation_id: str) -> None:
+        """The visitor leaves the queue, or ends the hand-off: `handoff.ended`, reason `visitor`.
+        Nothing happens when no hand-off is queued or assigned."""
+
+        def change(tx: _Transaction) -> None:
+            if tx.conversation(conversation_id)["state"] in ev.ACTIVE_STATES:
+                self._leave(tx, conversation_id, "visitor")
+
+        self._transact(change)
+
+    def check_not_active(self, conversation_id: str) -> None:
+        """409 `handoff_active` while a person is asked for or handles the conversation: the
+        visitor's messages then go to the person (…/handoff/messages), never to the backend."""
+        record = self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1]
+        if record is not None and record["state"] in ev.ACTIVE_STATES:
+            raise ApiError(
+                409,
+                "handoff_active",
+                "A person is handling this conversation: send messages to its hand-off "
+                "(POST …/handoff/messages) until the hand-off ends.",
+                details={"state": record["state"]},
+            )
+
+    def visitor_message(self, conversation_id: str, request_id: str, text: str) -> dict[str, Any]:
+        """A message to the person: only while queued or assigned; idempotent on request_id."""
+        fingerprint = _fingerprint("visitor", text=text)
+        after_exchanges = len(self.chat_store.exchanges(conversation_id))
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            record = tx.conversation(conversation_id)
+            known = self._known_request(record, request_id, fingerprint)
+            if known is not None:
+                return known
+            if record["state"] not in ev.ACTIVE_STATES:
+                raise ApiError(
+                    409,
+                    "handoff_not_active",
+                    "No person is asked for in this conversation: request a hand-off first, "
+                    "or send the message to the assistant.",
+                )
+            message = {
+                "message_id": new_id(VISITOR_MESSAGE_PREFIX),
+                "role": "visitor",
+                "text": text,
+                "sha256": text_sha256(text),
+                "after_exchanges": after_exchanges,
+            }
+            record["messages"].append(message)
+            tx.emit(
+                conversation_id,
+                ev.VISITOR_MESSAGE,
+                {"message_id": message["message_id"], "text": text, "sha256": message["sha256"]},
+            )
+            result = {"message_id": message["message_id"], "sha256": message["sha256"]}
+            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            return result
+
+        result: dict[str, Any] = self._transact(change)
+        return result
+
+    def leave_message(self, conversation_id: str, request_id: str, email: str | None, text: str) -> dict[str, Any]:
+        """A message for the site's team when nobody is there: lands in the inbox; idempotent."""
+        fingerprint = _fingerprint("left", text=text, email=email or "")
+        left: list[dict[str, Any]] = []
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            left.clear()
+            record = tx.conversation(conversation_id)
+            known = self._known_request(record, request_id, fingerprint)
+            if known is not None:
+                return known
+            inbox = tx.get(INBOX) or {"messages": []}
+            entry = {
+                "left_message_id": new_id(LEFT_MESSAGE_PREFIX),
+                "conversation_id": conversation_id,
+                "email": email,
+                "text": text,
+                "created_at": iso(time.time()),
+                "replied": False,
+            }
+            inbox["messages"] = [*inbox["messages"], entry][-INBOX_MAX:]
+            tx.put(INBOX, inbox)
+            result = {"left_message_id": entry["left_message_id"]}
+            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            tx.put(conversation_key(conversation_id), record)
+            left.append(entry)
+            tx.after.append(self.metrics.message_left)
+            return result
+
+        result: dict[str, Any] = self._transact(change)
+        if left and self.on_left_message is not None:
+            self._call_hook("on_left_message", self.on_left_message, dict(left[0]))
+        return result
+
+    @staticmethod
+    def _call_hook(name: str, hook: Callable[..., None], *args: Any) -> None:
+        # A hook (the mail) failing must not fail the request: what it was about is stored.
+        try:
+            hook(*args)
+        except Exception:
+            log.exception("hand-off hook %s failed", name)
+
+    # -- the agents' side --------------------------------------------------------
+
+    def _last_visitor_message(self, record: dict[str, Any] | None) -> str | None:
+        if record is None:
+            return None
+        for message in reversed(record["messages"]):
+            if message["role"] == "visitor":
+                text: str = message["text"]
+                return text
+        return None
+
+    def queue(self) -> list[dict[str, Any]]:
+        """The conversations waiting for a person, oldest first."""
+        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        keys = [conversation_key(entry["conversation_id"]) for entry in desk["queue"]]
+        records = self.store.load(keys) if keys else {}
+        now = time.time()
+        return [
+            {
+                "conversation_id": entry["conversation_id"],
+                "waiting_since": iso(entry["since"]),
+                "waiting_seconds": max(0, int(now - entry["since"])),
+                "position": index + 1,
+                "last_visitor_message": self._last_visitor_message(records[key][1]),
+            }
+            for index, (entry, key) in enumerate(zip(desk["queue"], keys, strict=True))
+        ]
+
+    def claimed_by(self, agent_name: str) -> list[dict[str, Any]]:
+        """The conversations this agent holds, oldest claim first."""
+        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        held = sorted(
+            ((cid, claim) for cid, claim in desk["assigned"].items() if claim["agent"] == agent_name),
+            key=lambda item: item[1]["since"],
+        )
+        keys = [conversation_key(cid) for cid, _ in held]
+        records = self.store.load(keys) if keys else {}
+        return [
+            {
+                "conversation_id": cid,
+                "claimed_at": iso(claim["since"]),
+                "last_visitor_message": self._last_visitor_message(records[key][1]),
+            }
+            for (cid, claim), key in zip(held, keys, strict=True)
+        ]
+
+    def claim(self, conversation_id: str, agent_name: str, display_name: str) -> dict[str, Any]:
+        """Take a waiting conversation: exactly once (the store's compare-and-set). Claiming
+        again one's own is answered the same; another agent's: 409 `already_claimed`."""
+        self.agent_seen(agent_name)  # claiming is being present
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            desk = tx.desk()
+            holder = desk["assigned"].get(conversation_id)
+            if holder is not None:
+                if holder["agent"] == agent_name:
+                    return {"conversation_id": conversation_id, "agent": holder["display"]}
+                raise ApiError(
+                    409,
+                    "already_claimed",
+                    f"Already taken by {holder['display']}.",
+                    details={"agent": holder["display"]},
+                )
+            if conversation_id not in positions(desk):
+                raise ApiError(409, "handoff_not_active", "This conversation is not waiting for a person.")
+            now = time.time()
+            desk["queue"] = [entry for entry in desk["queue"] if entry["conversation_id"] != conversation_id]
+            desk["assigned"][conversation_id] = {"agent": agent_name, "display": display_name, "since": now}
+            tx.put(DESK, desk)
+            record = tx.conversation(conversation_id)
+            waited = now - record["queued_at"]
+            record.update(state=ev.STATE_ASSIGNED, agent=agent_name, agent_display=display_name, assigned_at=now)
+            tx.emit(conversation_id, ev.ASSIGNED, {"agent": display_name})
+            tx.after.append(lambda: self.metrics.time_in_queue(waited))
+            return {"conversation_id": conversation_id, "agent": display_name}
+
+        result: dict[str, Any] = self._transact(change)
+        return result
+
+    def _held(self, record: dict[str, Any], agent_name: str) -> None:
+        if record["state"] != ev.STATE_ASSIGNED:
+            raise ApiError(409, "handoff_not_active", "No person is handling this conversation now.")
+        if record["agent"] != agent_name:
+            raise ApiError(
+                403,
+                "not_your_conversation",
+                f"{record['agent_display']} is handling this conversation, not you.",
+                details={"agent": record["agent_display"]},
+            )
+
+    def agent_message(self, conversation_id: str, agent_name: str, request_id: str, text: str) -> dict[str, Any]:
+        """The claiming agent's message to the visitor; idempotent on request_id."""
+        fingerprint = _fingerprint("agent", text=text, agent=agent_name)
+        after_exchanges = len(self.chat_store.exchanges(conversation_id))
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            record = tx.conversation(conversation_id)
+            known = self._known_request(record, request_id, fingerprint)
+            if known is not None:
+                return known
+            self._held(record, agent_name)
+            result = self._append_agent_message(tx, conversation_id, record["agent_display"], text, after_exchanges)
+            if not record["replied"]:
+                record["replied"] = True
+                waited = time.time() - record["queued_at"]
+                tx.after.append(lambda: self.metrics.first_reply(waited))
+            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            return result
+
+        result: dict[str, Any] = self._transact(change)
+        return result
+
+    def _append_agent_message(
+        self, tx: _Transaction, conversation_id: str, display_name: str, text: str, after_exchanges: int
+    ) -> dict[str, Any]:
+        record = tx.conversation(conversation_id)
+        message = {
+            "message_id": new_id(AGENT_MESSAGE_PREFIX),
+            "role": "agent",
+            "text": text,
+            "sha256": text_sha256(text),
+            "agent": display_name,
+            "after_exchanges": after_exchanges,
+        }
+        record["messages"].append(message)
+        tx.emit(
+            conversation_id,
+            ev.AGENT_MESSAGE,
+            {"message_id": message["message_id"], "text": text, "sha256": message["sha256"], "agent": display_name},
+        )
+        return {"message_id": message["message_id"], "sha256": message["sha256"]}
+
+    def typing(self, conversation_id: str, agent_name: str) -> None:
+        """`agent.typing`, at most every TYPING_EVERY_SECONDS (the widget shows it, never says it)."""
+
+        def change(tx: _Transaction) -> None:
+            record = tx.conversation(conversation_id)
+            self._held(record, agent_name)
+            now = time.time()
+            if now - record["typing_at"] < TYPING_EVERY_SECONDS:
+                return
+            record["typing_at"] = now
+            tx.emit(conversation_id, ev.AGENT_TYPING, {"agent": record["agent_display"]})
+
+        self._transact(change)
+
+    def end(self, conversation_id: str, agent_name: str, reason: str = "ended") -> None:
+        """The claiming agent ends the hand-off (`ended`) or returns the visitor to the
+        assistant (`returned`); the visitor's next messages go to the backend again."""
+        if reason not in ev.AGENT_END_REASONS:
+            raise ApiError(400, "invalid_reason", "reason must be 'ended' or 'returned'.")
+
+        def change(tx: _Transaction) -> None:
+            self._held(tx.conversation(conversation_id), agent_name)
+            self._leave(tx, conversation_id, reason)
+
+        self._transact(change)
+
+    def release_lapsed(self) -> int:
+        """Claims whose agent has not been seen for AGENT_GRACE_SECONDS go back to the queue,
+        in their original place (by when they were queued): the visitor is told with
+        `handoff.ended` (reason `timeout`) and then `handoff.queued`. Returns how many."""
+        horizon = time.time() - self.settings["AGENT_GRACE_SECONDS"]
+        presence = self.store.presence()
+        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        lapsed = [
+            cid for cid, claim in desk["assigned"].items() if presence.get(claim["agent"], claim["since"]) < horizon
+        ]
+        released = 0
+        for conversation_id in lapsed:
+
+            def change(tx: _Transaction, conversation_id: str = conversation_id) -> bool:
+                desk = tx.desk()
+                claim = desk["assigned"].get(conversation_id)
+                if claim is None or self.store.presence().get(claim["agent"], claim["since"]) >= horizon:
+                    return False  # ended, or released by another worker, or the agent is back
+                record = tx.conversation(conversation_id)
+                self._leave(tx, conversation_id, "timeout")
+                entry = {"conversation_id": conversation_id, "since": record["queued_at"] or time.time()}
+                queue = [*tx.desk()["queue"], entry]
+                queue.sort(key=lambda item: item["since"])
+                desk["queue"] = queue
+                record.update(state=ev.STATE_QUEUED, replied=False)
+                tx.put(DESK, desk)
+                return True
+
+            if self._transact(change):
+                released += 1
+        return released
+
+    def inbox(self) -> list[dict[str, Any]]:
+        """Left messages, newest first."""
+        inbox = self.store.load([INBOX])[INBOX][1] or {"messages": []}
+        return [dict(entry) for entry in reversed(inbox["messages"])]
+
+    def reply_to_left(
+        self, left_message_id: str, agent_name: str, display_name: str, request_id: str, text: str
+    ) -> dict[str, Any]:
+        """An agent's reply to a left message: an `agent.message` in that conversation (the
+        visitor sees it if they come back) and the `on_left_reply` hook (the mail)."""
+        fingerprint = _fingerprint("reply", text=text, left=left_message_id)
+        replied: list[dict[str, Any]] = []
+
+        def change(tx: _Transaction) -> dict[str, Any]:
+            replied.clear()
+            inbox = tx.get(INBOX) or {"messages": []}
+            entry = next((e for e in inbox["messages"] if e["left_message_id"] == left_message_id), None)
+            if entry is None:
+                raise ApiError(404, "not_found", "No such left message.")
+            conversation_id = entry["conversation_id"]
+            record = tx.conversation(conversation_id)
+            known = self._known_request(record, request_id, fingerprint)
+            if known is not None:
+                return known
+            after_exchanges = len(self.chat_store.exchanges(conversation_id))
+            result = self._append_agent_message(tx, conversation_id, display_name, text, after_exchanges)
+            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            entry["replied"] = True
+            tx.put(INBOX, inbox)
+            replied.append({**entry, "reply": {**result, "text": text, "agent": display_name}})
+            return result
+
+        result: dict[str, Any] = self._transact(change)
+        if replied and self.on_left_reply is not None:
+            self._call_hook("on_left_reply", self.on_left_reply, replied[0], replied[0]["reply"])
+        return result
+
+    # -- reading -------------------------------------------------------------------
+
+    def _record(self, conversation_id: str) -> dict[str, Any]:
+        return (
+            self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1] or new_record()
+        )
+
+    def state(self, conversation_id: str) -> dict[str, Any]:
+        record = self._record(conversation_id)
+        body: dict[str, Any] = {"state": record["state"]}
+        if record["state"] == ev.STATE_ASSIGNED:
+            body["agent"] = record["agent_display"]
+        elif record["state"] == ev.STATE_QUEUED:
+            desk = self.store.load([DESK])[DESK][1] or new_desk()
+            body["position"] = positions(desk).get(conversation_id, 1)
+        return body
+
+    def last_seq(self, conversation_id: str) -> int:
+        seq: int = self._record(conversation_id)["seq"]
+        return seq
+
+    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The hand-off messages, in order (as stored, with `after_exchanges`)."""
+        found: list[dict[str, Any]] = self._record(conversation_id)["messages"]
+        return found
+
+    def history(self, conversation_id: str, chat_entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The chat history (ChatService.history) with the hand-off messages in place."""
+        handoff = self.messages(conversation_id)
+        if not handoff:
+            return chat_entries
+        return merge_history(chat_entries, exchange_indexes(self.chat_store, conversation_id), handoff)
+
+    def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+        """For the console: completed turns, the visitor's messages and the agents', in order."""
+        store = self.chat_store
+        entries: list[dict[str, Any]] = []
+
+        def state_of(message_id: str) -> Any:
+            info = store.message(message_id)
+            return info.state if info is not None else None
+
+        for exchange, answer_state in listed_exchanges(store.exchanges(conversation_id), state_of):
+            entries.append(
+                {
+                    "message_id": exchange.user_message_id,
+                    "role": "user",
+                    "text": exchange.user_text,
+                    "state": "completed",
+                }
+            )
+            info = store.message(exchange.assistant_message_id)
+            text = info.text if info is not None else ""
+            entries.append(
+                {
+                    "message_id": exchange.assistant_message_id,
+                    "role": "assistant",
+                    "text": text,
+                    "state": answer_state.value,
+                }
+            )
+        return self.history(conversation_id, entries)
+
+    def snapshot(self, conversation_id: str) -> ConversationEvent:
+        """`conversation.snapshot`: the whole hand-off as it is, at the newest event's seq."""
+        record = self._record(conversation_id)
+        payload: dict[str, Any] = {"state": record["state"]}
+        if record["state"] == ev.STATE_ASSIGNED:
+            payload["agent"] = record["agent_display"]
+        elif record["state"] == ev.STATE_QUEUED:
+            desk = self.store.load([DESK])[DESK][1] or new_desk()
+            payload["position"] = positions(desk).get(conversation_id, 1)
+        messages = []
+        for message in record["messages"]:
+            item = {k: message[k] for k in ("message_id", "role", "text", "sha256")}
+            if message["role"] == "agent":
+                item["agent"] = message["agent"]
+            messages.append(item)
+        payload["messages"] = messages
+        return ConversationEvent(conversation_id, record["seq"], ev.SNAPSHOT, payload)
+
+    def read_events(self, conversation_id: str, after_seq: int, timeout: float) -> list[ConversationEvent]:
+        """Events after `after_seq`, waiting up to `timeout` s for the first; a snapshot first
+        (then what follows it) when the events right after `after_seq` were evicted."""
+        found = self.store.read_events(conversation_id, after_seq, timeout)
+        if found is None:
+            return self._snapshot_and_after(conversation_id)
+        return [ConversationEvent.from_json(raw) for _, raw in found]
+
+    def _snapshot_and_after(self, conversation_id: str) -> list[ConversationEvent]:
+        snapshot = self.snapshot(conversation_id)
+        later = self.store.read_events(conversation_id, snapshot.seq, 0) or []
+        return [snapshot, *(ConversationEvent.from_json(raw) for _, raw in later)]
+
+    def check_resume_position(self, conversation_id: str, after_seq: int) -> None:
+        last = self.last_seq(conversation_id)
+        if after_seq > last:
+            raise ApiError(
+                400,
+                "invalid_last_event_id",
+                f"Last-Event-ID names sequence {after_seq}, but this conversation's events have only reached {last}.",
+            )
+
+    def event_stream(
+        self, conversation_id: str, after_seq: int, *, client_gone: Callable[[], bool] | None = None
+    ) -> Iterator[bytes]:
+        """The conversation's SSE stream from `after_seq`: `retry:` first, then every event
+        (a snapshot where the log no longer reaches back), heartbeats while quiet.
+
+        It ends once the reader has every event and no hand-off is queued or assigned (after
+        `handoff.ended` or `handoff.unavailable`, as an answer's stream ends after its terminal
+        event: no idle connection), when the reader leaves, when the conversation is deleted,
+        and when this worker stops (then without an ending: the reader resumes)."""
+        settings = self.settings
+        heartbeat = settings["HEARTBEAT_SECONDS"]
+        poll = min(heartbeat, DISCONNECT_PROBE_SECONDS if client_gone is not None else HOUSEKEEPING_SECONDS)
+        try:
+            yield sse.encode_retry(settings["RETRY_MS"])
+            seq = after_seq
+            if self.last_seq(conversation_id) > seq and self.store.read_events(conversation_id, seq, 0) == []:
+                # Behind the newest event, but its log is gone (expired apart): the state as it is.
+                snapshot = self.snapshot(conversation_id)
+                yield snapshot.encode()
+                self.app_metrics.snapshot_served()
+                seq = snapshot.seq
+            quiet_since = looked_at = time.monotonic()
+            while True:
+                if self._over_for(conversation_id, seq):
+                    return
+                if self.shutting_down():
+                    yield sse.encode_comment("server restarting; resume")
+                    return
+                found = self.read_events(conversation_id, seq, poll)
+                if found:
+                    if found[0].type == ev.SNAPSHOT:
+                        self.app_metrics.snapshot_served()
+                    yield b"".join(event.encode() for event in found)
+                    seq = found[-1].seq
+                    quiet_since = time.monotonic()
+                    continue
+                if client_gone is not None and client_gone():
+                    return
+                if time.monotonic() - looked_at >= HOUSEKEEPING_SECONDS:
+                    looked_at = time.monotonic()
+                    self._release_lapsed_now_and_then()
+                    if self.chat_store.get_conversation(conversation_id) is None:
+                        return  # deleted (or expired): nothing more will come
+                if time.monotonic() - quiet_since >= heartbeat:
+                    yield sse.encode_comment("heartbeat")
+                    quiet_since = time.monotonic()
+        except StoreUnavailable as error:
+            log.warning("conversation stream of %s ended: the store is unavailable: %s", conversation_id, error)
+            self.app_metrics.store_unavailable()
+            yield sse.encode_comment("store unavailable; resume shortly")
+
+    def _over_for(self, conversation_id: str, seq: int) -> bool:
+        """Whether a reader at `seq` has every event of a hand-off that is not going on."""
+        record = self._record(conversation_id)
+        return record["state"] not in ev.ACTIVE_STATES and seq >= record["seq"]
+
+    def _release_lapsed_now_and_then(self) -> None:
+        """release_lapsed, at most every HOUSEKEEPING_SECONDS per process (the queue poll of
+        the agents' console calls it too)."""
+        now = time.monotonic()
+        if now - self._housekept_at >= HOUSEKEEPING_SECONDS:
+            self._housekept_at = now
+            self.release_lapsed()
+
+    # -- deleting a conversation -------------------------------------------------
+
+    def forget(self, conversation_id: str) -> None:
+        """Everything of the conversation's hand-off, at once: its record and events, its
+        place in the queue or its claim, and its left messages (DELETE /conversations/{cid})."""
+
+        def change(tx: _Transaction) -> None:
+            key = conversation_key(conversation_id)
+            if tx.get(key) is not None:
+                tx.put(key, None)
+            desk = tx.desk()
+            if conversation_id in positions(desk) or conversation_id in desk["assigned"]:
+                desk["queue"] = [e for e in desk["queue"] if e["conversation_id"] != conversation_id]
+                desk["assigned"].pop(conversation_id, None)
+                tx.put(DESK, desk)
+            inbox = tx.get(INBOX)
+            if inbox is not None and any(e["conversation_id"] == conversation_id for e in inbox["messages"]):
+                inbox["messages"] = [e for e in inbox["messages"] if e["conversation_id"] != conversation_id]
+                tx.put(INBOX, inbox)
+            tx.drop_logs.append(conversation_id)
+
+        self._transact(change)

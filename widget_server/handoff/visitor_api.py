@@ -1,0 +1,139 @@
+"""The visitor's hand-off routes (docs/protocol.md, "Hand-off to a person"): a thin adapter
+from HTTP to HandoffService, authorised by the conversation's token like every other
+conversation route, rate-limited (ratelimits.py) and bounded (MAX_BODY_BYTES, MAX_TEXT_CHARS).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from ..api import STREAM_HEADERS, new_answer_body, user_text
+from ..errors import ApiError
+from ..protocol import parse_event_id
+from ..service import StreamSlot
+from ..transport import authorize, chat_service, disconnect_probe, handoff_service
+
+bp = Blueprint("handoff_visitor", __name__, url_prefix="/api/v1")
+
+# An address a person can write back to: one @, no spaces or controls, a dotted domain.
+# Deliverability is the mail server's to judge; this only refuses what cannot be one.
+_EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f]{1,64}@[^@\s\x00-\x1f\x7f.]+(\.[^@\s\x00-\x1f\x7f.]+)+")
+EMAIL_MAX_CHARS = 254  # RFC 5321 §4.5.3.1.3, a path's limit less its brackets
+REASON_MAX_CHARS = 200
+
+
+def _email(body: dict[str, Any]) -> str | None:
+    email = body.get("email")
+    if email is None or email == "":
+        return None
+    if not isinstance(email, str) or len(email) > EMAIL_MAX_CHARS or not _EMAIL.fullmatch(email.strip()):
+        raise ApiError(400, "invalid_email", "email is not an address we can write back to, such as name@example.com.")
+    return email.strip()
+
+
+@bp.post("/conversations/<conversation:conversation_id>/handoff")
+def request_handoff(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id", "reason")
+    reason = body.get("reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX_CHARS):
+        raise ApiError(
+            400, "invalid_reason", f"reason, if given, is a string of at most {REASON_MAX_CHARS} characters."
+        )
+    return jsonify(handoff_service().request(conversation_id, body["request_id"]))
+
+
+@bp.delete("/conversations/<conversation:conversation_id>/handoff")
+def cancel_handoff(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    handoff_service().cancel(conversation_id)
+    return Response(status=204)
+
+
+@bp.post("/conversations/<conversation:conversation_id>/handoff/messages")
+def post_handoff_message(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id", "text")
+    response = jsonify(handoff_service().visitor_message(conversation_id, body["request_id"], user_text(body)))
+    response.status_code = 201
+    return response
+
+
+@bp.post("/conversations/<conversation:conversation_id>/handoff/left-messages")
+def post_left_message(conversation_id: str) -> Response:
+    authorize(conversation_id)
+    body = new_answer_body("request_id", "text", "email")
+    email = _email(body)
+    left = handoff_service().leave_message(conversation_id, body["request_id"], email, user_text(body))
+    response = jsonify(left)
+    response.status_code = 201
+    return response
+
+
+def _after_seq(conversation_id: str) -> int:
+    """Where a reader resumes: `Last-Event-ID: <conversation_id>:<seq>`, else `?after=<seq>`, else 0."""
+    raw = request.headers.get("Last-Event-ID")
+    if raw:
+        parsed = parse_event_id(raw)
+        if parsed is None or parsed[0] != conversation_id:
+            raise ApiError(
+                400,
+                "invalid_last_event_id",
+                f"Last-Event-ID must be '{conversation_id}:<seq>', the id of an event of this conversation.",
+            )
+        return parsed[1]
+    after = request.args.get("after")
+    if after is None or after == "":
+        return 0
+    parsed = parse_event_id(f"{conversation_id}:{after}")
+    if parsed is None:
+        raise ApiError(400, "invalid_after", "after must be a sequence number: 0, or digits without a leading zero.")
+    return parsed[1]
+
+
+class ConversationEventStream:
+    """A WSGI byte iterable over HandoffService.event_stream whose `close()` releases the
+    stream slot even if iteration never started (as service.EventStream's does)."""
+
+    def __init__(self, slot: StreamSlot, stream: Iterator[bytes]) -> None:
+        self._slot = slot
+        self._stream = stream
+
+    def __iter__(self) -> ConversationEventStream:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self._stream)
+        except BaseException:
+            self._slot.release()
+            raise
+
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+        self._slot.release()
+
+
+@bp.get("/conversations/<conversation:conversation_id>/events")
+def conversation_events(conversation_id: str) -> Response:
+    authorize(conversation_id, allow_query_token=True)
+    after_seq = _after_seq(conversation_id)
+    handoff = handoff_service()
+    handoff.check_resume_position(conversation_id, after_seq)
+    # The same slots as answers' streams (MAX_STREAMS and the per-client and per-conversation
+    # limits): a conversation stream is one more open connection.
+    slot = chat_service().reserve_stream(conversation_id, request.remote_addr or "")
+    stream = handoff.event_stream(conversation_id, after_seq, client_gone=disconnect_probe(request.environ))
+    return Response(
+        ConversationEventStream(slot, stream),
+        status=200,
+        mimetype="text/event-stream",
+        headers=STREAM_HEADERS,
+        direct_passthrough=True,
+    )
