@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .agents.commands import add_agents_commands, agents_command
 from .backends.base import UnknownBackend, create_backend
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings
 from .feedback import export as export_feedback
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     option("--workers", "WORKERS", type=int)
     option("--log-level", "LOG_LEVEL", type=str.upper)
     option("--env", "ENV")
-    _add_feedback_commands(parser)
+    add_agents_commands(_add_feedback_commands(parser))  # `agents add|remove|list`: docs/agents.md
     return parser
 
 
@@ -54,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     explicit = {name: value for name, value in vars(args).items() if value is not None and name in SETTINGS_BY_NAME}
     if args.command == "feedback":
         return _feedback_command(args, explicit)
+    if args.command == "agents":
+        return agents_command(args, explicit)
     try:
         settings = load_settings(explicit)
         # Build the backend once here, before any worker starts, so its own
@@ -78,9 +81,12 @@ def _since(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _add_feedback_commands(parser: argparse.ArgumentParser) -> None:
+def _add_feedback_commands(parser: argparse.ArgumentParser) -> Any:
+    """Add the subcommands, `feedback export` among them; the subparsers, for more commands."""
     commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", help="`feedback export`; without a command, serve the chat."
+        dest="command",
+        metavar="COMMAND",
+        help="`feedback export`, `agents add|remove|list`; without a command, serve the chat.",
     )
     feedback = commands.add_parser("feedback", help="The visitors' feedback on answers.")
     actions = feedback.add_subparsers(dest="feedback_command", metavar="ACTION", required=True)
@@ -108,6 +114,7 @@ def _add_feedback_commands(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help=f"The store to read: the running server's. [env {setting.env_var}]",
     )
+    return commands
 
 
 def _feedback_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int:

@@ -1,0 +1,464 @@
+"""The agent console's routes: `/agent` (the page, or the sign-in form), sign-in, sign-out,
+and the JSON API under `/agent/api` (docs/agents.md, "The agent API"; docs/security.md).
+
+A thin adapter, like api.py: validation here, then one call of the hand-off service
+(`widget_server.handoff`), which holds the queue, the claims and the conversation's events.
+
+Who may call what:
+- `GET /agent`, `POST /agent/sign-in`: anyone (the sign-in form; its own rate limit,
+  RATE_LIMIT_AGENT_SIGN_IN, per client address and per name; a double-submit CSRF token);
+- everything else: a signed-in agent (the `__Host-agent_session` cookie, sessions.py) whose
+  account is still in the agents file; a request that changes anything also carries the
+  session's CSRF token (`X-CSRF-Token`, or the form's hidden field for sign-out). Without a
+  session the API answers 401 `not_signed_in`; with a missing or wrong token, 403
+  `csrf_failed`. Every error under /agent/api is JSON with a stable code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request
+
+from ..api import STREAM_HEADERS, new_answer_body, user_text
+from ..config import ConfigError
+from ..errors import ApiError
+from ..protocol import is_id
+from ..ratelimits import current_limits
+from ..stores.base import Store
+from ..transport import BODY_KEY, content_security_policy, disconnect_probe, json_body
+from .accounts import MAX_PASSWORD_CHARS, AccountsError, Agent, AgentAccounts
+from .mail import Mailer
+from .sessions import (
+    CSRF_FIELD,
+    CSRF_HEADER,
+    MAX_TOKEN_CHARS,
+    SESSION_COOKIE,
+    SIGN_IN_COOKIE,
+    AgentSession,
+    SessionStore,
+    create_sessions,
+    new_token,
+    tokens_match,
+)
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("agent_api", __name__)
+
+ACCOUNTS_KEY = "widget_server.agent_accounts"
+SESSIONS_KEY = "widget_server.agent_sessions"
+MAILER_KEY = "widget_server.mailer"
+HANDOFF_KEY = "widget_server.handoff"
+STRINGS_KEY = "widget_server.agent_strings"
+
+API_PREFIX = "/agent/api/"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The sign-in form's fields, bounded before anything reads them.
+_MAX_NAME_CHARS = 64
+_MAX_FORM_FIELDS = 8
+
+NOT_SIGNED_IN = "Sign in at /agent first: this request has no session, or it expired or was signed out."
+CSRF_FAILED = f"This request needs the session's CSRF token in the {CSRF_HEADER} header; sign in again if it was lost."
+WRONG_CREDENTIALS = "That name and password do not match an agent account. Check both and try again."
+FORM_EXPIRED = "The sign-in form expired. It has been renewed: sign in again."
+CONVERSATION_NOT_YOURS = "This conversation is not waiting, and another agent (or nobody) holds it: claim it first."
+
+
+def accounts() -> AgentAccounts:
+    value: AgentAccounts = current_app.extensions[ACCOUNTS_KEY]
+    return value
+
+
+def sessions() -> SessionStore:
+    value: SessionStore = current_app.extensions[SESSIONS_KEY]
+    return value
+
+
+def mailer() -> Mailer:
+    value: Mailer = current_app.extensions[MAILER_KEY]
+    return value
+
+
+def handoff() -> Any:
+    """The HandoffService (widget_server/handoff/service.py), registered by app.py."""
+    return current_app.extensions[HANDOFF_KEY]
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    session_id: str
+    session: AgentSession
+    agent: Agent
+
+
+def signed_in() -> SignedIn | None:
+    """The request's live session and its agent (still in the agents file), or None."""
+    if "widget_server_agent" in g:
+        found: SignedIn | None = g.widget_server_agent
+        return found
+    session_id = request.cookies.get(SESSION_COOKIE, "")
+    session = sessions().get(session_id)
+    agent = None
+    if session is not None:
+        try:
+            agent = accounts().get(session.agent_name)
+        except AccountsError as error:  # the file became corrupt: the last good list stands
+            log.error("%s", error)
+    found = SignedIn(session_id, session, agent) if session is not None and agent is not None else None
+    g.widget_server_agent = found
+    return found
+
+
+def current_agent() -> SignedIn:
+    found = signed_in()
+    if found is None:  # _guard_api refused it already; kept for the type checker
+        raise ApiError(401, "not_signed_in", NOT_SIGNED_IN)
+    return found
+
+
+@bp.before_request
+def _guard_api() -> None:
+    """Before every /agent/api route: rate limit, session, then CSRF for a change."""
+    if not request.path.startswith(API_PREFIX):
+        return
+    found = signed_in()
+    limits = current_limits()
+    if limits is not None:
+        limits.check_agent_request(found.agent.name if found else None)
+    if found is None:
+        raise ApiError(401, "not_signed_in", NOT_SIGNED_IN)
+    if request.method not in _SAFE_METHODS and not tokens_match(
+        request.headers.get(CSRF_HEADER), found.session.csrf_token
+    ):
+        raise ApiError(403, "csrf_failed", CSRF_FAILED)
+    # Any agent API call says the console is there (presence, docs/agents.md).
+    service = current_app.extensions.get(HANDOFF_KEY)
+    if service is not None:
+        service.agent_seen(found.agent.name)
+
+
+# -- pages -----------------------------------------------------------------------------------
+
+
+def _page_headers(response: Response) -> Response:
+    """The panel's policy (web.py, transport.content_security_policy): our own scripts and
+    styles only, no inline code, framed by nobody."""
+    response.headers["Content-Security-Policy"] = content_security_policy("'none'")
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Frame-Options"] = "DENY"
+    return response
+
+
+def _set_cookie(response: Response, name: str, value: str, max_age: int | None) -> None:
+    # __Host-: Secure, Path=/, no Domain (sessions.py). SameSite=Strict: never sent with a
+    # request another site starts, so no other site can act with the agent's session.
+    response.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="Strict")
+
+
+def _see_console() -> Response:
+    """303 See Other to /agent: after a form's POST, the browser GETs the console."""
+    return Response(status=303, headers={"Location": "/agent", "Cache-Control": "no-store"})
+
+
+def _sign_in_page(*, error: str | None = None, name: str = "", status: int = 200) -> Response:
+    token = request.cookies.get(SIGN_IN_COOKIE, "")
+    if not (0 < len(token) <= MAX_TOKEN_CHARS) or error == FORM_EXPIRED:
+        token = new_token()
+    html = render_template("agent_sign_in.html", csrf_token=token, error=error, name=name)
+    response = _page_headers(Response(html, status=status, mimetype="text/html"))
+    _set_cookie(response, SIGN_IN_COOKIE, token, max_age=3600)
+    return response
+
+
+def _console_strings() -> dict[str, Any]:
+    """The console's words (static/agent/i18n/en.json), read once per app."""
+    cached: dict[str, Any] | None = current_app.extensions.get(STRINGS_KEY)
+    if cached is None:
+        static_folder = current_app.static_folder
+        assert static_folder is not None
+        path = Path(static_folder) / "agent" / "i18n" / "en.json"
+        cached = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        current_app.extensions[STRINGS_KEY] = cached
+    return cached
+
+
+@bp.get("/agent")
+def console() -> Response:
+    found = signed_in()
+    if found is None:
+        return _sign_in_page()
+    config = {
+        "csrfToken": found.session.csrf_token,
+        "agent": found.agent.public(),
+        "apiBase": "/agent/api",
+        "strings": _console_strings(),
+    }
+    html = render_template("agent.html", config=config)
+    return _page_headers(Response(html, mimetype="text/html"))
+
+
+def _form() -> dict[str, str]:
+    """The urlencoded form body, read whole by transport.read_bounded_body (so Flask's own
+    `request.form` would find the stream spent)."""
+    raw: bytes = request.environ.get(BODY_KEY, b"")
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, max_num_fields=_MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return dict(pairs)
+
+
+@bp.post("/agent/sign-in")
+def sign_in() -> Response:
+    form = _form() if request.mimetype == "application/x-www-form-urlencoded" else {}
+    name = form.get("name", "").strip()[:_MAX_NAME_CHARS]
+    password = form.get("password", "")
+    if not tokens_match(form.get(CSRF_FIELD), request.cookies.get(SIGN_IN_COOKIE, "")):
+        return _sign_in_page(error=FORM_EXPIRED, name=name, status=403)
+    limits = current_limits()
+    if limits is not None:
+        try:
+            limits.check_sign_in(name.lower())
+        except ApiError as error:
+            response = _sign_in_page(error=error.message, name=name, status=429)
+            response.headers["Retry-After"] = str(error.retry_after or 60)
+            return response
+    agent = None
+    if name and password and len(password) <= MAX_PASSWORD_CHARS:
+        try:
+            agent = accounts().verify(name, password)
+        except AccountsError as error:
+            log.error("%s", error)
+    if agent is None:
+        # Never which of the two was wrong (docs/security.md, "Agent accounts").
+        return _sign_in_page(error=WRONG_CREDENTIALS, name=name, status=401)
+    # A new session id at every sign-in: an id planted before it is worth nothing after.
+    sessions().delete(request.cookies.get(SESSION_COOKIE))
+    session_id, _ = sessions().create(agent.name)
+    response = _see_console()
+    _set_cookie(response, SESSION_COOKIE, session_id, max_age=int(sessions().lifetime))
+    response.delete_cookie(SIGN_IN_COOKIE, path="/", secure=True, httponly=True, samesite="Strict")
+    log.info("agent %s signed in", agent.name)
+    return response
+
+
+@bp.post("/agent/sign-out")
+def sign_out() -> Response:
+    found = signed_in()
+    form = _form() if request.mimetype == "application/x-www-form-urlencoded" else {}
+    if found is not None:
+        sent = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
+        if not tokens_match(sent, found.session.csrf_token):
+            raise ApiError(403, "csrf_failed", CSRF_FAILED)
+        sessions().delete(found.session_id)
+        log.info("agent %s signed out", found.agent.name)
+    response = _see_console()
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="Strict")
+    return response
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+
+def _no_body() -> None:
+    """A route that takes no body: an empty one, or `{}`."""
+    if request.environ.get(BODY_KEY):
+        body = json_body()
+        if body:
+            raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(sorted(body))}. Send no body.")
+
+
+def _conversation_id(raw: str) -> str:
+    if not is_id(raw):
+        raise ApiError(404, "not_found", "No such conversation.")
+    return raw
+
+
+def _mine_or_waiting(conversation_id: str, agent_name: str) -> dict[str, Any]:
+    """The conversation's hand-off state, if this agent may see it: it waits in the queue, or
+    this agent holds it; else 403 `not_your_conversation`."""
+    service = handoff()
+    state: dict[str, Any] = service.state(conversation_id)
+    if state.get("state") == "queued":
+        return state
+    if any(c.get("conversation_id") == conversation_id for c in service.claimed_by(agent_name)):
+        return state
+    raise ApiError(403, "not_your_conversation", CONVERSATION_NOT_YOURS)
+
+
+@bp.get("/agent/api/session")
+def get_session() -> Response:
+    found = current_agent()
+    response = jsonify({**found.agent.public(), "csrf_token": found.session.csrf_token})
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/agent/api/queue")
+def get_queue() -> Response:
+    found = current_agent()
+    service = handoff()
+    # The console polls this every few seconds: the moment to hand back claims whose agent
+    # went away (AGENT_GRACE_SECONDS), on whichever worker the poll lands.
+    service.release_lapsed()
+    unreplied = sum(1 for message in service.inbox() if not message.get("replied"))
+    return jsonify(
+        {"waiting": service.queue(), "mine": service.claimed_by(found.agent.name), "inbox_unreplied": unreplied}
+    )
+
+
+@bp.post("/agent/api/conversations/<conversation_id>/claim")
+def claim(conversation_id: str) -> Response:
+    found = current_agent()
+    _no_body()
+    result = handoff().claim(_conversation_id(conversation_id), found.agent.name, found.agent.display_name)
+    return jsonify(result)
+
+
+@bp.get("/agent/api/conversations/<conversation_id>")
+def get_conversation(conversation_id: str) -> Response:
+    found = current_agent()
+    state = _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
+    return jsonify(
+        {
+            "conversation_id": conversation_id,
+            **state,
+            "messages": handoff().transcript(conversation_id),
+        }
+    )
+
+
+def _after_seq(conversation_id: str) -> int:
+    """Where a resumed stream starts: `Last-Event-ID: <cid>:<seq>`, else `?after=<seq>`, else 0."""
+    raw = request.headers.get("Last-Event-ID")
+    if raw:
+        cid, _, seq = raw.rpartition(":")
+        if cid == conversation_id and seq.isdigit() and len(seq) <= 10:
+            return int(seq)
+        raise ApiError(
+            400, "invalid_last_event_id", f"Last-Event-ID must be '{conversation_id}:<seq>', an event of this stream."
+        )
+    after = request.args.get("after", "")
+    if after == "":
+        return 0
+    if not after.isdigit() or len(after) > 10:
+        raise ApiError(400, "invalid_after", "after must be the seq of the last event received: 0 or more.")
+    return int(after)
+
+
+@bp.get("/agent/api/conversations/<conversation_id>/events")
+def get_events(conversation_id: str) -> Response:
+    found = current_agent()
+    _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
+    after = _after_seq(conversation_id)
+    stream = handoff().event_stream(conversation_id, after, client_gone=disconnect_probe(request.environ))
+    return Response(stream, status=200, mimetype="text/event-stream", headers=STREAM_HEADERS, direct_passthrough=True)
+
+
+@bp.post("/agent/api/conversations/<conversation_id>/messages")
+def post_message(conversation_id: str) -> Response:
+    found = current_agent()
+    body = new_answer_body("request_id", "text")
+    result = handoff().agent_message(
+        _conversation_id(conversation_id), found.agent.name, body["request_id"], user_text(body)
+    )
+    response = jsonify(result)
+    response.status_code = 201
+    return response
+
+
+@bp.post("/agent/api/conversations/<conversation_id>/typing")
+def typing(conversation_id: str) -> Response:
+    found = current_agent()
+    _no_body()
+    handoff().typing(_conversation_id(conversation_id), found.agent.name)
+    return Response(status=204)
+
+
+END_REASONS = ("ended", "returned")
+
+
+@bp.post("/agent/api/conversations/<conversation_id>/end")
+def end(conversation_id: str) -> Response:
+    found = current_agent()
+    body = json_body() if request.environ.get(BODY_KEY) else {}
+    unknown = sorted(set(body) - {"reason"})
+    if unknown:
+        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only reason.")
+    reason = body.get("reason", "ended")
+    if reason not in END_REASONS:
+        raise ApiError(
+            400, "invalid_reason", "reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant)."
+        )
+    handoff().end(_conversation_id(conversation_id), found.agent.name, reason)
+    return Response(status=204)
+
+
+@bp.get("/agent/api/inbox")
+def get_inbox() -> Response:
+    current_agent()
+    return jsonify({"messages": handoff().inbox()})
+
+
+@bp.post("/agent/api/inbox/<left_message_id>/reply")
+def reply_to_left(left_message_id: str) -> Response:
+    found = current_agent()
+    if not is_id(left_message_id):
+        raise ApiError(404, "not_found", "No such left message.")
+    body = new_answer_body("request_id", "text")
+    result = handoff().reply_to_left(
+        left_message_id, found.agent.name, found.agent.display_name, body["request_id"], user_text(body)
+    )
+    response = jsonify(result)
+    response.status_code = 201
+    return response
+
+
+def init_app(app: Flask, chat_store: Store) -> None:
+    """The accounts, sessions and mail of the agents' part, and the hooks the hand-off service
+    calls: whether anyone may sign in (HANDOFF=auto), and the mail for a left message and for
+    a reply to one. After the hand-off service is registered (app.py)."""
+    values = app.config["WIDGET_SERVER"]
+    accounts = AgentAccounts(values["AGENTS_FILE"])
+    try:
+        accounts.current()  # a corrupt file stops the server at start, with the file named
+    except AccountsError as error:
+        raise ConfigError(f"AGENTS_FILE: {error}") from None
+    mail = Mailer(values)
+    app.extensions[ACCOUNTS_KEY] = accounts
+    app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values["AGENT_SESSION_SECONDS"])
+    app.extensions[MAILER_KEY] = mail
+    service = app.extensions.get(HANDOFF_KEY)
+    if service is not None:
+        service.has_agents = lambda: _has_agents(accounts)
+        service.on_left_message = lambda entry: _mail_left_message(mail, entry)
+        service.on_left_reply = lambda entry, reply: _mail_left_reply(mail, entry, reply)
+    app.register_blueprint(bp)
+
+
+def _has_agents(accounts: AgentAccounts) -> bool:
+    try:
+        return bool(accounts.current())
+    except AccountsError as error:  # changed to something unreadable: the last good list stands
+        log.error("%s", error)
+        return bool(accounts.current())
+
+
+def _mail_left_message(mail: Mailer, entry: dict[str, Any]) -> None:
+    mail.left_message(
+        conversation_id=entry["conversation_id"],
+        email=entry.get("email"),
+        text=entry["text"],
+        created_at=entry.get("created_at", ""),
+    )
+
+
+def _mail_left_reply(mail: Mailer, entry: dict[str, Any], reply: dict[str, Any]) -> None:
+    mail.left_reply(email=entry.get("email"), agent=reply["agent"], text=reply["text"], original=entry["text"])
