@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from widget_server.agents.mail import Mail, Mailer
+from widget_server.metrics import Metrics
 
 from .smtp_support import SmtpServer, free_port
 
@@ -108,10 +109,15 @@ def test_mail_is_off_without_host_or_sender(smtp):
 
 def test_an_unreachable_server_is_logged_and_counted_never_raised(caplog):
     closed_port = free_port()  # nothing listens there
-    mailer = Mailer({**BASE, "SMTP_HOST": "127.0.0.1", "SMTP_PORT": closed_port, "SMTP_FROM": "chat@example.com"})
+    metrics = Metrics(enabled=True)
+    settings = {**BASE, "SMTP_HOST": "127.0.0.1", "SMTP_PORT": closed_port, "SMTP_FROM": "chat@example.com"}
+    mailer = Mailer(settings, metrics)
+    assert mailer.left_message(conversation_id="c_1", email=None, text="x") is False  # no SMTP_TO: nothing to do
     assert mailer.send_now(Mail("owner@example.com", "Subject", "Body")) is False
     assert mailer.failed == 1 and mailer.sent == 0
     assert "mail to owner@example.com not sent" in caplog.text
+    assert metrics.registry.get_sample_value("chat_mails_total", {"outcome": "failed"}) == 1
+    assert metrics.registry.get_sample_value("chat_mails_total", {"outcome": "sent"}) == 0
 
 
 def test_a_line_break_in_an_address_never_becomes_a_header(smtp, mailer):

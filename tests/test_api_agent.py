@@ -297,6 +297,8 @@ def test_left_message_reaches_the_inbox_and_the_owner_and_the_reply_reaches_the_
     # And in the widget, if they come back.
     (shown,) = [m for m in visitor.history() if m["role"] == "agent"]
     assert shown["text"] == "We will call you at 5." and shown["agent"] == "Alice Agent"
+    app.extensions[MAILER_KEY].flush(10)
+    assert 'chat_mails_total{outcome="sent"} 2.0' in app.test_client().get("/metrics").get_data(as_text=True)
 
 
 def test_a_reply_to_a_message_left_without_an_address_sends_no_mail(app, smtp):

@@ -431,7 +431,7 @@ def init_app(app: Flask, chat_store: Store) -> None:
         accounts.current()  # a corrupt file stops the server at start, with the file named
     except AccountsError as error:
         raise ConfigError(f"AGENTS_FILE: {error}") from None
-    mail = Mailer(values)
+    mail = Mailer(values, app.extensions["widget_server.metrics"])
     app.extensions[ACCOUNTS_KEY] = accounts
     app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values["AGENT_SESSION_SECONDS"])
     app.extensions[MAILER_KEY] = mail

@@ -26,6 +26,8 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
+from ..metrics import NO_METRICS, Metrics
+
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 100
@@ -42,7 +44,7 @@ class Mail:
 class Mailer:
     """Sends mail with the SMTP_* settings; `enabled` only when SMTP_HOST, SMTP_FROM are set."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: dict[str, Any], metrics: Metrics = NO_METRICS) -> None:
         self.host: str = settings["SMTP_HOST"]
         self.port: int = settings["SMTP_PORT"]
         self.sender: str = settings["SMTP_FROM"]
@@ -54,6 +56,19 @@ class Mailer:
         self.console_url: str = (settings.get("PUBLIC_URL") or "").rstrip("/") + "/agent"
         self.sent = 0
         self.failed = 0
+        self._counter: Any = None
+        if metrics.enabled:
+            from prometheus_client import Counter
+
+            # docs/serving.md, "Metrics": a mail server that refuses or is down shows here.
+            self._counter = Counter(
+                "chat_mails",
+                "Mail the server tried to send (a left message, a reply to one), by outcome: sent, failed, dropped.",
+                ["outcome"],
+                registry=metrics.registry,
+            )
+            for outcome in ("sent", "failed", "dropped"):
+                self._counter.labels(outcome=outcome)
         self._queue: queue.Queue[Mail | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -103,8 +118,7 @@ class Mailer:
         try:
             self._queue.put_nowait(mail)
         except queue.Full:
-            with self._lock:
-                self.failed += 1
+            self._count("dropped")
             log.error("mail to %s dropped: %d mails already wait for the SMTP server", mail.to, QUEUE_SIZE)
             return False
         return True
@@ -171,10 +185,17 @@ class Mailer:
                 smtp.send_message(message)
         except (OSError, smtplib.SMTPException, ValueError) as error:
             # ValueError: an address or header the email package refuses (a line break in it).
-            with self._lock:
-                self.failed += 1
+            self._count("failed")
             log.error("mail to %s not sent: %s: %s", mail.to, type(error).__name__, error)
             return False
-        with self._lock:
-            self.sent += 1
+        self._count("sent")
         return True
+
+    def _count(self, outcome: str) -> None:
+        with self._lock:
+            if outcome == "sent":
+                self.sent += 1
+            else:
+                self.failed += 1
+        if self._counter is not None:
+            self._counter.labels(outcome=outcome).inc()
