@@ -13,6 +13,7 @@ from flask import Blueprint, Flask, Response, current_app, render_template, requ
 from .config import parse_greeting, parse_starters
 from .errors import ApiError
 from .i18n import load_strings, pick_language
+from .stores.base import StoreUnavailable
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
 
 bp = Blueprint("web", __name__)
@@ -22,8 +23,8 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
 # (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js; outbox.js
-# while online, for a message typed offline; tab-sync.js).
-LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs")
+# while online, for a message typed offline; tab-sync.js; handoff.js).
+LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
 
 
 def _static_folder() -> str:
@@ -114,6 +115,27 @@ def _empty_state(values: dict[str, Any], warnings: list[str]) -> tuple[list[str]
     return starters, greeting
 
 
+def _handoff(conversation: dict[str, str] | None) -> bool | dict[str, Any]:
+    """The panel's `handoff`: false, or true where the server hands conversations to people
+    ("Talk to a person" is offered) — or, while the remembered conversation's hand-off is
+    queued or assigned, its state and the newest event's `seq`, so a reloaded panel resumes it
+    (static/widget/handoff.js) without a request, and the first open pays nothing otherwise."""
+    service = current_app.extensions.get("widget_server.handoff")  # app.py registers it
+    if service is None or not service.enabled():
+        return False
+    if conversation is not None:
+        cid = conversation["conversation_id"]
+        try:
+            # The seq first: an event between the two reads is sent again, never missed.
+            seq = service.last_seq(cid)
+            state = service.state(cid)
+        except StoreUnavailable:
+            return True  # the panel still opens; the hand-off is not resumed
+        if state["state"] in ("queued", "assigned"):
+            return {**state, "conversation_id": cid, "seq": seq}
+    return True
+
+
 def _render_panel(standalone: bool) -> Response:
     values = settings()
     strings = _strings()
@@ -125,6 +147,7 @@ def _render_panel(standalone: bool) -> Response:
     host_origin = host if host and ("*" in host_origins or host in host_origins) else ""
     warnings: list[str] = []
     starters, greeting = _empty_state(values, warnings)
+    remembered = _remembered_conversation()
     config = {
         "lang": lang,
         "strings": {key: value for key, value in t.items() if key not in LAZY_STRING_GROUPS},
@@ -143,11 +166,12 @@ def _render_panel(standalone: bool) -> Response:
         "turnHeadingLevel": _bounded_int("headingLevel", 2, 2, 5),
         "feedbackCommentMaxChars": values["FEEDBACK_COMMENT_MAX_CHARS"],
         "reducedMotion": _flag("reducedMotion"),
-        "conversation": _remembered_conversation(),
+        "conversation": remembered,
         "announceMode": _announce_mode(),
         "starters": starters,
         "greeting": greeting,
         "warnings": warnings,
+        "handoff": _handoff(remembered),
     }
     html = render_template(
         "panel.html",

@@ -76,7 +76,7 @@ export class ChatPanel {
     this.current = null; // the latest AnswerRun
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
     root.addEventListener('chatwidget:ready', () => {
-      for (const name of ['outbox', 'tab-sync', 'scroll-follow'])
+      for (const name of ['outbox', 'tab-sync', 'scroll-follow', 'handoff'])
         import(`./${name}.js`).then((m) => m.init(this));
     });
     // data-starters / data-greeting the server ignored
@@ -190,6 +190,8 @@ export class ChatPanel {
     for (const message of messages) {
       if (message.role === 'user') {
         this.addUserTurn(message.text);
+      } else if (message.role !== 'assistant') {
+        await (await import('./handoff.js')).restoreTurn(this, message); // agent, visitor
       } else if (message.state === 'completed') {
         const turn = this.addAssistantTurn();
         turn.item.dataset.messageId = message.message_id; // its actions are restored by id
@@ -316,7 +318,7 @@ export class ChatPanel {
 
   async submit() {
     const text = this.input.value;
-    if (!text.trim()) return;
+    if (!text.trim() || this.handoff?.send(text)) return; // to a person (handoff.js)
     if (this.current?.inProgress) {
       this.showAlert(this.strings.busy);
       return;

@@ -1,0 +1,852 @@
+// Talking to a person (issue 13, "Visitor side"; docs/accessibility.md A53–A58; the wire
+// contract in docs/protocol.md, "Hand-off to a person").
+//
+// "Talk to a person" (in the Options section, conversation-tools.js, and under an answer
+// that proposes it) asks the server for a person: POST …/handoff answers queued, assigned
+// or unavailable. While a hand-off is queued or assigned, and only then, the panel reads
+// the conversation's event stream (GET …/events): the position in line, the agent joining,
+// typing, each agent message (checked against its SHA-256, like an answer), the visitor's
+// own messages (so other tabs show them) and the end. A read that ends is resumed with
+// Last-Event-ID after a backoff; events are applied once each, in order of their sequence
+// number (a duplicate is ignored; a gap is read again; a snapshot replaces the state). The
+// composer's messages go to POST …/handoff/messages meanwhile (chat.js submit() hands them
+// here). Nobody available: a form to leave a message (POST …/handoff/left-messages).
+//
+// Every state is said once, politely, through the panel's one Announcer (A53): no second
+// live region. Loaded when the panel is ready (chat.js), so none of it is part of the
+// panel's first open (tests/test_budgets.py); its stylesheet and strings load on first use.
+
+import { ApiError, newRequestId } from './client.js';
+import { format } from './i18n.js';
+import { lazyStrings } from './outbox.js';
+import { sha256Hex } from './sha256.js';
+import { createEventStreamParser } from './sse.js';
+
+// Position changes in the line are said at most this often (issue 13: "at most every 30 s").
+const POSITION_ANNOUNCE_MS = 30000;
+// "Is typing" is shown this long after the last typing event (the console sends one at most
+// every few seconds while the agent types).
+const TYPING_SHOWN_MS = 6000;
+const SEND_RETRIES = 3;
+const SEND_RETRY_BASE_MS = 500;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+const pause = (milliseconds, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, milliseconds);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+let stylesheet = null;
+function loadStylesheet() {
+  stylesheet ||= new Promise((resolve) => {
+    const link = document.createElement('link');
+    link.rel = 'stylesheet';
+    link.href = new URL('./handoff.css', import.meta.url).href;
+    link.addEventListener('load', resolve);
+    link.addEventListener('error', resolve);
+    document.head.append(link);
+  });
+  return stylesheet;
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function button(className, text, onClick) {
+  const node = element('button', className, text);
+  node.type = 'button';
+  node.addEventListener('click', onClick);
+  return node;
+}
+
+async function errorOf(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    /* no JSON body: the status says it */
+  }
+  return new ApiError(response.status, body);
+}
+
+const sha256OfText = (text) => sha256Hex(new TextEncoder().encode(text));
+
+const handoffs = new WeakMap(); // panel → Handoff
+
+function handoffOf(panel) {
+  let handoff = handoffs.get(panel);
+  if (!handoff) {
+    handoff = new Handoff(panel);
+    handoffs.set(panel, handoff);
+    panel.handoff = handoff; // chat.js submit() asks it first
+  }
+  return handoff;
+}
+
+// chat.js, once the panel is ready: resume a hand-off the page was in before a reload. The
+// server put its state in the panel's config (web.py, for the conversation its cookie names):
+// no request at all when there is none.
+export async function init(panel) {
+  const handoff = handoffOf(panel);
+  const going = panel.config.handoff;
+  if (going?.conversation_id && going.conversation_id === panel.client.conversationId)
+    await handoff.resume(going);
+}
+
+// chat.js restore(): a hand-off message of the conversation's history, in its place.
+export async function restoreTurn(panel, message) {
+  const handoff = handoffOf(panel);
+  handoff.seen.add(message.message_id);
+  if (message.role !== 'agent') {
+    panel.addUserTurn(message.text).dataset.messageId = message.message_id;
+    return;
+  }
+  await handoff.ready().catch(() => {}); // offline: the turn is drawn with the agent's name only
+  handoff.addAgentTurn(message);
+}
+
+// conversation-tools.js: "Talk to a person" at the end of the Options section; `close`
+// hides the section (its button would otherwise keep focus in a hidden section).
+export async function addControl(panel, section, close) {
+  const handoff = handoffOf(panel);
+  const strings = await handoff.ready();
+  section.append(
+    button('button button--secondary handoff-talk', strings.talk, () => {
+      close();
+      panel.input.focus();
+      handoff.request();
+    }),
+  );
+}
+
+// actions.js / chat.js: an answer that proposes a person ("I don't know") gets the button.
+export async function offer(panel, container) {
+  const handoff = handoffOf(panel);
+  const strings = await handoff.ready();
+  if (container.querySelector('.handoff-talk')) return;
+  container.append(
+    button('button button--secondary handoff-talk', strings.talk, () => {
+      panel.input.focus();
+      handoff.request();
+    }),
+  );
+}
+
+class Handoff {
+  constructor(panel) {
+    this.panel = panel;
+    this.strings = null;
+    this.state = 'none'; // none | requesting | queued | assigned
+    this.agent = '';
+    this.position = 0;
+    this.seen = new Set(); // message ids shown (restored, sent, received)
+    this.lastSeq = 0;
+    this.conversationId = '';
+    this.url = '';
+    this.token = '';
+    this.controller = null; // aborts the read in flight
+    this.wakeController = null;
+    this.reading = false;
+    this.gap = false; // a sequence number was missing: read again at once
+    this.catchUp = false; // the first read starts at 0: skip earlier hand-offs (foldBacklog)
+    this.backlog = [];
+    this.applying = Promise.resolve(); // events are applied one after the other
+    this.pendingSends = []; // {text, item}: sent here, their visitor.message not yet seen
+    this.positionSpokenAt = -Infinity;
+    this.positionSpoken = 0;
+    this.positionTimer = 0;
+    this.typingTimer = 0;
+    this.bar = null;
+    panel.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
+  }
+
+  get active() {
+    return this.state === 'queued' || this.state === 'assigned';
+  }
+
+  // Its strings and stylesheet; rejects while the strings cannot be fetched (offline).
+  async ready() {
+    if (!this.strings) {
+      const [strings] = await Promise.all([lazyStrings(this.panel, 'handoff'), loadStylesheet()]);
+      if (!strings) throw new Error('the hand-off strings could not be fetched');
+      this.strings = strings;
+    }
+    return this.strings;
+  }
+
+  agentName(name) {
+    return name || this.agent || this.strings?.agentFallback || '';
+  }
+
+  // -- requesting and resuming -------------------------------------------------------------
+
+  async request() {
+    const panel = this.panel;
+    await this.ready();
+    if (this.active || this.state === 'requesting') return;
+    this.removeForm();
+    this.state = 'requesting';
+    let body;
+    try {
+      await panel.ensureConversation();
+      this.bindConversation();
+      const response = await fetch(`${this.url}/handoff`, {
+        method: 'POST',
+        headers: this.headers({ 'Content-Type': 'application/json' }),
+        body: JSON.stringify({ request_id: newRequestId() }),
+      });
+      if (!response.ok) throw await errorOf(response);
+      body = await response.json();
+    } catch (error) {
+      this.state = 'none';
+      panel.showAlert(format(this.strings.failed, { reason: error.message }));
+      return;
+    }
+    this.state = 'none';
+    if (body.state === 'unavailable') {
+      this.showUnavailable(body.reason);
+      return;
+    }
+    // The stream starts after the events this answer already reflects: its `seq` where the
+    // server gives one; else after the last hand-off that ended before (catchUp, below).
+    if (body.seq != null) this.lastSeq = Math.max(this.lastSeq, Number(body.seq));
+    else this.catchUp = !this.lastSeq;
+    this.enter(body, true);
+    this.read();
+  }
+
+  // After a reload, from the panel's config ({state, agent?, position?, seq}), quietly: the
+  // visitor heard it before the reload; what happens next is said as usual.
+  async resume(body) {
+    await this.ready();
+    this.bindConversation();
+    if (body.state !== 'queued' && body.state !== 'assigned') return;
+    this.lastSeq = Math.max(this.lastSeq, Number(body.seq) || 0);
+    this.enter(body, false);
+    this.positionSpokenAt = Date.now();
+    this.positionSpoken = this.position;
+    this.read();
+  }
+
+  bindConversation() {
+    const client = this.panel.client;
+    if (this.conversationId !== client.conversationId) {
+      this.conversationId = client.conversationId;
+      this.lastSeq = 0;
+    }
+    this.url = client.conversationUrl;
+    this.token = client.token;
+  }
+
+  headers(extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  // Enter a state from the server's word ({state, agent?, position?}); `say`: announce it.
+  enter(body, say) {
+    const strings = this.strings;
+    const before = this.state;
+    if (body.state === 'queued') {
+      this.state = 'queued';
+      this.setPosition(Number(body.position) || 1, say && before !== 'queued');
+    } else if (body.state === 'assigned') {
+      const changed = before !== 'assigned' || this.agent !== body.agent;
+      this.state = 'assigned';
+      this.agent = body.agent || this.agent;
+      if (changed && say) {
+        const text = format(strings.assigned, { agent: this.agentName() });
+        this.addNotice(text);
+        this.panel.announcer.cue(text);
+      }
+    }
+    this.drawBar();
+    if (before !== this.state) this.emitState();
+  }
+
+  emitState(reason) {
+    const detail = {
+      state: this.state,
+      agent: this.agent,
+      position: this.position,
+    };
+    if (reason) detail.reason = reason;
+    this.panel.emit('handoff', detail);
+  }
+
+  setPosition(position, sayNow) {
+    this.position = position;
+    this.drawBar();
+    clearTimeout(this.positionTimer);
+    if (sayNow || Date.now() - this.positionSpokenAt >= POSITION_ANNOUNCE_MS) {
+      this.sayPosition();
+      return;
+    }
+    // Said at most every 30 s: the latest position then, if it changed meanwhile.
+    this.positionTimer = setTimeout(
+      () => this.sayPosition(),
+      this.positionSpokenAt + POSITION_ANNOUNCE_MS - Date.now(),
+    );
+  }
+
+  sayPosition() {
+    if (this.state !== 'queued' || this.positionSpoken === this.position) return;
+    this.positionSpoken = this.position;
+    this.positionSpokenAt = Date.now();
+    this.panel.announcer.cue(this.positionText());
+  }
+
+  positionText() {
+    const strings = this.strings;
+    return this.position <= 1
+      ? strings.queuedNext
+      : format(strings.queued, { position: this.position });
+  }
+
+  // The hand-off is over: back with the assistant. Said once, whoever ended it.
+  finish(agent, reason) {
+    if (!this.active) return;
+    const strings = this.strings;
+    const name = agent || this.agent;
+    const text = name ? format(strings.ended, { agent: name }) : strings.endedQueue;
+    this.stopReading();
+    this.state = 'none';
+    this.agent = '';
+    this.position = 0;
+    this.positionSpoken = 0;
+    clearTimeout(this.positionTimer);
+    this.hideTyping();
+    this.drawBar();
+    this.addNotice(text);
+    this.panel.announcer.cue(text);
+    this.emitState(reason);
+  }
+
+  // The agent's console was gone past the grace period: back in line, in the old place
+  // (handoff.queued follows with the position, shown in the bar).
+  lapse(agent) {
+    if (this.state !== 'assigned') return;
+    const text = format(this.strings.lapsed, { agent: this.agentName(agent) });
+    this.state = 'queued';
+    this.agent = '';
+    this.hideTyping();
+    this.drawBar();
+    this.addNotice(text);
+    this.panel.announcer.cue(text);
+    this.emitState('timeout');
+  }
+
+  // The visitor leaves the line or ends the chat (DELETE …/handoff).
+  async cancel() {
+    const strings = this.strings;
+    try {
+      const response = await fetch(`${this.url}/handoff`, {
+        method: 'DELETE',
+        headers: this.headers(),
+      });
+      if (!response.ok && response.status !== 404 && response.status !== 409)
+        throw await errorOf(response);
+    } catch (error) {
+      this.panel.showAlert(format(strings.failed, { reason: error.message }));
+      return;
+    }
+    this.panel.input.focus();
+    this.finish(this.state === 'assigned' ? this.agent : '', 'visitor');
+  }
+
+  // Start over (conversation-tools.js): the old conversation's hand-off ends with it.
+  forgetConversation() {
+    if (this.active)
+      fetch(`${this.url}/handoff`, {
+        method: 'DELETE',
+        headers: this.headers(),
+      }).catch(() => {});
+    this.stopReading();
+    this.state = 'none';
+    this.agent = '';
+    this.seen.clear();
+    this.pendingSends = [];
+    this.lastSeq = 0;
+    this.conversationId = '';
+    clearTimeout(this.positionTimer);
+    this.drawBar();
+    this.removeForm();
+  }
+
+  // -- the conversation's event stream -----------------------------------------------------
+
+  stopReading() {
+    this.reading = false;
+    this.controller?.abort();
+    this.wakeController?.abort();
+  }
+
+  // Read and resume until the hand-off ends. Only one read at a time.
+  async read() {
+    if (this.reading) return;
+    this.reading = true;
+    const config = this.panel.config;
+    let backoff = 0;
+    let serverRetryMs = null;
+    while (this.reading && this.active) {
+      const controller = new AbortController();
+      this.controller = controller;
+      let progressed = false;
+      // No byte for stallTimeoutMs (longer than the server's heartbeat): dead, resume.
+      let stallTimer = 0;
+      const touch = () => {
+        clearTimeout(stallTimer);
+        stallTimer = setTimeout(() => controller.abort(), config.stallTimeoutMs);
+      };
+      touch();
+      try {
+        const headers = this.headers(
+          this.lastSeq ? { 'Last-Event-ID': `${this.conversationId}:${this.lastSeq}` } : {},
+        );
+        const response = await fetch(`${this.url}/events?after=${this.lastSeq}`, {
+          headers,
+          signal: controller.signal,
+        });
+        const type = response.headers.get('Content-Type') || '';
+        if (!response.ok || !type.startsWith('text/event-stream')) throw await errorOf(response);
+        const parser = createEventStreamParser((event) => {
+          let data;
+          try {
+            data = JSON.parse(event.data);
+          } catch {
+            return; // not one of ours
+          }
+          if (this.catchUp) this.backlog.push({ type: event.type, data, id: event.id });
+          else
+            this.applying = this.applying
+              .then(async () => {
+                if (await this.apply(event.type, data, event.id, controller)) progressed = true;
+              })
+              .catch((error) => console.error('chat widget:', error));
+        });
+        const reader = response.body.getReader();
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            touch();
+            parser.feed(value);
+            if (this.catchUp && this.backlog.length) this.foldBacklog(controller);
+          }
+          parser.end();
+        } finally {
+          reader.releaseLock();
+        }
+        if (parser.retry != null) serverRetryMs = parser.retry;
+      } catch (error) {
+        // The conversation is gone or the token refused: nothing to resume.
+        if (error instanceof ApiError && error.status < 500 && error.status !== 429) {
+          this.reading = false;
+          break;
+        }
+        // Network errors, aborts, 5xx and 429: resume below.
+      } finally {
+        clearTimeout(stallTimer);
+      }
+      await this.applying; // the last applied event's id is where the next read starts
+      if (!this.reading || !this.active) break;
+      if (progressed) backoff = 0;
+      if (this.gap) {
+        this.gap = false;
+        continue; // read again from the last applied event at once
+      }
+      const base = serverRetryMs ?? config.retryMs;
+      backoff = backoff ? Math.min(backoff * 2, config.maxBackoffMs) : base;
+      const jitter = 0.8 + Math.random() * 0.4; // clients dropped together do not return together
+      this.wakeController = new AbortController();
+      await pause(backoff * jitter, this.wakeController.signal);
+    }
+    this.reading = false;
+  }
+
+  // A stream read from 0 (no `seq` in the request's answer) replays the conversation's earlier
+  // hand-offs too: what came before the last one that ended (or found nobody) is past — shown
+  // then, or in the history — and only what follows is applied. The server writes what it
+  // has in one chunk (HandoffService.event_stream), so the first read holds it.
+  foldBacklog(controller) {
+    const events = this.backlog;
+    this.backlog = [];
+    this.catchUp = false;
+    let start = 0;
+    events.forEach((event, index) => {
+      const over =
+        event.type === 'handoff.unavailable' ||
+        (event.type === 'handoff.ended' && event.data.reason !== 'timeout');
+      if (over) start = index + 1;
+    });
+    if (start) this.lastSeq = Number(events[start - 1].data.seq) || this.lastSeq;
+    for (const event of events.slice(start))
+      this.applying = this.applying
+        .then(() => this.apply(event.type, event.data, event.id, controller))
+        .catch((error) => console.error('chat widget:', error));
+  }
+
+  // One event, in order. Returns whether it moved the state forward.
+  async apply(type, data, id, controller) {
+    const seq = Number(data.seq ?? String(id).split(':').pop()) || 0;
+    if (type !== 'conversation.snapshot') {
+      if (seq && seq <= this.lastSeq) return false; // already applied (a resume's overlap)
+      if (seq && seq > this.lastSeq + 1 && this.lastSeq) {
+        // A missing event: never guess; read again from the last applied one.
+        this.gap = true;
+        controller.abort();
+        return false;
+      }
+    }
+    if (!this.reading) return false;
+    if (type === 'conversation.snapshot') await this.applySnapshot(data);
+    else if (type === 'handoff.queued')
+      this.enter({ state: 'queued', position: data.position }, true);
+    else if (type === 'handoff.assigned')
+      this.enter({ state: 'assigned', agent: data.agent }, true);
+    else if (type === 'agent.typing') this.showTyping(data.agent);
+    else if (type === 'agent.message' || type === 'visitor.message') {
+      if (!(await this.verified(data))) return false;
+      this.showMessage(type === 'agent.message' ? 'agent' : 'visitor', data, true);
+    } else if (type === 'handoff.ended' && data.reason === 'timeout') this.lapse(data.agent);
+    else if (type === 'handoff.ended') this.finish(data.agent, data.reason);
+    if (seq) this.lastSeq = seq;
+    return true;
+  }
+
+  // A resume from an evicted position: the whole state and every message so far.
+  async applySnapshot(data) {
+    for (const message of data.messages || []) {
+      if (this.seen.has(message.message_id) || !(await this.verified(message))) continue;
+      this.showMessage(message.role, message, true);
+    }
+    if (data.state === 'queued' || data.state === 'assigned') this.enter(data, true);
+    else this.finish(data.agent, 'ended');
+  }
+
+  // The text is exactly what was sent (its SHA-256, as an answer's; docs/design.md).
+  async verified(data) {
+    if ((await sha256OfText(data.text)) === data.sha256) return true;
+    this.panel.showAlert(this.strings.integrity);
+    return false;
+  }
+
+  showMessage(role, data, say) {
+    if (this.seen.has(data.message_id)) return;
+    this.seen.add(data.message_id);
+    if (role === 'agent') {
+      this.hideTyping();
+      this.addAgentTurn(data);
+      if (!say) return;
+      const agent = this.agentName(data.agent);
+      // Announced whole, once, like a completed answer (A55); with announcements off
+      // (Options, A35) a short cue instead.
+      const off = this.panel.announcer.mode === 'off';
+      this.panel.announcer.cue(
+        format(off ? this.strings.agentMessageCue : this.strings.agentMessage, {
+          agent,
+          text: data.text,
+        }),
+      );
+      return;
+    }
+    // The visitor's own message: this tab's send (its turn is there) or another tab's.
+    const pending = this.pendingSends.findIndex((send) => send.text === data.text);
+    if (pending >= 0) {
+      this.pendingSends.splice(pending, 1)[0].item.dataset.messageId = data.message_id;
+      return;
+    }
+    const item = this.panel.addUserTurn(data.text);
+    item.dataset.messageId = data.message_id;
+    this.panel.scrollToEnd();
+  }
+
+  addAgentTurn(message) {
+    const panel = this.panel;
+    const agent = this.agentName(message.agent);
+    const item = element('li', 'turn turn--agent');
+    item.dataset.messageId = message.message_id;
+    item.append(
+      ...panel.who(agent, this.strings ? format(this.strings.agentSaid, { agent }) : agent),
+      element('p', 'turn__body turn__body--plain', message.text),
+    );
+    const follow = panel.atBottom();
+    panel.transcript.append(item);
+    panel.empty.hidden = true;
+    if (follow) panel.scrollToEnd();
+    return item;
+  }
+
+  // A line in the transcript that is no one's turn: joined, left.
+  addNotice(text) {
+    const panel = this.panel;
+    const follow = panel.atBottom();
+    panel.transcript.append(element('li', 'handoff-notice', text));
+    panel.empty.hidden = true;
+    if (follow) panel.scrollToEnd();
+  }
+
+  // Shown, never announced (A54): typing is not news, the message is.
+  showTyping(agent) {
+    if (this.state !== 'assigned' || !this.bar) return;
+    this.bar.typing.textContent = format(this.strings.typing, {
+      agent: this.agentName(agent),
+    });
+    this.bar.typing.hidden = false;
+    clearTimeout(this.typingTimer);
+    this.typingTimer = setTimeout(() => this.hideTyping(), TYPING_SHOWN_MS);
+  }
+
+  hideTyping() {
+    clearTimeout(this.typingTimer);
+    if (this.bar) this.bar.typing.hidden = true;
+  }
+
+  // -- the bar above the composer: who the visitor is talking to, and the way back -------
+
+  drawBar() {
+    const panel = this.panel;
+    const strings = this.strings;
+    if (!this.active) {
+      if (this.bar) this.bar.root.hidden = true;
+      return;
+    }
+    if (!this.bar) {
+      const root = element('div', 'handoff-bar');
+      const status = element('p', 'handoff-bar__status');
+      const typing = element('p', 'handoff-bar__typing');
+      typing.hidden = true;
+      const leave = button('button button--secondary handoff-bar__leave', '', () => this.cancel());
+      root.append(status, typing, leave);
+      panel.form.before(root);
+      this.bar = { root, status, typing, leave };
+    }
+    const bar = this.bar;
+    bar.root.hidden = false;
+    bar.root.dataset.state = this.state;
+    if (this.state === 'queued') {
+      bar.status.textContent = this.positionText();
+      bar.leave.textContent = strings.leaveQueue;
+    } else {
+      const agent = this.agentName();
+      bar.status.textContent = format(strings.talking, { agent });
+      bar.leave.textContent = format(strings.endChat, { agent });
+    }
+  }
+
+  // -- the visitor's messages to the person --------------------------------------------------
+
+  // chat.js submit(): while a person has the conversation, the text goes to them. Returns
+  // false when no hand-off is active (the assistant answers).
+  send(text) {
+    if (!this.active) return false;
+    const panel = this.panel;
+    panel.input.value = '';
+    const item = panel.addUserTurn(text);
+    panel.scrollToEnd();
+    const pending = { text, item };
+    this.pendingSends.push(pending);
+    this.post(text, pending);
+    return true;
+  }
+
+  async post(text, pending) {
+    const panel = this.panel;
+    const requestId = newRequestId(); // the same on every retry: sent once (idempotent)
+    for (let attempt = 0; ; attempt++) {
+      let response;
+      try {
+        response = await fetch(`${this.url}/handoff/messages`, {
+          method: 'POST',
+          headers: this.headers({ 'Content-Type': 'application/json' }),
+          body: JSON.stringify({ request_id: requestId, text }),
+        });
+      } catch (error) {
+        if (attempt < SEND_RETRIES) {
+          await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
+          continue;
+        }
+        return this.sendFailed(pending, error.message);
+      }
+      if (response.ok) {
+        const body = await response.json();
+        this.seen.add(body.message_id);
+        pending.item.dataset.messageId = body.message_id;
+        const index = this.pendingSends.indexOf(pending);
+        if (index >= 0) this.pendingSends.splice(index, 1);
+        if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
+          panel.showAlert(this.strings.integrity);
+        return;
+      }
+      const error = await errorOf(response);
+      if (error.code === 'handoff_not_active') {
+        // The person left meanwhile: the assistant answers this one.
+        this.pendingSends.splice(this.pendingSends.indexOf(pending), 1);
+        this.finish(this.agent, 'ended');
+        panel.startRun({ request: { requestId: newRequestId(), text } });
+        return;
+      }
+      if (response.status >= 500 && attempt < SEND_RETRIES) {
+        await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
+        continue;
+      }
+      return this.sendFailed(pending, error.message);
+    }
+  }
+
+  sendFailed(pending, reason) {
+    const index = this.pendingSends.indexOf(pending);
+    if (index >= 0) this.pendingSends.splice(index, 1);
+    pending.item.dataset.state = 'failed';
+    this.panel.showAlert(format(this.strings.sendFailed, { reason }));
+  }
+
+  // -- nobody available: leave a message -----------------------------------------------------
+
+  showUnavailable(reason) {
+    const panel = this.panel;
+    const strings = this.strings;
+    if (reason === 'disabled') {
+      this.addNotice(strings.disabled);
+      panel.announcer.cue(strings.disabled);
+      this.emitState('disabled');
+      return;
+    }
+    this.removeForm();
+    const item = element('li', 'handoff-notice handoff-leave');
+    const text = element('p', 'handoff-leave__text', strings.unavailable);
+    text.id = 'handoff-unavailable';
+    const form = element('form', 'handoff-form');
+    form.noValidate = true; // errors are said our way: in words, next to the field (A57)
+    form.setAttribute('aria-label', strings.formTitle);
+    const email = this.field(form, 'email', strings.email, strings.emailHint);
+    email.input.type = 'email';
+    email.input.autocomplete = 'email';
+    const message = this.field(form, 'text', strings.message, '');
+    const buttons = element('div', 'handoff-form__buttons');
+    const submit = element('button', 'button', strings.submit);
+    submit.type = 'submit';
+    buttons.append(
+      submit,
+      button('button button--secondary', strings.notNow, () => {
+        this.removeForm();
+        panel.input.focus();
+      }),
+    );
+    form.append(buttons);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.leaveMessage(email, message, submit);
+    });
+    item.append(text, form);
+    panel.transcript.append(item);
+    panel.empty.hidden = true;
+    this.form = item;
+    panel.scrollToEnd();
+    panel.announcer.cue(strings.unavailable);
+    this.emitState('unavailable');
+    email.input.focus();
+  }
+
+  // A labelled field with its hint and its error (both in its description).
+  field(form, name, label, hint) {
+    const id = `handoff-${name}`;
+    const wrapper = element('div', 'handoff-form__field');
+    const labelNode = element('label', 'handoff-form__label', label);
+    labelNode.htmlFor = id;
+    const input = element(name === 'text' ? 'textarea' : 'input', 'handoff-form__input');
+    input.id = id;
+    input.name = name;
+    if (name === 'text') {
+      input.rows = 3;
+      input.maxLength = this.panel.input.maxLength;
+      input.required = true;
+    }
+    const error = element('p', 'handoff-form__error');
+    error.id = `${id}-error`;
+    error.hidden = true;
+    const described = [error.id];
+    wrapper.append(labelNode);
+    if (hint) {
+      const hintNode = element('p', 'handoff-form__hint', hint);
+      hintNode.id = `${id}-hint`;
+      described.unshift(hintNode.id);
+      wrapper.append(hintNode);
+    }
+    input.setAttribute('aria-describedby', described.join(' '));
+    wrapper.append(input, error);
+    form.append(wrapper);
+    return { input, error };
+  }
+
+  setError(field, text) {
+    field.error.textContent = text;
+    field.error.hidden = !text;
+    if (text) field.input.setAttribute('aria-invalid', 'true');
+    else field.input.removeAttribute('aria-invalid');
+  }
+
+  async leaveMessage(email, message, submit) {
+    const panel = this.panel;
+    const strings = this.strings;
+    const address = email.input.value.trim();
+    const text = message.input.value;
+    const emailError = address && !EMAIL.test(address) ? strings.emailInvalid : '';
+    const textError = text.trim() ? '' : strings.textRequired;
+    this.setError(email, emailError);
+    this.setError(message, textError);
+    if (emailError || textError) {
+      // Focus to the first field in error; the alert says every error once (A57).
+      (emailError ? email : message).input.focus();
+      panel.showAlert([emailError, textError].filter(Boolean).join(' '));
+      return;
+    }
+    submit.disabled = true;
+    this.leaveRequestId ||= newRequestId();
+    const body = { request_id: this.leaveRequestId, text };
+    if (address) body.email = address;
+    try {
+      await panel.ensureConversation();
+      this.bindConversation();
+      const response = await fetch(`${this.url}/handoff/left-messages`, {
+        method: 'POST',
+        headers: this.headers({ 'Content-Type': 'application/json' }),
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) throw await errorOf(response);
+    } catch (error) {
+      submit.disabled = false;
+      if (error.code === 'invalid_email') {
+        this.setError(email, strings.emailInvalid);
+        email.input.focus();
+        panel.showAlert(strings.emailInvalid);
+      } else {
+        panel.showAlert(format(strings.leaveFailed, { reason: error.message }));
+      }
+      return;
+    }
+    this.leaveRequestId = '';
+    const thanks = address ? strings.leftWithEmail : strings.left;
+    this.form.replaceChildren(element('p', 'handoff-leave__text', thanks));
+    this.form = null;
+    panel.input.focus();
+    panel.announcer.cue(thanks);
+    this.emitState('left');
+  }
+
+  removeForm() {
+    this.form?.remove();
+    this.form = null;
+  }
+}
