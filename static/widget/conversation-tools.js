@@ -6,6 +6,7 @@
 
 import { ChatClient } from './client.js';
 import { format } from './i18n.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 
 const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
 const ANNOUNCE_COOKIE = 'chatwidget_announce'; // web.py reads it into the panel's config
@@ -13,25 +14,7 @@ const YEAR_SECONDS = 31536000;
 // How long a start-over waits for a running answer to end after its cancel.
 const CANCEL_WAIT_MS = 5000;
 
-// The stylesheet, once; a panel element is shown only after it applied.
-const stylesheet = new Promise((resolve) => {
-  const link = document.createElement('link');
-  link.rel = 'stylesheet';
-  link.href = new URL('./conversation-tools.css', import.meta.url).href;
-  link.addEventListener('load', resolve);
-  link.addEventListener('error', resolve);
-  document.head.append(link);
-});
-
-// This module's strings are not in the panel's config (web.py LAZY_STRING_GROUPS): they come
-// from the same static/widget/i18n/<lang>.json the server reads, fetched once.
-let stringsPromise = null;
-function toolStrings(panel) {
-  stringsPromise ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
-    .then((response) => response.json())
-    .then((all) => all.conversationTools);
-  return stringsPromise;
-}
+const stylesheetUrl = new URL('./conversation-tools.css', import.meta.url).href;
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -60,7 +43,11 @@ function keepEscape(node, onEscape) {
 const state = new WeakMap(); // panel → {dialog, options}
 
 export async function use(panel, trigger) {
-  const [strings] = await Promise.all([toolStrings(panel), stylesheet]);
+  const [strings] = await Promise.all([
+    lazyStrings(panel, 'conversationTools'),
+    linkStylesheet(stylesheetUrl),
+  ]);
+  if (!strings) return; // offline before the strings came: the next press tries again
   let parts = state.get(panel);
   if (!parts) {
     parts = {};
@@ -70,7 +57,14 @@ export async function use(panel, trigger) {
     parts.dialog ||= buildDialog(panel, strings, trigger);
     parts.dialog.showModal();
   } else {
-    parts.options ||= buildOptions(panel, strings, trigger);
+    if (!parts.options) {
+      parts.options = buildOptions(panel, strings, trigger);
+      // "Talk to a person" (handoff.js), where the server hands conversations to people.
+      if (panel.config.handoff)
+        await (await import('./handoff.js')).addControl(panel, parts.options, () =>
+          toggleOptions(trigger, parts.options),
+        );
+    }
     toggleOptions(trigger, parts.options);
   }
 }

@@ -12,6 +12,8 @@
 // chat.js loads this module when the panel is ready, while online: a module cannot be
 // fetched once the network is gone.
 
+import { lazyStrings } from './lazy-parts.js';
+
 const KEY = 'chatwidget_outbox';
 // Kept a day; a message older than that is stale rather than late.
 const MAX_AGE_SECONDS = 86400;
@@ -40,19 +42,8 @@ export function until(panel, condition, timeoutMs = 0) {
 export const ended = (panel, run, timeoutMs) =>
   until(panel, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
 
-// Strings of a group that web.py leaves out of the panel's config (LAZY_STRING_GROUPS), from
-// the same static/widget/i18n/<lang>.json the server reads (docs/accessibility.md A3).
-const groups = new Map();
-export function lazyStrings(panel, group) {
-  if (!groups.has(group))
-    groups.set(
-      group,
-      fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
-        .then((response) => response.json())
-        .then((all) => all[group]),
-    );
-  return groups.get(group);
-}
+// handoff.js still imports lazyStrings from here; its home is lazy-parts.js.
+export { lazyStrings };
 
 // Where the panel may keep something across a reload: localStorage where a third-party
 // iframe may use it (Firefox), and a partitioned cookie (CHIPS) where it may not (Debian's
@@ -169,7 +160,9 @@ const outboxes = new WeakMap(); // panel → its Outbox
 export const prune = (panel) => outboxes.get(panel)?.prune();
 
 export async function init(panel) {
-  const outbox = new Outbox(panel, await lazyStrings(panel, 'offlineOutbox'));
+  const strings = await lazyStrings(panel, 'offlineOutbox');
+  if (!strings) return; // the strings could not be fetched: no outbox this time, as before
+  const outbox = new Outbox(panel, strings);
   outboxes.set(panel, outbox);
   panel.hold = (item, request) => outbox.hold(item, request);
   // New conversation here (conversation-tools.js) emptied the transcript.

@@ -13,7 +13,8 @@
 // The channel is same-origin: the conversation's token travels only between panels of the
 // chat server's origin, never to the host page.
 
-import { ended, lazyStrings, prune } from './outbox.js';
+import { lazyStrings } from './lazy-parts.js';
+import { ended, prune } from './outbox.js';
 
 // How long a start-over waits for the answer to end after its cancel (as conversation-tools.js).
 const CANCEL_WAIT_MS = 5000;
@@ -47,7 +48,10 @@ async function reset(panel, message) {
   panel.empty.hidden = false;
   panel.scroller.scrollTop = 0;
   prune(panel); // messages waiting here belonged to the conversation that ended
-  panel.announcer.interrupt(message.reason === 'deleted' ? strings.deleted : strings.reset);
+  // Without its strings (offline), the reset still happens, silently.
+  panel.announcer.interrupt(
+    strings && (message.reason === 'deleted' ? strings.deleted : strings.reset),
+  );
 }
 
 // Regenerate or edit in another tab replaced turns: draw the conversation again from the

@@ -1,0 +1,41 @@
+// What every lazily loaded part of the panel (answer-tools.js, conversation-tools.js,
+// outbox.js, tab-sync.js, handoff.js) needs to arrive: its strings and its stylesheet.
+// Never imported by the first open (tests/test_budgets.py): only by those modules.
+
+// The UI strings of the panel's language, fetched once for every lazy part together: the
+// groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
+// static/widget/i18n/<lang>.json the server reads (docs/accessibility.md A3). A failed
+// fetch (offline) is forgotten, so the next use tries again.
+let fileOfStrings = null;
+
+// Resolves to the group's strings, or null when they cannot be had right now.
+export function lazyStrings(panel, group) {
+  if (panel.strings[group]) return Promise.resolve(panel.strings[group]);
+  fileOfStrings ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
+    .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+    .catch(() => {
+      fileOfStrings = null;
+      return {};
+    });
+  return fileOfStrings.then((all) => all[group] || null);
+}
+
+// A part's own stylesheet (the panel's CSP allows same-origin stylesheets, never inline
+// styles), linked once. Resolves when it applies, or failed: a part draws its elements only
+// then, so they never show unstyled for a frame, and still work without it.
+const stylesheets = new Map();
+export function linkStylesheet(href) {
+  if (!stylesheets.has(href))
+    stylesheets.set(
+      href,
+      new Promise((resolve) => {
+        const link = document.createElement('link');
+        link.rel = 'stylesheet';
+        link.href = href;
+        link.addEventListener('load', resolve);
+        link.addEventListener('error', resolve);
+        document.head.append(link);
+      }),
+    );
+  return stylesheets.get(href);
+}
