@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -134,6 +135,62 @@ def test_a_reader_at_the_end_gets_the_next_event_live_and_heartbeats_while_quiet
     assert [(e.id, e.event) for e in live.events] == [(f"{chat.conversation_id}:2", "handoff.assigned")]
     assert live.raw.startswith(b"retry: ")
     assert b": heartbeat\n\n" in live.raw
+    chat.close()
+
+
+def test_a_reader_dropped_while_messages_arrive_live_resumes_exactly(start_server):
+    """Events written while the reader is connected (not only a log read afterwards): it drops
+    after its third event, resumes with Last-Event-ID while more arrive, and has each once."""
+    server = start_server()
+    chat = ChatClient(server.url).new_conversation()
+    handoff = handoff_of(server)
+    handoff.agent_seen("ana")
+    handoff.request(chat.conversation_id, "h")
+    handoff.claim(chat.conversation_id, "ana", "Ana")
+    texts = [f"reply {n} 🙂" for n in range(8)]
+    written = threading.Event()
+
+    def write() -> None:
+        for n, text in enumerate(texts):
+            handoff.agent_message(chat.conversation_id, "ana", f"a{n}", text)
+            time.sleep(0.05)
+        handoff.end(chat.conversation_id, "ana")
+        written.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        first = read(chat, 3)  # handoff.queued, handoff.assigned, the first reply: then dropped
+        rest = read(chat, 2 + len(texts) + 1 - 3, first.events[-1].id)
+    finally:
+        writer.join()
+    assert written.is_set()
+    events = first.events + rest.events
+    assert [e.id for e in events] == [f"{chat.conversation_id}:{n}" for n in range(1, len(texts) + 4)]
+    got = [json.loads(e.data)["text"] for e in events if e.event == "agent.message"]
+    assert got == texts
+    assert events[-1].event == "handoff.ended"
+    chat.close()
+
+
+def test_an_open_stream_returns_a_lapsed_claim_to_the_queue_with_a_notice(start_server):
+    """Nobody polls the agents' queue here: the visitor's own stream looks for lapsed claims
+    (every few seconds), so an agent whose console went away cannot strand the visitor."""
+    server = start_server(AGENT_GRACE_SECONDS=0.5)
+    chat = ChatClient(server.url).new_conversation()
+    handoff = handoff_of(server)
+    handoff.agent_seen("ana")
+    handoff.request(chat.conversation_id, "h")
+    handoff.claim(chat.conversation_id, "ana", "Ana")  # and ana's console is never seen again
+    result = read(chat, 2, f"{chat.conversation_id}:2")
+    assert [(e.event, json.loads(e.data)) for e in result.events] == [
+        (
+            "handoff.ended",
+            {"conversation_id": chat.conversation_id, "seq": 3, "agent": "Ana", "reason": "timeout"},
+        ),
+        ("handoff.queued", {"conversation_id": chat.conversation_id, "seq": 4, "position": 1}),
+    ]
+    assert handoff.state(chat.conversation_id) == {"state": "queued", "position": 1}
     chat.close()
 
 
