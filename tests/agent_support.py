@@ -12,10 +12,21 @@ from widget_server.agents.accounts import AgentAccounts
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 
 
+_WRITTEN: dict[tuple[tuple[str, str, str], ...], bytes] = {}
+
+
 def write_agents(path: Path, agents: dict[str, tuple[str, str]] = AGENTS) -> AgentAccounts:
+    """An agents file with these accounts, written by `AgentAccounts.add` the first time and
+    copied after that (each scrypt hash takes a noticeable fraction of a second)."""
+    key = tuple((name, display, password) for name, (display, password) in sorted(agents.items()))
     accounts = AgentAccounts(str(path))
+    if key in _WRITTEN:
+        path.write_bytes(_WRITTEN[key])
+        path.chmod(0o600)
+        return accounts
     for name, (display_name, password) in agents.items():
         accounts.add(name, display_name, password)
+    _WRITTEN[key] = path.read_bytes()
     return accounts
 
 

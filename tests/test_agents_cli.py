@@ -165,3 +165,37 @@ def test_two_different_passwords_change_nothing(tmp_path):
     assert code == 1
     assert b"the two passwords differ; nothing was changed" in transcript
     assert not path.exists()
+
+
+def _agents_options() -> set[str]:
+    """Every option of `widget-server agents …` (tests/test_docs.py reads only the top level)."""
+    import argparse
+
+    from widget_server.cli import build_parser
+
+    def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+        return [
+            child
+            for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for child in action.choices.values()
+        ]
+
+    (agents,) = [p for p in subparsers(build_parser()) if p.prog.endswith(" agents")]
+    return {
+        option
+        for command in subparsers(agents)
+        for action in command._actions
+        for option in action.option_strings
+        if option not in ("-h", "--help")
+    }
+
+
+def test_every_agents_option_is_documented():
+    from pathlib import Path
+
+    options = _agents_options()
+    assert {"--display-name", "--password-stdin", "--replace", "--agents-file"} <= options
+    text = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = text.split("### `widget-server agents`", 1)[1]
+    assert [option for option in sorted(options) if f"`{option}" not in section] == []
