@@ -374,3 +374,19 @@ def test_claiming_what_does_not_wait_is_a_conflict(alice):
 def test_messages_to_a_conversation_nobody_holds_are_refused(alice, queued):
     response = alice.post(f"/conversations/{queued.cid}/messages", {"request_id": "a1", "text": "hi"})
     assert response.status_code == 409 and response.get_json()["error"]["code"] == "handoff_not_active"
+
+
+def test_the_agents_stream_takes_a_stream_slot_and_checks_its_resume_position(app, alice, queued):
+    app.config["WIDGET_SERVER"]["MAX_STREAMS_PER_CONVERSATION"] = 1
+    ahead = alice.client.get(
+        f"/agent/api/conversations/{queued.cid}/events", headers={"Last-Event-ID": f"{queued.cid}:99"}
+    )
+    assert ahead.status_code == 400 and ahead.get_json()["error"]["code"] == "invalid_last_event_id"
+    first = alice.client.get(f"/agent/api/conversations/{queued.cid}/events", buffered=False)
+    assert first.status_code == 200
+    second = alice.client.get(f"/agent/api/conversations/{queued.cid}/events", buffered=False)
+    assert second.status_code == 429 and second.get_json()["error"]["code"] == "too_many_streams"
+    first.close()  # the slot is free again
+    third = alice.client.get(f"/agent/api/conversations/{queued.cid}/events", buffered=False)
+    assert third.status_code == 200
+    third.close()

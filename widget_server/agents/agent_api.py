@@ -28,10 +28,11 @@ from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_te
 from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..config import ConfigError
 from ..errors import ApiError
+from ..handoff.visitor_api import ConversationEventStream
 from ..protocol import is_id
 from ..ratelimits import current_limits
 from ..stores.base import Store
-from ..transport import BODY_KEY, content_security_policy, disconnect_probe, json_body
+from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body
 from .accounts import MAX_PASSWORD_CHARS, AccountsError, Agent, AgentAccounts
 from .mail import Mailer
 from .sessions import (
@@ -358,8 +359,19 @@ def get_events(conversation_id: str) -> Response:
     found = current_agent()
     _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
     after = _after_seq(conversation_id)
-    stream = handoff().event_stream(conversation_id, after, client_gone=disconnect_probe(request.environ))
-    return Response(stream, status=200, mimetype="text/event-stream", headers=STREAM_HEADERS, direct_passthrough=True)
+    service = handoff()
+    service.check_resume_position(conversation_id, after)
+    # The same stream slots as the visitor's streams (MAX_STREAMS, per client, per
+    # conversation): one more open connection (docs/security.md, "Rate limits").
+    slot = chat_service().reserve_stream(conversation_id, request.remote_addr or "")
+    stream = service.event_stream(conversation_id, after, client_gone=disconnect_probe(request.environ))
+    return Response(
+        ConversationEventStream(slot, stream),
+        status=200,
+        mimetype="text/event-stream",
+        headers=STREAM_HEADERS,
+        direct_passthrough=True,
+    )
 
 
 @bp.post("/agent/api/conversations/<conversation_id>/messages")
