@@ -286,3 +286,16 @@ def test_history_places_hand_off_messages_among_the_turns(make_service):
         ("user", None),
         ("assistant", None),
     ]
+
+
+def test_a_lone_surrogate_becomes_u_fffd_in_the_store_and_the_digest(make_service):
+    service, chat = make_service()
+    service.agent_seen("ana")
+    cid = new_conversation(chat)
+    service.request(cid, "r")
+    service.claim(cid, "ana", "Ana")
+    sent = service.agent_message(cid, "ana", "a", "broken \ud800 text")
+    assert sent["sha256"] == hashlib.sha256("broken \ufffd text".encode()).hexdigest()
+    last = events_of(service, cid)[-1]
+    assert last.payload["text"] == "broken \ufffd text"
+    assert last.encode().decode("utf-8").count("\ufffd") == 1

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import sse
 from ..errors import ApiError
+from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
 from ..stores.base import Store, StoreUnavailable, listed_exchanges
@@ -358,6 +359,7 @@ class HandoffService:
 
     def visitor_message(self, conversation_id: str, request_id: str, text: str) -> dict[str, Any]:
         """A message to the person: only while queued or assigned; idempotent on request_id."""
+        text = clean_text(text)
         fingerprint = _fingerprint("visitor", text=text)
         after_exchanges = len(self.chat_store.exchanges(conversation_id))
 
@@ -395,6 +397,7 @@ class HandoffService:
 
     def leave_message(self, conversation_id: str, request_id: str, email: str | None, text: str) -> dict[str, Any]:
         """A message for the site's team when nobody is there: lands in the inbox; idempotent."""
+        text = clean_text(text)
         fingerprint = _fingerprint("left", text=text, email=email or "")
         left: list[dict[str, Any]] = []
 
@@ -527,6 +530,9 @@ class HandoffService:
 
     def agent_message(self, conversation_id: str, agent_name: str, request_id: str, text: str) -> dict[str, Any]:
         """The claiming agent's message to the visitor; idempotent on request_id."""
+        # Lone surrogates have no UTF-8 form (they would fail the store and the stream): U+FFFD,
+        # as every text the service stores (api.user_text does the same for the visitor's).
+        text = clean_text(text)
         fingerprint = _fingerprint("agent", text=text, agent=agent_name)
         after_exchanges = len(self.chat_store.exchanges(conversation_id))
 
@@ -635,6 +641,7 @@ class HandoffService:
     ) -> dict[str, Any]:
         """An agent's reply to a left message: an `agent.message` in that conversation (the
         visitor sees it if they come back) and the `on_left_reply` hook (the mail)."""
+        text = clean_text(text)
         fingerprint = _fingerprint("reply", text=text, left=left_message_id)
         replied: list[dict[str, Any]] = []
 
