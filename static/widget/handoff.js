@@ -18,7 +18,7 @@
 
 import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
-import { lazyStrings } from './outbox.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { sha256Hex } from './sha256.js';
 import { createEventStreamParser } from './sse.js';
 
@@ -44,18 +44,7 @@ const pause = (milliseconds, signal) =>
     );
   });
 
-let stylesheet = null;
-function loadStylesheet() {
-  stylesheet ||= new Promise((resolve) => {
-    const link = document.createElement('link');
-    link.rel = 'stylesheet';
-    link.href = new URL('./handoff.css', import.meta.url).href;
-    link.addEventListener('load', resolve);
-    link.addEventListener('error', resolve);
-    document.head.append(link);
-  });
-  return stylesheet;
-}
+const stylesheetUrl = new URL('./handoff.css', import.meta.url).href;
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -170,6 +159,8 @@ class Handoff {
     this.typingTimer = 0;
     this.bar = null;
     panel.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
+    // Back online: resume at once rather than waiting out a backoff (as chat.js does for answers).
+    window.addEventListener('online', () => this.wakeController?.abort());
   }
 
   get active() {
@@ -179,7 +170,10 @@ class Handoff {
   // Its strings and stylesheet; rejects while the strings cannot be fetched (offline).
   async ready() {
     if (!this.strings) {
-      const [strings] = await Promise.all([lazyStrings(this.panel, 'handoff'), loadStylesheet()]);
+      const [strings] = await Promise.all([
+        lazyStrings(this.panel, 'handoff'),
+        linkStylesheet(stylesheetUrl),
+      ]);
       if (!strings) throw new Error('the hand-off strings could not be fetched');
       this.strings = strings;
     }
