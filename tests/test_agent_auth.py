@@ -302,3 +302,24 @@ def test_a_session_made_on_one_worker_is_accepted_by_another_on_the_same_redis(a
     # Signed out on the second, refused on the first.
     assert other.post("/agent/sign-out", data={"csrf_token": csrf}).status_code == 303
     assert one.get("/agent/api/session").status_code == 401
+
+
+# -- the agents file at start ---------------------------------------------------------------------
+
+
+def test_a_corrupt_agents_file_stops_the_app_at_start(tmp_path):
+    from widget_server.config import ConfigError
+
+    path = tmp_path / "agents.json"
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^AGENTS_FILE: the agents file .*agents\.json is not valid JSON"):
+        create_app({**TEST_CONFIG, "AGENTS_FILE": str(path)}, environ={})
+
+
+def test_no_agents_file_yet_serves_the_form_and_signs_nobody_in(tmp_path):
+    app = create_app({**TEST_CONFIG, "AGENTS_FILE": str(tmp_path / "later.json")}, environ={})
+    client = app.test_client()
+    token = sign_in_form(client)
+    assert _post_form(client, "alice", AGENTS["alice"][1], token).status_code == 401
+    write_agents(tmp_path / "later.json")  # added while the server runs: no restart needed
+    assert _post_form(client, "alice", AGENTS["alice"][1], sign_in_form(client)).status_code == 303

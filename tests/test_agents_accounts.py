@@ -159,3 +159,13 @@ def test_concurrent_adds_keep_every_entry(tmp_path):
         thread.join()
     assert errors == []
     assert sorted(a.name for a in AgentAccounts(path).list()) == [f"agent{i}" for i in range(6)]
+
+
+def test_the_server_sees_a_password_reset_at_once(accounts):
+    assert accounts.path is not None
+    accounts.add("alice", "Alice", "password-1")
+    assert accounts.verify("alice", "password-1") is not None
+    # The same size (a scrypt hash has one length), written right after: still seen.
+    AgentAccounts(str(accounts.path)).add("alice", "Alice", "password-2", replace=True)
+    assert accounts.verify("alice", "password-1") is None
+    assert accounts.verify("alice", "password-2") is not None

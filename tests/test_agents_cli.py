@@ -199,3 +199,19 @@ def test_every_agents_option_is_documented():
     text = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
     section = text.split("### `widget-server agents`", 1)[1]
     assert [option for option in sorted(options) if f"`{option}" not in section] == []
+
+
+def test_serving_with_a_corrupt_agents_file_stops_at_once_naming_it(tmp_path):
+    path = tmp_path / "agents.json"
+    path.write_text('{"agents": 3}', encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "widget_server", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env_with(path),
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f'widget-server: error: AGENTS_FILE: the agents file {path} is not an agents file: expected {{"agents": [...]}}'
+    )

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .agents.commands import add_agents_commands, agents_command
+from .agents.commands import add_agents_commands, agents_command, check_agents_file
 from .backends.base import UnknownBackend, create_backend
 from .config import SETTINGS_BY_NAME, ConfigError, load_settings
 from .feedback import export as export_feedback
@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # configuration errors (a missing API key, an empty knowledge base)
         # are this one line too, not a worker failing to boot.
         create_backend(settings["BACKEND"], settings)
+        check_agents_file(settings)  # the same for an agents file that is not one
     except (ConfigError, UnknownBackend) as error:
         print(f"widget-server: error: {error}", file=sys.stderr)
         return 2

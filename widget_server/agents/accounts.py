@@ -11,7 +11,7 @@ server reading the file never sees half of it, and the file is created with mode
 holds password hashes. Concurrent `agents add` runs are serialised by an advisory lock
 (`fcntl.flock` on `<file>.lock`), so neither loses the other's entry.
 
-The server re-reads the file when its modification time or size changes, so an account added
+The server re-reads the file when it is replaced or its modification time or size changes, so an account added
 or removed by the CLI counts at the next sign-in or request without a restart; a removed
 agent's sessions stop working at their next request (agent_api.py asks `get()` each time).
 """
@@ -123,7 +123,7 @@ class AgentAccounts:
     def __init__(self, path: str) -> None:
         self.path = Path(os.path.expanduser(path)) if path else None
         self._lock = threading.Lock()
-        self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of what `_agents` holds
+        self._seen: tuple[int, int, int] | None = None  # (inode, mtime_ns, size) of what `_agents` holds
         self._agents: dict[str, Agent] = {}
 
     # -- reading ---------------------------------------------------------------------------
@@ -154,7 +154,9 @@ class AgentAccounts:
             with self._lock:
                 self._seen, self._agents = None, {}
             return {}
-        seen = (stat.st_mtime_ns, stat.st_size)
+        # Every write is a new file renamed into place (a new inode), so a password reset of
+        # the same size within one timestamp tick is still seen.
+        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         with self._lock:
             if seen != self._seen:
                 self._seen = seen  # before parsing: a corrupt file is reported once, not per request

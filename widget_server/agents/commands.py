@@ -62,6 +62,15 @@ def add_agents_commands(commands: Any) -> None:
     file_option(listing)
 
 
+def check_agents_file(settings: dict[str, Any]) -> None:
+    """ConfigError naming AGENTS_FILE if it is set and is not an agents file (`widget-server`
+    checks before any worker starts, as create_app does in each)."""
+    try:
+        AgentAccounts(settings["AGENTS_FILE"]).current()
+    except AccountsError as error:
+        raise ConfigError(f"AGENTS_FILE: {error}") from None
+
+
 def _password(from_stdin: bool) -> str:
     if from_stdin:
         line = sys.stdin.readline()
