@@ -151,7 +151,10 @@ def test_visitor_messages_go_to_the_person_never_to_the_backend(server, chat):
     assert say(chat, "hello Ana", "v2").status_code == 201
     assert chat.send("to the assistant?", "m3").json["error"]["code"] == "handoff_active"
     handoff.agent_message(chat.conversation_id, "ana", "a1", "Hello, I'm Ana.")
+    handoff.agent_message(chat.conversation_id, "ana", "a2", "A second one is not a first reply.")
     assert counting.calls == 1  # nothing reached the backend while the person had it
+    metrics = chat.http.get("/metrics").text
+    assert metric_value(metrics, "chat_handoff_time_to_first_agent_reply_seconds_count") == 1
     handoff.end(chat.conversation_id, "ana", "returned")
     after = chat.send("back to the assistant", "m4")
     assert after.status == 200 and after.kinds[-1] == "message.completed"
@@ -166,6 +169,7 @@ def test_visitor_messages_go_to_the_person_never_to_the_backend(server, chat):
         ("visitor", "waiting 🙂\nline two"),
         ("visitor", "hello Ana"),
         ("agent", "Hello, I'm Ana."),
+        ("agent", "A second one is not a first reply."),
         ("user", "back to the assistant"),
         ("assistant", "…"),
     ]
