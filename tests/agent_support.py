@@ -37,9 +37,14 @@ def hidden_token(html: str) -> str:
 
 
 def set_cookies(response: Any) -> dict[str, dict[str, str]]:
+    """A Flask test response's Set-Cookie headers by name (parse_set_cookies)."""
+    return parse_set_cookies(response.headers.getlist("Set-Cookie"))
+
+
+def parse_set_cookies(headers: list[str]) -> dict[str, dict[str, str]]:
     """Set-Cookie headers by name: {"value": …, attribute (lower-case): value or ""}."""
     found: dict[str, dict[str, str]] = {}
-    for header in response.headers.getlist("Set-Cookie"):
+    for header in headers:
         parsed = SimpleCookie()
         parsed.load(header)
         for name, morsel in parsed.items():
