@@ -471,6 +471,9 @@ class AnswerRun {
           // The answer is gone from the server (a store restarted without
           // persistence): say so, never show a raw 404.
           if (error.status === 404 && this.model.messageId) return this.fail({ code: 'lost' });
+          // to the person (handoff.js)
+          if (error.code === 'handoff_active' && this.panel.handoff)
+            return this.panel.handoff.reroute(this);
           if (error.status < 500 && error.status !== 429) return this.failLocally(error.message);
           // A 503 or 429 on resume says when to come back: not sooner.
           if (error.retryAfter) retryAfterMs = error.retryAfter * 1000;

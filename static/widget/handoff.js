@@ -485,6 +485,16 @@ class Handoff {
       if (over) start = index + 1;
     });
     if (start) this.lastSeq = Number(events[start - 1].data.seq) || this.lastSeq;
+    // Of this hand-off's state changes only the newest counts: the request's answer already
+    // said where it stands, so an older `handoff.queued` must not take an assigned one back.
+    const states = ['handoff.queued', 'handoff.assigned', 'handoff.ended'];
+    let newest = -1;
+    events.forEach((event, index) => {
+      if (index >= start && states.includes(event.type)) newest = index;
+    });
+    events.forEach((event, index) => {
+      if (index >= start && index < newest && states.includes(event.type)) event.type = 'replayed';
+    });
     for (const event of events.slice(start))
       this.applying = this.applying
         .then(() => this.apply(event.type, event.data, event.id, controller))
@@ -640,6 +650,29 @@ class Handoff {
   }
 
   // -- the visitor's messages to the person --------------------------------------------------
+
+  // chat.js: the assistant refused a message with 409 handoff_active — a hand-off this panel
+  // did not know of (asked for in another tab or on another device). The answer's turn goes;
+  // the panel joins the hand-off (a request while one is going on only says where it is) and
+  // the message goes to the person.
+  async reroute(run) {
+    const panel = this.panel;
+    run.phase = 'rerouted'; // no longer in progress: the composer is free
+    const question = run.turn.item.previousElementSibling;
+    run.turn.item.remove();
+    if (panel.current === run) panel.current = null;
+    panel.setStreaming(false);
+    await this.request();
+    const text = run.request?.text;
+    if (!text || !this.active) return;
+    if (question?.classList.contains('turn--user')) {
+      const pending = { text, item: question };
+      this.pendingSends.push(pending);
+      this.post(text, pending);
+    } else {
+      this.send(text);
+    }
+  }
 
   // chat.js submit(): while a person has the conversation, the text goes to them. Returns
   // false when no hand-off is active (the assistant answers).

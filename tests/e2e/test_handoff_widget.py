@@ -407,3 +407,40 @@ def test_an_agent_who_lapses_sends_the_visitor_back_in_line(embed, chat_server_f
     # Still with a person: the next message goes to the queue, not the assistant.
     widget.send("Still there?")
     wait_until(lambda: agent.visitor_messages(cid) == ["Still there?"])
+
+
+def test_a_handoff_asked_for_elsewhere_takes_the_next_message(embed, handoff_server):
+    """Another tab or device asked for a person: this panel's next message is refused by the
+    assistant (409 handoff_active), so the panel joins the hand-off and the message goes to
+    the person, with no error said."""
+    server = handoff_server
+    agent = Agent(server)
+    agent.present()
+    widget = embed(server)
+    widget.open()
+    widget.send("/echo Hello.")
+    assert widget.wait_until_complete() == "completed"
+    cid, token = conversation_of(widget)
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/conversations/{cid}/handoff",
+        method="POST",
+        data=json.dumps({"request_id": uuid.uuid4().hex}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as response:
+        assert json.load(response)["state"] == "queued"
+    agent.claim(cid)
+    widget.send("Is anyone there?")
+    joined = fmt(HANDOFF["assigned"], agent="Ana")
+    widget.wait_for_announcement(joined)
+    wait_until(lambda: agent.visitor_messages(cid) == ["Is anyone there?"])
+    expect(widget.answers).to_have_count(1)  # the refused answer's turn is gone
+    expect(widget.frame.locator("[data-chat-transcript] > li.turn--user .turn__body")).to_have_text(
+        ["/echo Hello.", "Is anyone there?"]
+    )
+    agent.say(cid, "Yes, Ana here.")
+    widget.wait_for_announcement(fmt(HANDOFF["agentMessage"], agent="Ana", text="Yes, Ana here."))
+    spoken = polite(widget)
+    assert spoken.count(joined) == 1
+    assert HANDOFF["queuedNext"] not in spoken  # it was assigned already: never said as queued
+    assert not assertive(widget)
