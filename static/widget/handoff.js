@@ -1,16 +1,16 @@
 // Talking to a person (issue 13, "Visitor side"; docs/accessibility.md A53–A58; the wire
 // contract in docs/protocol.md, "Hand-off to a person").
 //
-// "Talk to a person" (in the Options section, conversation-tools.js, and under an answer
-// that proposes it) asks the server for a person: POST …/handoff answers queued, assigned
-// or unavailable. While a hand-off is queued or assigned, and only then, the panel reads
-// the conversation's event stream (GET …/events): the position in line, the agent joining,
-// typing, each agent message (checked against its SHA-256, like an answer), the visitor's
-// own messages (so other tabs show them) and the end. A read that ends is resumed with
-// Last-Event-ID after a backoff; events are applied once each, in order of their sequence
-// number (a duplicate is ignored; a gap is read again; a snapshot replaces the state). The
-// composer's messages go to POST …/handoff/messages meanwhile (chat.js submit() hands them
-// here). Nobody available: a form to leave a message (POST …/handoff/left-messages).
+// "Talk to a person" (in the Options section, conversation-tools.js) asks the server for a
+// person: POST …/handoff answers queued, assigned or unavailable. While a hand-off is queued
+// or assigned, and only then, the panel reads the conversation's event stream (GET …/events):
+// the position in line, the agent joining, typing, each agent message (checked against its
+// SHA-256, like an answer), the visitor's own messages (so other tabs show them) and the end.
+// A read that ends is resumed with Last-Event-ID after a backoff; events are applied once
+// each, in order of their sequence number (a duplicate is ignored; a gap is read again; a
+// snapshot replaces the state). The composer's messages go to POST …/handoff/messages
+// meanwhile (chat.js submit() hands them here). Nobody available: a form to leave a message
+// (POST …/handoff/left-messages).
 //
 // Every state is said once, politely, through the panel's one Announcer (A53): no second
 // live region. Loaded when the panel is ready (chat.js), so none of it is part of the
@@ -114,19 +114,6 @@ export async function addControl(panel, section, close) {
   section.append(
     button('button button--secondary handoff-talk', strings.talk, () => {
       close();
-      panel.input.focus();
-      handoff.request();
-    }),
-  );
-}
-
-// actions.js / chat.js: an answer that proposes a person ("I don't know") gets the button.
-export async function offer(panel, container) {
-  const handoff = handoffOf(panel);
-  const strings = await handoff.ready();
-  if (container.querySelector('.handoff-talk')) return;
-  container.append(
-    button('button button--secondary handoff-talk', strings.talk, () => {
       panel.input.focus();
       handoff.request();
     }),
