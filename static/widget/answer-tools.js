@@ -48,6 +48,107 @@ function button(text, onClick, className = 'button button--secondary tool') {
   return node;
 }
 
+// -- icon buttons ------------------------------------------------------------
+//
+// The answer's tools are one compact row of icons (as in ChatGPT, ChatKit,
+// assistant-ui) rather than a wall of text buttons. Each keeps its name in
+// aria-label (docs/accessibility.md A21–A28) and shows the same words as a
+// tooltip on hover and on keyboard focus (WCAG 2.2 SC 1.4.13; SC 2.5.3, the
+// visible label is the name). The tooltip is answer-tools.css's `::after`
+// with `attr(data-tip)` and empty alternative text, so it is never heard on
+// top of the name. Icons are drawn with createElementNS: no markup from strings.
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+// 24×24 outlines; a path marked `fill` is filled when its button is pressed
+// (Helpful, Not helpful: the state is shown by shape, not colour alone, A28).
+const ICONS = {
+  copy: [
+    {
+      d: 'M11 9h8a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2h-8a2 2 0 0 1-2-2v-8a2 2 0 0 1 2-2z',
+    },
+    { d: 'M5 15a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2h8a2 2 0 0 1 2 2' },
+  ],
+  read: [{ d: 'M14 4h6v6M20 4l-7 7M10 20H4v-6M4 20l7-7' }],
+  regenerate: [{ d: 'M20 12a8 8 0 1 1-2.9-6.2' }, { d: 'M18 2v4.5h-4.5' }],
+  up: [
+    {
+      d: 'M7 11v9H4.5a1.5 1.5 0 0 1-1.5-1.5v-6A1.5 1.5 0 0 1 4.5 11z',
+      fill: true,
+    },
+    {
+      d: 'M7 11l3.6-7.2A2.5 2.5 0 0 1 14 6v4h4.6a2 2 0 0 1 2 2.3l-1.1 6A2 2 0 0 1 17.5 20H7z',
+      fill: true,
+    },
+  ],
+  pencil: [{ d: 'M15.5 4.5l4 4L9 19l-5 1 1-5zM13.5 6.5l4 4' }],
+};
+ICONS.down = ICONS.up.map((path) => ({ ...path, turned: true }));
+
+function icon(name) {
+  const svg = document.createElementNS(SVG_NS, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('focusable', 'false');
+  svg.setAttribute('class', 'icon-tool__icon');
+  for (const { d, fill, turned } of ICONS[name]) {
+    const path = document.createElementNS(SVG_NS, 'path');
+    path.setAttribute('d', d);
+    if (fill) path.setAttribute('class', 'icon-tool__fill');
+    if (turned) path.setAttribute('transform', 'rotate(180 12 12)'); // thumb down
+    svg.append(path);
+  }
+  return svg;
+}
+
+// `tip` says where the tooltip lines up with its button ('start', 'center',
+// 'end'; logical, so it mirrors in right-to-left text) so that it stays inside
+// the transcript's scroller, which would clip it (overflow-y: auto).
+function iconButton(name, iconName, onClick, tip = 'start') {
+  const node = element('button', `icon-tool icon-tool--tip-${tip}`);
+  node.type = 'button';
+  node.setAttribute('aria-label', name);
+  node.dataset.tip = name;
+  node.append(icon(iconName));
+  node.addEventListener('click', (event) => {
+    // The tooltip is part of the button (it must stay while the pointer is
+    // over it, SC 1.4.13): a click on it is not a press. A keyboard press has
+    // no pointer (detail 0).
+    const box = node.getBoundingClientRect();
+    const outside =
+      event.clientX < box.left ||
+      event.clientX > box.right ||
+      event.clientY < box.top ||
+      event.clientY > box.bottom;
+    if (event.detail > 0 && outside) return;
+    onClick(event);
+  });
+  node.addEventListener('focusout', () => node.classList.remove('icon-tool--quiet'));
+  node.addEventListener('pointerleave', () => node.classList.remove('icon-tool--quiet'));
+  return node;
+}
+
+// Escape hides a shown tooltip without moving focus or the pointer (SC 1.4.13,
+// dismissible). When the tooltip is the focused button's own, that Escape is
+// spent on it: the panel stays open (chat.js closes it on Escape); the next
+// Escape closes the panel as anywhere else. Captured on the document, before
+// chat.js and the comment field hear it.
+document.addEventListener(
+  'keydown',
+  (event) => {
+    if (event.key !== 'Escape') return;
+    const shown = Array.from(document.querySelectorAll('.icon-tool:not(.icon-tool--quiet)')).filter(
+      (node) => node.matches(':hover') || node.matches(':focus-visible'),
+    );
+    for (const node of shown) node.classList.add('icon-tool--quiet');
+    if (shown.includes(document.activeElement)) {
+      event.preventDefault();
+      event.stopPropagation();
+    }
+  },
+  true,
+);
+
 // Hide a control; focus on it goes to the composer, never to the page's body.
 function conceal(panel, node, hidden) {
   if (hidden && node.contains(document.activeElement)) panel.input.focus();
@@ -154,15 +255,20 @@ class AnswerTools {
     this.node = element('div', 'tools');
     this.node.setAttribute('role', 'group');
     this.node.setAttribute('aria-label', words.group);
-    const copy = button(words.copy, () => this.copy());
+    const copy = iconButton(words.copy, 'copy', () => this.copy());
     copy.dataset.chatRole = 'answer-copy';
-    const read = button(words.read, () => dialogOf(panel).open(text, read));
+    const read = iconButton(words.read, 'read', () => dialogOf(panel).open(text, read));
     read.dataset.chatRole = 'answer-read';
     this.node.append(copy, read);
     // An answer without a message id (refused before it started) has nothing
     // on the server to regenerate or rate.
     if (this.messageId) {
-      this.regenerateButton = button(words.regenerate, () => this.regenerate());
+      this.regenerateButton = iconButton(
+        words.regenerate,
+        'regenerate',
+        () => this.regenerate(),
+        'center',
+      );
       this.regenerateButton.dataset.chatRole = 'answer-regenerate';
       this.regenerateButton.hidden = true;
       this.up = this.toggle(words.helpful, 'up');
@@ -220,7 +326,7 @@ class AnswerTools {
   // -- feedback ---------------------------------------------------------------
 
   toggle(text, rating) {
-    const node = button(text, () => this.rate(rating));
+    const node = iconButton(text, rating, () => this.rate(rating), 'end');
     node.setAttribute('aria-pressed', 'false');
     node.dataset.chatRole = `answer-${rating}`;
     return node;
@@ -460,7 +566,7 @@ class EditControl {
     this.panel = panel;
     this.item = item;
     this.node = element('div', 'tools tools--user');
-    this.button = button(stateOf(panel).words.edit, () => this.begin());
+    this.button = iconButton(stateOf(panel).words.edit, 'pencil', () => this.begin(), 'end');
     this.button.dataset.chatRole = 'turn-edit';
     this.node.append(this.button);
     this.form = null;

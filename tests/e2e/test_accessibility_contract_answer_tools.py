@@ -257,19 +257,32 @@ def test_A28_targets_focus_and_pressed_state_do_not_rely_on_colour(embed, page: 
     expect(helpful).to_have_attribute("aria-pressed", "true")
     sizes = widget.last_answer().evaluate(
         """li => Array.from(li.querySelectorAll('.tools button, .tools textarea'),
-            (n) => [n.textContent || n.tagName, n.getBoundingClientRect().width, n.getBoundingClientRect().height])"""
+            (n) => [n.getAttribute('aria-label') || n.textContent || n.tagName,
+                    n.getBoundingClientRect().width, n.getBoundingClientRect().height])"""
     )
     assert len(sizes) >= 7, sizes  # five tools, the comment field, Send and Skip
     for name, width, height in sizes:
         assert width >= 44 and height >= 44, (name, width, height)
+    # The five icons are one row (5 × 44 px fits the narrowest panel, A16).
+    tops = tools.evaluate("g => Array.from(g.querySelectorAll('.icon-tool'), (n) => n.offsetTop)")
+    assert len(tops) == 5 and len(set(tops)) == 1, tops
     # The panel's 3 px outline on the focused (keyboard) button.
     assert helpful.evaluate("n => getComputedStyle(n).outlineWidth") == "3px"
-    # Pressed: filled, and a check mark that adds nothing to the name.
-    assert helpful.evaluate("n => getComputedStyle(n, '::before').content").startswith('"✓')
+    # Pressed: the thumb filled and a border kept, not only another colour; the name unchanged.
+    fills = """n => Array.from(n.querySelectorAll('.icon-tool__fill'), (p) => getComputedStyle(p).fill)"""
+    assert "none" not in helpful.evaluate(fills)
+    assert set(button(tools, "notHelpful").evaluate(fills)) == {"none"}
+    assert helpful.evaluate("n => getComputedStyle(n).borderTopColor") != "rgba(0, 0, 0, 0)"
     expect(helpful).to_have_accessible_name(TOOLS["helpful"])
     if browser_name == "chromium":  # media emulation is Chromium only (docs/testing.md, "System browsers")
         page.emulate_media(forced_colors="active")
         assert helpful.evaluate("n => getComputedStyle(n).borderTopStyle") == "double"
+        # Unpressed icon buttons keep a visible border too.
+        copy = button(tools, "copy")
+        assert copy.evaluate("n => [getComputedStyle(n).borderTopStyle, getComputedStyle(n).borderTopWidth]") == [
+            "solid",
+            "1px",
+        ]
         page.emulate_media(forced_colors="none", color_scheme="dark")
         widget.assert_accessible()  # contrast in the dark scheme
         page.emulate_media(color_scheme="light")

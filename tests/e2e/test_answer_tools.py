@@ -413,3 +413,139 @@ def test_the_tools_speak_spanish_in_a_spanish_panel(embed):
         expect(tools.get_by_role("button", name=t["answerTools"][key], exact=True)).to_be_visible()
     expect(widget.frame.get_by_role("heading", name=t["turnAssistant"])).to_have_count(1)
     expect(widget.frame.get_by_role("button", name=t["answerTools"]["edit"])).to_be_visible()
+
+
+# -- one compact row of icons, named by tooltips ------------------------------------------
+
+ICON_TOOLS = ("copy", "read", "regenerate", "helpful", "notHelpful")
+
+# The shown tooltip (the button's `::after`, answer-tools.css) in the frame's coordinates,
+# with its button and the transcript's scroller; None while it is hidden. Its text is the
+# generated content before the empty alternative text (`"Helpful" / ""`; a browser that
+# keeps `attr()` unresolved in the computed value says `attr(data-tip) / ""`).
+TOOLTIP = """(n) => {
+    const tip = getComputedStyle(n, '::after');
+    if (tip.display === 'none') return null;
+    const box = n.getBoundingClientRect();
+    const own = getComputedStyle(n);
+    const left = box.left + parseFloat(own.borderLeftWidth) + parseFloat(tip.left);
+    const top = box.top + parseFloat(own.borderTopWidth) + parseFloat(tip.top);
+    const [source, alternative] = tip.content.split(' / ');
+    const scroller = n.closest('.chat__main');
+    const frame = scroller.getBoundingClientRect();
+    return {
+        text: source.startsWith('attr(') ? n.dataset.tip : JSON.parse(source),
+        alternative,
+        left, top, right: left + parseFloat(tip.width), bottom: top + parseFloat(tip.height),
+        button: {left: box.left, top: box.top, right: box.right, bottom: box.bottom},
+        scroller: {left: frame.left, top: frame.top, right: frame.left + scroller.clientWidth,
+                   bottom: frame.top + scroller.clientHeight},
+    };
+}"""
+
+
+def tooltip(target) -> dict[str, Any] | None:
+    return target.evaluate(TOOLTIP)
+
+
+def assert_tooltip_names(target, name: str) -> None:
+    """Shown, saying `name` (heard only once: empty alternative text), fully inside the
+    transcript's scroller, and clear of the 3 px focus outline drawn 2 px outside the button."""
+    tip = tooltip(target)
+    assert tip is not None, f"no tooltip on {name!r}"
+    assert (tip["text"], tip["alternative"]) == (name, '""'), tip
+    scroller = tip["scroller"]
+    assert scroller["left"] <= tip["left"] and tip["right"] <= scroller["right"], (name, tip)
+    assert scroller["top"] <= tip["top"] and tip["bottom"] <= scroller["bottom"], (name, tip)
+    assert tip["bottom"] <= tip["button"]["top"] - 5, (name, tip)  # the outline: 3 px at 2 px offset
+
+
+@pytest.mark.parametrize("width", [320, 420])
+def test_the_tools_are_one_row_of_icon_buttons_at_least_44_px(embed, page: Page, width):
+    page.set_viewport_size({"width": width, "height": 700})
+    widget = embed()
+    widget.open()
+    ask(widget, "/echo One row.")
+    tools = tools_of(widget.last_answer())
+    buttons = [tools.get_by_role("button", name=TOOLS[key], exact=True) for key in ICON_TOOLS]
+    for node in buttons:
+        expect(node).to_be_visible()
+    rows = tools.evaluate(
+        """group => Array.from(group.querySelectorAll('button'), (n) => ({
+            name: n.getAttribute('aria-label'), top: n.offsetTop, text: n.textContent,
+            width: n.getBoundingClientRect().width, height: n.getBoundingClientRect().height,
+            icon: n.querySelector('svg')?.getAttribute('aria-hidden')}))"""
+    )
+    assert [row["name"] for row in rows] == [TOOLS[key] for key in ICON_TOOLS]
+    assert len({row["top"] for row in rows}) == 1, rows  # one line, nothing wrapped
+    for row in rows:
+        assert row["width"] >= 44 and row["height"] >= 44, row
+        assert (row["text"], row["icon"]) == ("", "true"), row  # an icon, its name in aria-label
+    edit = widget.frame.get_by_role("button", name=TOOLS["edit"])
+    assert edit.evaluate("n => [n.textContent, n.querySelector('svg').getAttribute('aria-hidden')]") == ["", "true"]
+    box = edit.bounding_box()
+    assert box and box["width"] >= 44 and box["height"] >= 44
+    # Nothing scrolls sideways (A16), the transcript included.
+    assert widget.panel_frame().evaluate(
+        "() => document.querySelector('.chat__main').scrollWidth <= document.querySelector('.chat__main').clientWidth"
+    )
+
+
+def test_a_tooltip_names_each_tool_on_keyboard_focus_and_escape_hides_it(embed, page: Page):
+    page.set_viewport_size({"width": 320, "height": 640})
+    widget = embed()
+    widget.open()
+    ask(widget, "/echo A tooltip for each.")
+    tools = tools_of(widget.last_answer())
+    # Shift+Tab from the composer walks the row backwards; each tooltip shows on focus.
+    for key in reversed(ICON_TOOLS):
+        target = tools.get_by_role("button", name=TOOLS[key], exact=True)
+        assert tooltip(target) is None
+        widget.page.keyboard.press("Shift+Tab")
+        expect(target).to_be_focused()
+        assert_tooltip_names(target, TOOLS[key])
+    edit = widget.frame.get_by_role("button", name=TOOLS["edit"])
+    tab_to(widget, edit)
+    assert_tooltip_names(edit, TOOLS["edit"])
+    # Escape hides it and moves nothing: focus stays, the panel stays open (WCAG 1.4.13).
+    page.keyboard.press("Escape")
+    assert tooltip(edit) is None
+    expect(edit).to_be_focused()
+    expect(widget.launcher).to_have_attribute("aria-expanded", "true")
+    # Focus leaving and coming back shows it again; with it hidden, Escape closes the panel as anywhere.
+    page.keyboard.press("Tab")
+    page.keyboard.press("Shift+Tab")
+    expect(edit).to_be_focused()
+    assert_tooltip_names(edit, TOOLS["edit"])
+    page.keyboard.press("Escape")
+    assert tooltip(edit) is None
+    page.keyboard.press("Escape")
+    expect(widget.launcher).to_have_attribute("aria-expanded", "false")
+
+
+def test_a_tooltip_stays_while_the_pointer_is_over_it_and_a_click_there_presses_nothing(embed, page: Page):
+    widget = embed()
+    widget.open()
+    ask(widget, "/echo Hover me.")
+    helpful = tools_of(widget.last_answer()).get_by_role("button", name=TOOLS["helpful"], exact=True)
+    helpful.hover()
+    widget.panel_frame().wait_for_function(
+        "() => getComputedStyle(document.querySelector('[data-chat-role=answer-up]'), '::after').display === 'block'"
+    )
+    assert_tooltip_names(helpful, TOOLS["helpful"])
+    tip = tooltip(helpful)
+    assert tip is not None
+    box = helpful.bounding_box()
+    assert box
+    # Page coordinates of the tooltip's middle (the frame's offset is the button's page box minus its frame box).
+    x = box["x"] + (tip["left"] + tip["right"]) / 2 - tip["button"]["left"]
+    y = box["y"] + (tip["top"] + tip["bottom"]) / 2 - tip["button"]["top"]
+    page.mouse.move(x, box["y"] + box["height"] / 2)
+    page.mouse.move(x, y, steps=5)  # across the gap, onto the tooltip
+    assert_tooltip_names(helpful, TOOLS["helpful"])
+    page.mouse.click(x, y)
+    expect(helpful).to_have_attribute("aria-pressed", "false")
+    widget.input.hover()  # the pointer leaves: the tooltip goes
+    widget.panel_frame().wait_for_function(
+        "() => getComputedStyle(document.querySelector('[data-chat-role=answer-up]'), '::after').display === 'none'"
+    )
