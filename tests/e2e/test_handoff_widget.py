@@ -10,6 +10,7 @@ connection (`StreamCutter`, a WSGI wrapper around the real app), as a proxy or a
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.request
 import uuid
@@ -444,3 +445,125 @@ def test_a_handoff_asked_for_elsewhere_takes_the_next_message(embed, handoff_ser
     assert spoken.count(joined) == 1
     assert HANDOFF["queuedNext"] not in spoken  # it was assigned already: never said as queued
     assert not assertive(widget)
+
+
+class HttpAgent:
+    """An agent through the console's HTTP API (docs/agents.md), as the console's page calls it:
+    the sign-in form, the session cookie, X-CSRF-Token. The `__Host-` cookies are Secure, which
+    a cookie jar would not send over loopback http, so they are kept here by hand."""
+
+    def __init__(self, base_url: str, name: str, password: str) -> None:
+        import httpx
+
+        self.http = httpx.Client(base_url=base_url, timeout=10, follow_redirects=False)
+        self.cookies: dict[str, str] = {}
+        form = self._send("GET", "/agent")
+        token = re.search(r'name="csrf_token" value="([^"]*)"', form.text)
+        assert token, form.text[:300]
+        signed = self._send("POST", "/agent/sign-in", data={"name": name, "password": password, "csrf_token": token[1]})
+        assert signed.status_code == 303, signed.text[:300]
+        self.csrf = self._send("GET", "/agent/api/session").json()["csrf_token"]
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        headers = dict(kwargs.pop("headers", {}))
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if method != "GET" and hasattr(self, "csrf"):
+            headers["X-CSRF-Token"] = self.csrf
+        response = self.http.request(method, path, headers=headers, **kwargs)
+        for header in response.headers.get_list("set-cookie"):
+            pair = header.split(";", 1)[0]
+            key, _, value = pair.partition("=")
+            if value:
+                self.cookies[key.strip()] = value.strip()
+            else:
+                self.cookies.pop(key.strip(), None)
+        return response
+
+    def present(self) -> None:
+        assert self._send("GET", "/agent/api/queue").status_code == 200
+
+    def claim(self, conversation_id: str) -> None:
+        response = self._send("POST", f"/agent/api/conversations/{conversation_id}/claim")
+        assert response.status_code == 200, response.text
+
+    def say(self, conversation_id: str, text: str) -> None:
+        body = {"request_id": uuid.uuid4().hex, "text": text}
+        response = self._send("POST", f"/agent/api/conversations/{conversation_id}/messages", json=body)
+        assert response.status_code == 201, response.text
+
+    def end(self, conversation_id: str) -> None:
+        response = self._send("POST", f"/agent/api/conversations/{conversation_id}/end", json={"reason": "ended"})
+        assert response.status_code == 204, response.text
+
+    def visitor_messages(self, conversation_id: str) -> list[str]:
+        response = self._send("GET", f"/agent/api/conversations/{conversation_id}")
+        assert response.status_code == 200, response.text
+        return [m["text"] for m in response.json()["messages"] if m.get("role") == "visitor"]
+
+
+@pytest.fixture
+def handoff_cluster(redis_server, host_site, tmp_path):
+    """Two `widget-server` processes (two gevent workers each) on one Redis, behind the
+    round-robin balancer of tests/e2e/test_scale_out_widget.py, with one agent account."""
+    from widget_server.agents.accounts import AgentAccounts
+
+    from ..processes import RoundRobinProxy, ServerProcess
+
+    redis_server.flush()
+    agents_file = tmp_path / "agents.json"
+    AgentAccounts(str(agents_file)).add("ana", "Ana", CLUSTER_PASSWORD)
+    settings = {
+        "STORE": redis_server.url,
+        "EMBED_ORIGINS": host_site.origin,
+        "RATE_LIMITS": 0,
+        "DEMO_DELAY_SECONDS": 0.02,
+        "LOG_LEVEL": "WARNING",
+        "AGENTS_FILE": str(agents_file),
+        "HEARTBEAT_SECONDS": 1,
+    }
+    servers = [ServerProcess(settings, workers=2).start() for _ in range(2)]
+    proxy = RoundRobinProxy([server.url for server in servers])
+    yield proxy
+    proxy.stop()
+    for server in servers:
+        server.stop()
+
+
+CLUSTER_PASSWORD = "correct horse battery staple"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("processes")
+def test_a_handoff_across_two_servers_on_redis(embed, handoff_cluster, request):
+    """The issue's scale-out case: the visitor's panel and the agent's API calls reach either
+    server; the conversation stream, dropped mid-conversation, resumes on whichever."""
+    agent = HttpAgent(handoff_cluster.url, "ana", CLUSTER_PASSWORD)
+    request.addfinalizer(agent.http.close)
+    agent.present()
+    widget = embed(handoff_cluster)
+    widget.open()
+    talk_to_a_person(widget)
+    widget.wait_for_announcement(HANDOFF["queuedNext"])
+    cid, _ = conversation_of(widget)
+    agent.claim(cid)
+    widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+    widget.send("Hello from the visitor.")
+    wait_until(lambda: agent.visitor_messages(cid) == ["Hello from the visitor."])
+    agent.say(cid, MESSAGES[0])
+    expect(agent_turns(widget)).to_have_count(1)
+    # The stream is dropped (as the stall timer drops a dead one); meanwhile the agent writes.
+    widget.panel_frame().evaluate("() => chatPanel.handoff.controller.abort()")
+    agent.say(cid, MESSAGES[1])
+    agent.say(cid, MESSAGES[2])
+    expect(agent_turns(widget)).to_have_count(3)
+    assert agent_texts(widget) == MESSAGES
+    agent.end(cid)
+    ended = fmt(HANDOFF["ended"], agent="Ana")
+    widget.wait_for_announcement(ended)
+    widget.send("/echo The assistant again.")
+    assert widget.wait_until_complete() == "completed"
+    spoken = polite(widget)
+    assert [spoken.count(fmt(HANDOFF["agentMessage"], agent="Ana", text=t)) for t in MESSAGES] == [1, 1, 1]
+    assert spoken.count(ended) == 1
+    assert set(handoff_cluster.connections) == {0, 1}
