@@ -1,0 +1,491 @@
+"""The agent console at /agent (issue 13, "Agent side (console)"), driven in real Chromium and
+Firefox ESR against a real server: an agents file written by the accounts module, the visitor's
+side through the visitor API over HTTP (httpx), the agent's in the browser by keyboard where a
+person would use it. docs/accessibility.md "The agent console" (A46–A52) has its contract lines
+in test_accessibility_contract_agent.py; this file covers the flows at length.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from widget_server.agents.accounts import AgentAccounts
+from widget_server.testing import ChatWidget
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "correct horse battery"
+
+
+def console_url(server) -> str:
+    """The console's origin: `localhost`, not 127.0.0.1. The session cookie is `__Host-` and so
+    `Secure`; both browsers accept a Secure cookie over plain http only from localhost (a
+    potentially trustworthy origin)."""
+    return server.url.replace("127.0.0.1", "localhost")
+
+
+def start_handoff_server(chat_server_factory, folder):
+    """A chat server with hand-off on, and an agents file with two agents (Ana and Bo) in
+    `folder`, written by the accounts module as `widget-server agents add` writes it."""
+    path = folder / "agents.json"
+    accounts = AgentAccounts(str(path))
+    accounts.add("ana", "Ana", PASSWORD)
+    accounts.add("bo", "Bo", PASSWORD)
+    return chat_server_factory(AGENTS_FILE=str(path))
+
+
+@pytest.fixture
+def handoff_server(chat_server_factory, tmp_path):
+    return start_handoff_server(chat_server_factory, tmp_path)
+
+
+class Console:
+    """The console page as an agent uses it."""
+
+    def __init__(self, page: Page, base: str) -> None:
+        self.page = page
+        self.base = base
+        self.root = page.locator("[data-agent-console]")
+        self.queue = page.locator("[data-agent-queue] > li")
+        self.mine = page.locator("[data-agent-mine] > li")
+        self.transcript = page.locator("[data-agent-transcript] > li")
+        self.reply = page.get_by_role("textbox", name="Reply", exact=True)
+        self.status = page.locator("[data-agent-status]")
+        self.alert = page.locator("[data-agent-alert]")
+
+    def sign_in(self, name: str, password: str = PASSWORD) -> None:
+        """By keyboard only: Tab to each field, type, Enter."""
+        page = self.page
+        page.goto(self.base + "/agent")
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        page.keyboard.press("Tab")
+        expect(page.get_by_label("Name", exact=True)).to_be_focused()
+        page.keyboard.type(name)
+        page.keyboard.press("Tab")
+        expect(page.get_by_label("Password", exact=True)).to_be_focused()
+        page.keyboard.type(password)
+        page.keyboard.press("Enter")
+
+    def wait_ready(self) -> None:
+        self.page.locator("[data-agent-console][data-ready='true']").wait_for()
+
+    def said(self, politeness: str | None = None) -> list[str]:
+        """What the live regions said, in order (the widget's recorder, installed on the
+        context by tests/e2e/conftest.py, hears the console's regions too)."""
+        log = self.page.evaluate("() => window.__chatwidgetLog || []")
+        return [entry["text"] for entry in log if politeness is None or entry["politeness"] == politeness]
+
+    def wait_said(self, text: str, timeout: float = 10_000) -> None:
+        self.page.wait_for_function(
+            "(text) => (window.__chatwidgetLog || []).some((entry) => entry.text === text)", arg=text, timeout=timeout
+        )
+
+    def entry(self, conversation_id: str):
+        return self.page.locator(f"[data-agent-queue] > li[data-conversation-id='{conversation_id}']")
+
+    def assert_accessible(self) -> None:
+        # The console is a top-level page: ChatWidget's axe runner scans every frame, this one.
+        ChatWidget(self.page).assert_accessible()
+
+
+def signed_in(context: BrowserContext, server, name: str) -> Console:
+    console = Console(context.new_page(), console_url(server))
+    console.sign_in(name)
+    console.wait_ready()
+    return console
+
+
+@dataclass
+class Visitor:
+    """A visitor through the visitor API (docs/protocol.md): the widget's requests, over HTTP."""
+
+    base: str
+    conversation_id: str
+    token: str
+
+    @classmethod
+    def start(cls, server) -> Visitor:
+        response = httpx.post(server.url + "/api/v1/conversations")
+        response.raise_for_status()
+        body = response.json()
+        return cls(server.url, body["conversation_id"], body["token"])
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/api/v1/conversations/{self.conversation_id}"
+
+    def ask_for_a_person(self) -> dict[str, Any]:
+        response = httpx.post(self.url + "/handoff", json={"request_id": uuid.uuid4().hex}, headers=self.headers)
+        response.raise_for_status()
+        return response.json()
+
+    def say(self, text: str) -> dict[str, Any]:
+        response = httpx.post(
+            self.url + "/handoff/messages", json={"request_id": uuid.uuid4().hex, "text": text}, headers=self.headers
+        )
+        response.raise_for_status()
+        return response.json()
+
+    def leave_message(self, text: str, email: str | None = None) -> dict[str, Any]:
+        body = {"request_id": uuid.uuid4().hex, "text": text, **({"email": email} if email else {})}
+        response = httpx.post(self.url + "/handoff/left-messages", json=body, headers=self.headers)
+        response.raise_for_status()
+        return response.json()
+
+    def history(self) -> list[dict[str, Any]]:
+        response = httpx.get(self.url, headers=self.headers)
+        response.raise_for_status()
+        messages: list[dict[str, Any]] = response.json()["messages"]
+        return messages
+
+
+def waiting_visitor(server, console: Console) -> Visitor:
+    """A visitor who asked for a person while `console`'s agent is present, seen in its queue."""
+    visitor = Visitor.start(server)
+    assert visitor.ask_for_a_person()["state"] == "queued"
+    expect(console.entry(visitor.conversation_id)).to_be_visible()
+    return visitor
+
+
+def claim(console: Console, visitor: Visitor) -> None:
+    console.entry(visitor.conversation_id).get_by_role("button", name=re.compile("^Claim")).click()
+    expect(console.root).to_have_attribute("data-conversation-state", "assigned")
+
+
+# -- signing in ------------------------------------------------------------------------------
+
+
+def test_sign_in_by_keyboard_shows_the_console(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    page = console.page
+    expect(page.get_by_role("heading", level=1, name="Agent console")).to_be_visible()
+    expect(page.locator("[data-agent-who]")).to_have_text("Signed in as Ana")
+    for name in ("Queue", "Your conversations", "Conversation", "Inbox"):
+        expect(page.get_by_role("heading", level=2, name=name, exact=True)).to_be_visible()
+    expect(page.get_by_text("Nobody is waiting.")).to_be_visible()
+
+
+def test_a_wrong_password_is_said_in_words_and_focused(handoff_server, page):
+    console = Console(page, console_url(handoff_server))
+    console.sign_in("ana", "not the password")
+    summary = page.locator("[data-error-summary]")
+    expect(summary).to_be_focused()
+    expect(summary).to_have_attribute("role", "alert")
+    expect(summary).to_contain_text("That name and password do not match an agent account.")
+    assert page.title().startswith("Error:")
+    # Never which of the two was wrong: both fields point at the same sentence.
+    for label in ("Name", "Password"):
+        expect(page.get_by_label(label, exact=True)).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Name", exact=True)).to_have_value("ana")
+    expect(page.get_by_label("Password", exact=True)).to_have_value("")
+
+
+def test_sign_out_ends_the_session(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    console.page.get_by_role("button", name="Sign out").click()
+    expect(console.page.get_by_role("button", name="Sign in")).to_be_visible()
+    # The old session is gone on the server: the API refuses the browser's requests now.
+    status = console.page.evaluate("async () => (await fetch('/agent/api/queue')).status")
+    assert status == 401
+
+
+# -- the queue, claiming and the conversation ----------------------------------------------------
+
+
+def test_a_waiting_visitor_is_listed_said_once_and_claimed(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    entry = console.entry(visitor.conversation_id)
+    expect(entry).to_contain_text("1. Waiting less than a minute")
+    expect(entry).to_contain_text("No message yet.")
+    claim_button = entry.get_by_role("button", name="Claim conversation 1, waiting less than a minute")
+    expect(claim_button).to_have_text("Claim")
+    console.wait_said("A new visitor is waiting.")
+
+    visitor.say("Is anyone there?")
+    expect(entry).to_contain_text("Last message: Is anyone there?")
+    console.wait_said("New message from a waiting visitor: Is anyone there?")
+    # Several polls later, each was said once: news, never per poll.
+    console.page.wait_for_timeout(3500)
+    said = console.said("polite")
+    assert said.count("A new visitor is waiting.") == 1, said
+    assert said.count("New message from a waiting visitor: Is anyone there?") == 1, said
+
+    claim_button.click()
+    expect(console.root).to_have_attribute("data-conversation-state", "assigned")
+    expect(console.page.locator("#conversation-heading")).to_be_focused()
+    console.wait_said("Conversation claimed.")
+    expect(console.queue).to_have_count(0)
+    expect(console.mine).to_have_count(1)
+    expect(console.transcript.last).to_contain_text("Is anyone there?")
+
+
+def test_the_queue_lists_the_oldest_first(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    first = waiting_visitor(handoff_server, console)
+    second = waiting_visitor(handoff_server, console)
+    ids = [console.queue.nth(i).get_attribute("data-conversation-id") for i in range(2)]
+    assert ids == [first.conversation_id, second.conversation_id]
+    expect(console.queue.nth(1).get_by_role("button")).to_have_accessible_name(
+        "Claim conversation 2, waiting less than a minute"
+    )
+
+
+def test_a_second_agent_hears_already_taken(handoff_server, browser: Browser):
+    ana_context = browser.new_context()
+    bo_context = browser.new_context()
+    for context in (ana_context, bo_context):
+        ChatWidget.install_recorder(context)
+    try:
+        ana = signed_in(ana_context, handoff_server, "ana")
+        bo = signed_in(bo_context, handoff_server, "bo")
+        visitor = waiting_visitor(handoff_server, ana)
+        expect(bo.entry(visitor.conversation_id)).to_be_visible()
+        # Right after one of Bo's polls, Ana claims; Bo presses Claim on the entry he still
+        # sees (his next poll is 3 s away), as two agents pressing within one poll would.
+        with bo.page.expect_response(lambda response: response.url.endswith("/agent/api/queue")):
+            pass
+        ana.page.bring_to_front()
+        claim(ana, visitor)
+        bo.page.bring_to_front()
+        bo.entry(visitor.conversation_id).get_by_role("button", name=re.compile("^Claim")).click()
+        expect(bo.page.locator("[data-agent-queue-note]")).to_have_text("Already taken by Ana.")
+        bo.wait_said("Already taken by Ana.")
+        assert "Already taken by Ana." in bo.said("assertive")
+        expect(bo.entry(visitor.conversation_id)).to_have_count(0)
+        expect(bo.page.locator("#queue-heading")).to_be_focused()
+        expect(bo.root).not_to_have_attribute("data-conversation-state", "assigned")
+        bo.assert_accessible()
+    finally:
+        ana_context.close()
+        bo_context.close()
+
+
+def test_replies_and_visitor_messages_are_exact_both_ways(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    claim(console, visitor)
+    # Shift+Enter adds a line, Enter sends; the text arrives exactly, checked by its SHA-256.
+    reply = "Hello, I'm Ana — ¿en qué puedo ayudar? 👋\n<b>not bold</b> & **not markdown**"
+    console.reply.click()
+    first, second = reply.split("\n")
+    console.reply.press_sequentially(first)
+    console.reply.press("Shift+Enter")
+    console.reply.press_sequentially(second)
+    expect(console.reply).to_have_value(reply)
+    console.reply.press("Enter")
+    expect(console.reply).to_have_value("")
+    mine = console.transcript.last
+    expect(mine).to_have_attribute("data-verified", "true")
+    expect(mine.locator(".transcript__who")).to_have_text("You")
+    assert mine.locator(".transcript__text").text_content() == reply
+    assert mine.locator("b").count() == 0  # text, never markup
+    agent_messages = [m for m in visitor.history() if m["role"] == "agent"]
+    assert [m["text"] for m in agent_messages] == [reply]
+
+    visitor.say("I need a refund\nfor order 42.")
+    theirs = console.transcript.filter(has_text="for order 42.")
+    expect(theirs).to_have_attribute("data-verified", "true")
+    expect(theirs.locator(".transcript__who")).to_have_text("Visitor")
+    assert theirs.locator(".transcript__text").text_content() == "I need a refund\nfor order 42."
+    console.wait_said("Visitor: I need a refund\nfor order 42.")
+    # Once each, in the transcript and in the region.
+    console.page.wait_for_timeout(1500)
+    texts = console.transcript.locator(".transcript__text").all_text_contents()
+    assert texts.count(reply) == 1
+    assert texts.count("I need a refund\nfor order 42.") == 1
+    assert console.said("polite").count("Visitor: I need a refund\nfor order 42.") == 1
+
+
+def test_end_returns_the_conversation_and_focus_to_the_queue(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    claim(console, visitor)
+    console.page.get_by_role("button", name="End", exact=True).click()
+    expect(console.page.locator("#queue-heading")).to_be_focused()
+    console.wait_said("Conversation ended.")
+    expect(console.page.get_by_text("No conversation is open.")).to_be_visible()
+    expect(console.reply).to_be_hidden()
+    expect(console.mine).to_have_count(0)
+
+
+def test_return_to_assistant(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    claim(console, visitor)
+    console.page.get_by_role("button", name="Return to assistant").click()
+    console.wait_said("Conversation returned to the assistant.")
+    expect(console.mine).to_have_count(0)
+
+
+def test_the_visitor_leaving_is_said_and_closes_the_reply_box(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    claim(console, visitor)
+    console.reply.focus()
+    httpx.delete(visitor.url + "/handoff", headers=visitor.headers).raise_for_status()
+    console.wait_said("The visitor left the conversation.")
+    expect(console.reply).to_be_hidden()
+    expect(console.page.locator("#conversation-heading")).to_be_focused()
+
+
+# -- the inbox ---------------------------------------------------------------------------------
+
+
+def test_a_left_message_is_in_the_inbox_and_answered(handoff_server, context):
+    # Nobody is signed in yet: the visitor's request finds no agent and leaves a message.
+    visitor = Visitor.start(handoff_server)
+    assert visitor.ask_for_a_person()["state"] == "unavailable"
+    visitor.leave_message("Please call me back about my order.", email="visitor@example.org")
+    console = signed_in(context, handoff_server, "ana")
+    item = console.page.locator("[data-agent-inbox] > li")
+    expect(item).to_have_count(1)
+    expect(item).to_contain_text("From visitor@example.org")
+    expect(item).to_contain_text("Please call me back about my order.")
+    reply_button = item.get_by_role("button", name="Reply to the message from visitor@example.org")
+    reply_button.click()
+    box = item.get_by_role("textbox", name="Your reply")
+    expect(box).to_be_focused()
+    box.press("Escape")
+    expect(reply_button).to_be_focused()
+    expect(box).to_be_hidden()
+    reply_button.press("Enter")
+    box.fill("We will call you today.")
+    item.get_by_role("button", name="Send reply").click()
+    console.wait_said("Reply sent.")
+    expect(item).to_have_attribute("data-replied", "true")
+    expect(item.get_by_text("Replied", exact=True)).to_be_visible()
+    expect(reply_button).to_be_focused()
+    assert [m["text"] for m in visitor.history() if m["role"] == "agent"] == ["We will call you today."]
+
+
+# -- notifications -------------------------------------------------------------------------------
+
+
+# The browser's side of a desktop notification, answered as the agent would answer its prompt.
+# A headless browser cannot: Chromium refuses at once, Firefox ESR leaves the prompt open for
+# ever. So the Notification API is replaced by one that records the permission requests and the
+# notifications shown, and answers `answer`; what is tested is the console's side of it.
+def browser_notifications(answer: str) -> str:
+    return """
+(() => {
+  const answer = __ANSWER__;
+  let permission = 'default';
+  window.__permissionRequests = 0;
+  window.__notifications = [];
+  window.Notification = class {
+    constructor(title, options = {}) {
+      window.__notifications.push({ title, body: options.body });
+    }
+    static get permission() {
+      return permission;
+    }
+    static requestPermission() {
+      window.__permissionRequests += 1;
+      permission = answer;
+      return Promise.resolve(answer);
+    }
+  };
+})();
+""".replace("__ANSWER__", json.dumps(answer))
+
+
+def test_sound_and_desktop_notifications_are_off_until_chosen(handoff_server, context):
+    context.add_init_script(browser_notifications("denied"))
+    console = signed_in(context, handoff_server, "ana")
+    page = console.page
+    sound = page.get_by_role("checkbox", name="Play a sound for a new visitor or message")
+    desktop = page.get_by_role("checkbox", name="Show a desktop notification for a new visitor or message")
+    expect(sound).not_to_be_checked()
+    expect(desktop).not_to_be_checked()
+    waiting_visitor(handoff_server, console)
+    console.wait_said("A new visitor is waiting.")
+    assert page.evaluate("window.__permissionRequests") == 0  # never asked unprompted
+    assert page.evaluate("window.__notifications") == []
+    sound.check()
+    expect(sound).to_be_checked()
+    desktop.click()
+    page.wait_for_function("window.__permissionRequests === 1")
+    # Refused: the box is unchecked again and the reason is said.
+    expect(desktop).not_to_be_checked()
+    console.wait_said(
+        "Desktop notifications are blocked by the browser. Allow them in the site's settings to use them."
+    )
+    # The sound choice is kept for the next visit; nothing is asked for on a reload.
+    page.reload()
+    console.wait_ready()
+    expect(sound).to_be_checked()
+    expect(desktop).not_to_be_checked()
+    assert page.evaluate("window.__permissionRequests") == 0
+
+
+def test_a_granted_desktop_notification_tells_of_a_new_visitor(handoff_server, context):
+    context.add_init_script(browser_notifications("granted"))
+    console = signed_in(context, handoff_server, "ana")
+    page = console.page
+    desktop = page.get_by_role("checkbox", name="Show a desktop notification for a new visitor or message")
+    desktop.click()
+    page.wait_for_function("window.__permissionRequests === 1")
+    expect(desktop).to_be_checked()
+    waiting_visitor(handoff_server, console)
+    console.wait_said("A new visitor is waiting.")
+    page.wait_for_function("window.__notifications.length === 1")
+    assert page.evaluate("window.__notifications") == [{"title": "Agent console", "body": "A new visitor is waiting."}]
+
+
+# -- the conversation's stream ---------------------------------------------------------------------
+
+
+def test_a_dropped_stream_resumes_from_its_last_event_without_duplicates(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    streams: list[str | None] = []
+    console.page.on(
+        "request",
+        lambda request: (
+            streams.append(request.headers.get("last-event-id"))
+            if request.url.endswith(f"/conversations/{visitor.conversation_id}/events")
+            else None
+        ),
+    )
+    claim(console, visitor)
+    visitor.say("Before the drop.")
+    expect(console.transcript.filter(has_text="Before the drop.")).to_have_count(1)
+    # The stream's worker stops (as at SIGTERM: the stream ends without an ending, to be
+    # resumed) and keeps refusing to stream while the visitor writes.
+    handoff = handoff_server.app.extensions["widget_server.handoff"]
+    stopping = [True]
+    handoff.shutting_down = lambda: stopping[0]
+    console.page.wait_for_function(
+        "() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/events')).length >= 2"
+    )
+    visitor.say("During the drop.")
+    stopping[0] = False
+    during = console.transcript.filter(has_text="During the drop.")
+    expect(during).to_have_count(1)
+    expect(during).to_have_attribute("data-verified", "true")
+    console.wait_said("Visitor: During the drop.")
+    # Each reconnection named the last event it had (`<conversation id>:<seq>`), so nothing
+    # came twice: each message once in the transcript, and said once.
+    resumed = streams[1:]
+    assert resumed, streams
+    assert all(header and header.startswith(visitor.conversation_id + ":") for header in resumed), streams
+    console.page.wait_for_timeout(1500)
+    texts = console.transcript.locator(".transcript__text").all_text_contents()
+    assert texts.count("Before the drop.") == 1
+    assert texts.count("During the drop.") == 1
+    said = console.said("polite")
+    assert said.count("Visitor: Before the drop.") == 1, said
+    assert said.count("Visitor: During the drop.") == 1, said
