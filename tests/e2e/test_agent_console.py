@@ -489,3 +489,38 @@ def test_a_dropped_stream_resumes_from_its_last_event_without_duplicates(handoff
     said = console.said("polite")
     assert said.count("Visitor: Before the drop.") == 1, said
     assert said.count("Visitor: During the drop.") == 1, said
+
+
+# -- the session and the page ------------------------------------------------------------------
+
+
+def test_a_session_ended_elsewhere_is_said_and_polling_stops(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    other = context.new_page()  # the same browser: the same session cookie
+    other.goto(console.base + "/agent")
+    other.get_by_role("button", name="Sign out").click()
+    expect(other.get_by_role("button", name="Sign in")).to_be_visible()
+    console.page.bring_to_front()
+    console.wait_said("Your session has ended. Sign in again to continue.")
+    link = console.page.get_by_role("link", name="Sign in again")
+    expect(link).to_have_attribute("href", "/agent")
+    assert console.said("assertive").count("Your session has ended. Sign in again to continue.") == 1
+    polls: list[str] = []
+    console.page.on("request", lambda request: polls.append(request.url) if "/agent/api/" in request.url else None)
+    console.page.wait_for_timeout(4000)  # more than a poll's interval: none is sent
+    assert polls == []
+    console.assert_accessible()
+
+
+def test_the_console_reflows_at_320_px(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    console.page.set_viewport_size({"width": 320, "height": 640})
+    visitor = waiting_visitor(handoff_server, console)
+    visitor.say("A long message without spaces: " + "x" * 80)
+    claim(console, visitor)
+    expect(console.transcript.filter(has_text="x" * 80)).to_have_count(1)
+    assert console.page.evaluate("document.documentElement.scrollWidth") <= 320
+    for name in ("Send", "End", "Return to assistant"):
+        box = console.page.get_by_role("button", name=name, exact=True).bounding_box()
+        assert box and box["width"] >= 44 and box["height"] >= 44, (name, box)
+    console.assert_accessible()
