@@ -524,3 +524,92 @@ def test_the_console_reflows_at_320_px(handoff_server, context):
         box = console.page.get_by_role("button", name=name, exact=True).bounding_box()
         assert box and box["width"] >= 44 and box["height"] >= 44, (name, box)
     console.assert_accessible()
+
+
+# -- the console and the widget, two servers on one Redis ------------------------------------------
+
+from .test_handoff_widget import (  # noqa: E402  (the widget's side, and its cluster fixture)
+    CLUSTER_PASSWORD,
+    HANDOFF,
+    agent_texts,
+    agent_turns,
+    fmt,
+    handoff_cluster,  # noqa: F401
+    polite,
+    talk_to_a_person,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("processes")
+def test_the_console_and_the_widget_across_two_servers_on_redis(
+    embed,
+    handoff_cluster,  # noqa: F811 (the fixture imported above)
+    browser: Browser,
+    page: Page,
+):
+    """The issue's case with both UIs: the visitor in the embedded widget, the agent in the
+    console, each request to either `widget-server` process behind the round-robin balancer;
+    the visitor's stream dropped mid-conversation; axe in every state of both."""
+    agent_context = browser.new_context()
+    ChatWidget.install_recorder(agent_context)
+    try:
+        console = Console(agent_context.new_page(), console_url(handoff_cluster))
+        console.sign_in("ana", CLUSTER_PASSWORD)
+        console.wait_ready()
+        console.assert_accessible()
+
+        page.bring_to_front()
+        widget = embed(handoff_cluster)
+        widget.open()
+        talk_to_a_person(widget)
+        widget.wait_for_announcement(HANDOFF["queuedNext"])
+        widget.assert_accessible()
+        cid = widget.panel_frame().evaluate("() => chatPanel.client.conversationId")
+
+        console.page.bring_to_front()
+        entry = console.entry(cid)
+        expect(entry).to_be_visible()
+        console.wait_said("A new visitor is waiting.")
+        console.assert_accessible()
+        entry.get_by_role("button", name=re.compile("^Claim")).press("Enter")
+        expect(console.root).to_have_attribute("data-conversation-state", "assigned")
+        widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+        widget.assert_accessible()
+
+        page.bring_to_front()
+        widget.send("Hello from the visitor.")
+        console.wait_said("Visitor: Hello from the visitor.")
+        expect(console.transcript.filter(has_text="Hello from the visitor.")).to_have_attribute("data-verified", "true")
+
+        replies = ["Hi, this is Ana.", "Let me look — one moment.", "Found it:\nyour parcel left today."]
+        console.page.bring_to_front()
+        console.reply.fill(replies[0])
+        console.reply.press("Enter")
+        expect(agent_turns(widget)).to_have_count(1)
+        # The visitor's stream drops (as the stall timer drops a dead one); the agent writes on.
+        widget.panel_frame().evaluate("() => chatPanel.handoff.controller.abort()")
+        for reply in replies[1:]:
+            console.reply.fill(reply)
+            console.reply.press("Enter")
+            expect(console.transcript.filter(has_text=reply.split("\n")[0])).to_have_attribute("data-verified", "true")
+        expect(agent_turns(widget)).to_have_count(3)
+        assert agent_texts(widget) == replies
+        console.assert_accessible()
+
+        console.page.get_by_role("button", name="End", exact=True).press("Enter")
+        console.wait_said("Conversation ended.")
+        ended = fmt(HANDOFF["ended"], agent="Ana")
+        widget.wait_for_announcement(ended)
+        widget.assert_accessible()
+        console.assert_accessible()
+
+        page.bring_to_front()
+        widget.send("/echo The assistant again.")
+        assert widget.wait_until_complete() == "completed"
+        spoken = polite(widget)
+        assert [spoken.count(fmt(HANDOFF["agentMessage"], agent="Ana", text=t)) for t in replies] == [1, 1, 1]
+        assert console.said("polite").count("Visitor: Hello from the visitor.") == 1
+        assert set(handoff_cluster.connections) == {0, 1}
+    finally:
+        agent_context.close()
