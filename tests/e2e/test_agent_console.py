@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -613,3 +614,22 @@ def test_the_console_and_the_widget_across_two_servers_on_redis(
         assert set(handoff_cluster.connections) == {0, 1}
     finally:
         agent_context.close()
+
+
+def test_typing_is_sent_at_most_every_3_seconds(handoff_server, context):
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    typing: list[float] = []
+    console.page.on(
+        "request", lambda request: typing.append(time.monotonic()) if request.url.endswith("/typing") else None
+    )
+    claim(console, visitor)
+    assert typing == []  # nothing typed yet
+    console.reply.click()
+    started = time.monotonic()
+    while time.monotonic() - started < 4.0:  # a key every 0.2 s for 4 s: 20 keystrokes
+        console.reply.press("a")
+        console.page.wait_for_timeout(200)
+    console.page.wait_for_timeout(500)
+    assert len(typing) == 2, typing  # at 0 s and after 3 s, not per keystroke
+    assert typing[1] - typing[0] >= 2.9
