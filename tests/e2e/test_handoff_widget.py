@@ -567,3 +567,57 @@ def test_a_handoff_across_two_servers_on_redis(embed, handoff_cluster, request):
     assert [spoken.count(fmt(HANDOFF["agentMessage"], agent="Ana", text=t)) for t in MESSAGES] == [1, 1, 1]
     assert spoken.count(ended) == 1
     assert set(handoff_cluster.connections) == {0, 1}
+
+
+# -- what a screen reader hears (docs/testing.md, "A real screen reader: Orca") -------------
+
+from .test_orca import orca, orca_browser, orca_page  # noqa: E402, F401  (fixtures: one Orca desktop for this module)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("orca")
+def test_orca_hears_queued_joined_the_message_and_ended_once_each_in_order(
+    orca,  # noqa: F811 (the fixture imported above)
+    orca_page,  # noqa: F811
+    host_site,
+    chat_server_factory,
+    browser_name,
+):
+    from widget_server.testing import ChatWidget
+
+    from .conftest import chat_base_url
+
+    server = chat_server_factory(**HANDOFF_SETTINGS)
+    agent = Agent(server)
+    agent.present()
+    orca_page.context.clear_cookies()
+    # The visitor's pace (an announcement at most every second), as the other Orca tests use.
+    orca_page.goto(host_site.embed_page(chat_base_url(server, browser_name), announce_interval=1000))
+    widget = ChatWidget(orca_page)
+    widget.launcher.wait_for()
+    widget.open()
+    orca.wait_until_idle()
+    mark = orca.mark()
+    talk_to_a_person(widget)
+    # Each step once Orca said the one before (an agent takes seconds, not milliseconds).
+    orca.wait_for_speech(HANDOFF["queuedNext"], since=mark, timeout=10)
+    cid, _ = conversation_of(widget)
+    agent.claim(cid)
+    joined = fmt(HANDOFF["assigned"], agent="Ana")
+    orca.wait_for_speech(joined, since=mark, timeout=10)
+    agent.typing(cid)
+    text = "Your parcel arrives on Thursday."
+    agent.say(cid, text)
+    message = fmt(HANDOFF["agentMessage"], agent="Ana", text=text)
+    orca.wait_for_speech(message, since=mark, timeout=10)
+    agent.end(cid)
+    ended = fmt(HANDOFF["ended"], agent="Ana")
+    widget.wait_for_announcement(ended)
+    orca.wait_for_speech(ended, since=mark, timeout=10)
+    said = orca.wait_for_silence(1.0, since=mark)
+    expected = [HANDOFF["queuedNext"], joined, message, ended]
+    typing = fmt(HANDOFF["typing"], agent="Ana")
+    heard = [line for line in said if line.strip() in expected or text in line or typing in line]
+    print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
+    assert heard == expected, heard
+    orca_page.goto("about:blank")  # ends the panel's streams before the server stops
