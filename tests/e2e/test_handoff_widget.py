@@ -621,3 +621,38 @@ def test_orca_hears_queued_joined_the_message_and_ended_once_each_in_order(
     print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
     assert heard == expected, heard
     orca_page.goto("about:blank")  # ends the panel's streams before the server stops
+
+
+def test_another_tab_follows_the_handoff(embed, handoff_server, context, host_site, browser_name):
+    """A second tab of the site opened during a hand-off resumes it (the panel's config names
+    it) and shows both sides as they come: the first tab's messages to the person too."""
+    from widget_server.testing import ChatWidget
+
+    from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
+
+    server = handoff_server
+    agent = Agent(server)
+    agent.present()
+    first = embed(server)
+    first.open()
+    talk_to_a_person(first)
+    first.wait_for_announcement(HANDOFF["queuedNext"])
+    cid, _ = conversation_of(first)
+    agent.claim(cid)
+    first.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+    page = context.new_page()
+    page.goto(host_site.embed_page(chat_base_url(server, browser_name), announce_interval=ANNOUNCE_INTERVAL_MS))
+    second = ChatWidget(page)
+    second.open()
+    expect(second.frame.locator(".handoff-bar__status")).to_have_text(fmt(HANDOFF["talking"], agent="Ana"))
+    first.page.bring_to_front()
+    first.send("Sent from the first tab.")
+    user_texts = second.frame.locator("[data-chat-transcript] > li.turn--user .turn__body")
+    expect(user_texts).to_have_text(["Sent from the first tab."])
+    agent.say(cid, "Seen in both tabs.")
+    for widget in (first, second):
+        expect(agent_turns(widget)).to_have_count(1)
+        assert agent_texts(widget) == ["Seen in both tabs."]
+    expect(first.frame.locator("[data-chat-transcript] > li.turn--user .turn__body")).to_have_text(
+        ["Sent from the first tab."]
+    )
