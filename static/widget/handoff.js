@@ -301,7 +301,8 @@ class Handoff {
   sayPosition() {
     if (this.state !== 'queued' || this.positionSpoken === this.position) return;
     this.positionSpoken = this.position;
-    this.positionSpokenAt = Date.now();
+    // When it is heard: say() may wait for a focus change to settle.
+    this.positionSpokenAt = Math.max(Date.now(), this.focusedAt + FOCUS_SETTLE_MS);
     this.say(this.positionText());
   }
 

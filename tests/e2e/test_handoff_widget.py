@@ -656,3 +656,25 @@ def test_another_tab_follows_the_handoff(embed, handoff_server, context, host_si
     expect(first.frame.locator("[data-chat-transcript] > li.turn--user .turn__body")).to_have_text(
         ["Sent from the first tab."]
     )
+
+
+@pytest.mark.slow
+def test_a_new_place_in_line_is_said_at_most_every_30_seconds(embed, handoff_server):
+    """Real time on purpose: the 30 s are the issue's ("position updates announced at most
+    every 30 s"), and nothing shorter shows them."""
+    server = handoff_server
+    agent = Agent(server)
+    agent.present()
+    others = [queue_someone_else(server) for _ in range(2)]
+    widget = embed(server)
+    widget.open()
+    talk_to_a_person(widget)
+    number_three, number_two = fmt(HANDOFF["queued"], position=3), fmt(HANDOFF["queued"], position=2)
+    widget.wait_for_announcement(number_three)
+    agent.claim(others[0])
+    expect(widget.frame.locator(".handoff-bar__status")).to_have_text(number_two)
+    widget.wait_for_announcement(number_two, timeout=45_000)
+    said = {entry["text"]: entry["t"] for entry in widget.announcements() if entry["politeness"] == "polite"}
+    assert said[number_two] - said[number_three] >= 29_500, said
+    assert polite(widget).count(number_two) == 1
+    assert polite(widget).count(number_three) == 1
