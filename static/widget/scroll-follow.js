@@ -44,7 +44,14 @@ export function init(panel) {
   const observer = new ResizeObserver(() => {
     for (const box of [scroller, ...panel.transcript.querySelectorAll('pre, [data-label]')])
       markScrollable(box);
-    if (panel.following) panel.scrollToEnd();
+    if (!panel.following) return;
+    panel.scrollToEnd();
+    // A control the reader is using in the transcript stays in view (WCAG 2.2 2.4.11 Focus
+    // Not Obscured): on a short screen the comment field that Helpful opens would otherwise
+    // push Helpful itself out of view (tests/e2e/test_short_screens.py).
+    const focused = document.activeElement;
+    if (focused !== scroller && scroller.contains(focused))
+      focused.scrollIntoView({ block: 'nearest' });
   });
   observer.observe(scroller);
   observer.observe(panel.transcript);

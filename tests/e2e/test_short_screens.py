@@ -93,3 +93,31 @@ def test_embedded_panel_on_a_short_screen(embed, page: Page, width, height):
     check_layout(frame, widget.input)
     assert page.evaluate(SIDEWAYS_JS) <= 0  # nor the host page
     widget.assert_accessible()
+
+
+def test_a_control_in_the_transcript_stays_in_view_as_the_end_grows(chat_server, page: Page):
+    """WCAG 2.2 2.4.11 (Focus Not Obscured): at 320×256, pressing Helpful opens the comment
+    field below it; following the end must not push the focused Helpful out of view."""
+    page.set_viewport_size({"width": 320, "height": 256})
+    page.goto(chat_server.url + "/chat")
+    page.locator("[data-chat-panel][data-ready='true']").wait_for()
+    input_box = page.locator("[data-chat-input]")
+    input_box.fill("/echo One short answer.")
+    input_box.press("Enter")
+    answer = page.locator("li.turn--assistant").last
+    expect(answer).to_have_attribute("data-state", "completed", timeout=30_000)
+    helpful = answer.get_by_role("button", name=EN["answerTools"]["helpful"], exact=True)
+    for _ in range(20):  # Shift+Tab from the composer, as a keyboard user would
+        if helpful.evaluate("node => node === document.activeElement"):
+            break
+        page.keyboard.press("Shift+Tab")
+    expect(helpful).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(helpful).to_have_attribute("aria-pressed", "true")
+    expect(answer.get_by_role("textbox")).to_be_visible()  # the comment field opened below
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    expect(helpful).to_be_focused()
+    view = page.locator("[data-chat-scroller]").bounding_box()
+    box = helpful.bounding_box()
+    assert view and box
+    assert box["y"] >= view["y"] - 1 and box["y"] + box["height"] <= view["y"] + view["height"] + 1, (box, view)
