@@ -70,19 +70,20 @@ def chat(server, chat_factory) -> ChatClient:
 
 
 def test_request_is_idempotent_and_says_the_position(server, chat, chat_factory):
-    assert ask(chat).json() == {"state": "unavailable", "reason": "no_agents"}
+    assert ask(chat).json() == {"state": "unavailable", "reason": "no_agents", "seq": 1}
     handoff_of(server).agent_seen("ana")
     response = ask(chat, "h2")
-    assert response.status_code == 200 and response.json() == {"state": "queued", "position": 1}
-    assert ask(chat, "h2").json() == {"state": "queued", "position": 1}
-    assert ask(chat, "h1").json() == {"state": "queued", "position": 1}  # while queued: where it is
+    assert response.status_code == 200 and response.json() == {"state": "queued", "position": 1, "seq": 2}
+    assert ask(chat, "h2").json() == {"state": "queued", "position": 1, "seq": 2}
+    assert ask(chat, "h1").json() == {"state": "queued", "position": 1, "seq": 2}  # while queued: where it is
     other = chat_factory(server)
-    assert ask(other, "h1").json() == {"state": "queued", "position": 2}
+    assert ask(other, "h1").json() == {"state": "queued", "position": 2, "seq": 1}
     assert chat.http.delete(url(chat), headers=chat.auth).status_code == 204
     assert chat.http.delete(url(chat), headers=chat.auth).status_code == 204  # nothing left to end
     assert handoff_of(server).state(other.conversation_id) == {"state": "queued", "position": 1}
     handoff_of(server).claim(other.conversation_id, "ana", "Ana")
-    assert ask(other, "h9").json() == {"state": "assigned", "agent": "Ana"}
+    # other's log: queued 2nd (1), 1st once chat left (2), assigned (3)
+    assert ask(other, "h9").json() == {"state": "assigned", "agent": "Ana", "seq": 3}
     metrics = chat.http.get("/metrics").text
     assert metric_value(metrics, "chat_handoffs_requested_total", outcome="queued") == 2
     assert metric_value(metrics, "chat_handoffs_unavailable_total", reason="no_agents") == 1
@@ -93,7 +94,7 @@ def test_off_says_disabled(live_server_factory, chat_factory):
     server = live_server_factory(HANDOFF="off")
     chat = chat_factory(server)
     handoff_of(server).agent_seen("ana")
-    assert ask(chat).json() == {"state": "unavailable", "reason": "disabled"}
+    assert ask(chat).json() == {"state": "unavailable", "reason": "disabled", "seq": 1}
 
 
 def test_twenty_concurrent_claims_across_two_app_instances_have_one_winner(
@@ -127,7 +128,29 @@ def test_twenty_concurrent_claims_across_two_app_instances_have_one_winner(
     losers = [o for o in outcomes if not isinstance(o, dict)]
     assert len(losers) == 19
     assert all((o.status, o.code, o.details) == (409, "already_claimed", {"agent": winners[0]}) for o in losers)
-    assert ask(chat, "again").json() == {"state": "assigned", "agent": winners[0]}
+    assert ask(chat, "again").json() == {"state": "assigned", "agent": winners[0], "seq": 2}
+
+
+def test_the_answer_s_seq_is_where_the_event_stream_starts(server, chat):
+    """`seq` is the log's newest seq as of the request (its own event included): a stream read
+    after it starts with what comes next, never with an earlier hand-off's ending."""
+    handoff = handoff_of(server)
+    events = f"/api/v1/conversations/{chat.conversation_id}/events"
+    assert ask(chat, "h1").json() == {"state": "unavailable", "reason": "no_agents", "seq": 1}
+    handoff.agent_seen("ana")
+    assert ask(chat, "h2").json()["seq"] == 2  # handoff.queued
+    assert chat.http.delete(url(chat), headers=chat.auth).status_code == 204  # handoff.ended (3)
+    again = ask(chat, "h3").json()
+    assert again == {"state": "queued", "position": 1, "seq": 4}
+    handoff.claim(chat.conversation_id, "ana", "Ana")
+    read = chat.stream("GET", events, params={"after": str(again["seq"])}, max_events=1)
+    assert read.status == 200
+    assert [(e.event, e.id) for e in read.events] == [("handoff.assigned", f"{chat.conversation_id}:5")]
+    # From 0 (no seq), the same stream would begin with the earlier unavailable and ending.
+    whole = chat.stream("GET", events, params={"after": "0"}, max_events=3)
+    assert whole.kinds == ["handoff.unavailable", "handoff.queued", "handoff.ended"]
+    # While assigned, any request (h1 again) says where it is, at the newest seq.
+    assert ask(chat, "h1").json() == {"state": "assigned", "agent": "Ana", "seq": 5}
 
 
 def test_visitor_messages_go_to_the_person_never_to_the_backend(server, chat):
@@ -178,7 +201,7 @@ def test_visitor_messages_go_to_the_person_never_to_the_backend(server, chat):
 
 
 def test_nobody_there_leave_a_message_lands_in_the_inbox(server, chat):
-    assert ask(chat).json() == {"state": "unavailable", "reason": "no_agents"}
+    assert ask(chat).json() == {"state": "unavailable", "reason": "no_agents", "seq": 1}
     path = url(chat, "/left-messages")
     assert_json_error(
         post(chat, path, {"request_id": "l1", "text": "hi", "email": "not an address"}), 400, "invalid_email"

@@ -70,30 +70,30 @@ def refusal(call, *args: Any) -> ApiError:
 def test_request_is_unavailable_without_a_present_agent_and_when_off(make_service):
     service, chat = make_service()
     cid = new_conversation(chat)
-    assert service.request(cid, "r1") == {"state": "unavailable", "reason": "no_agents"}
+    assert service.request(cid, "r1") == {"state": "unavailable", "reason": "no_agents", "seq": 1}
     assert [e.type for e in events_of(service, cid)] == [ev.UNAVAILABLE]
     off, chat_off = make_service(HANDOFF="off")
     other = new_conversation(chat_off)
     off.agent_seen("ana")
-    assert off.request(other, "r1") == {"state": "unavailable", "reason": "disabled"}
+    assert off.request(other, "r1") == {"state": "unavailable", "reason": "disabled", "seq": 1}
     # auto: on only when the agents file lists someone (the agents' part sets has_agents)
     auto, chat_auto = make_service(HANDOFF="auto")
     auto.agent_seen("ana")
     third = new_conversation(chat_auto)
     assert auto.request(third, "r1")["reason"] == "disabled"
     auto.has_agents = lambda: True
-    assert auto.request(third, "r2") == {"state": "queued", "position": 1}
+    assert auto.request(third, "r2") == {"state": "queued", "position": 1, "seq": 2}  # after the unavailable
 
 
 def test_request_is_idempotent_and_positions_follow_the_queue(make_service):
     service, chat = make_service()
     service.agent_seen("ana")
     first, second, third = (new_conversation(chat) for _ in range(3))
-    assert service.request(first, "r1") == {"state": "queued", "position": 1}
-    assert service.request(first, "r1") == {"state": "queued", "position": 1}  # a retry
-    assert service.request(first, "r2") == {"state": "queued", "position": 1}  # already queued
-    assert service.request(second, "r1") == {"state": "queued", "position": 2}
-    assert service.request(third, "x") == {"state": "queued", "position": 3}
+    assert service.request(first, "r1") == {"state": "queued", "position": 1, "seq": 1}
+    assert service.request(first, "r1") == {"state": "queued", "position": 1, "seq": 1}  # a retry
+    assert service.request(first, "r2") == {"state": "queued", "position": 1, "seq": 1}  # already queued
+    assert service.request(second, "r1") == {"state": "queued", "position": 2, "seq": 1}
+    assert service.request(third, "x") == {"state": "queued", "position": 3, "seq": 1}
     assert [e.type for e in events_of(service, first)] == [ev.QUEUED]  # retries append nothing
     assert [q["conversation_id"] for q in service.queue()] == [first, second, third]
     service.cancel(first)

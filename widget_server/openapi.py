@@ -591,8 +591,14 @@ _HANDOFF_SCHEMAS.update(
         },
         "HandoffState": {
             "type": "object",
-            "required": ["state"],
+            "required": ["state", "seq"],
             "properties": {
+                "seq": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The conversation event log's newest seq as of this answer (0 when empty): "
+                    "read the event stream from here (`?after=<seq>`).",
+                },
                 "state": {"enum": ["queued", "assigned", "unavailable"]},
                 "position": {"type": "integer", "minimum": 1, "description": "`queued`: the place in line, from 1."},
                 "agent": {"type": "string", "description": "`assigned`: the agent's display name."},

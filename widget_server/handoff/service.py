@@ -285,7 +285,13 @@ class HandoffService:
 
     def request(self, conversation_id: str, request_id: str) -> dict[str, Any]:
         """Ask for a person: queued (or already assigned), or unavailable. Idempotent on
-        `request_id`; while a hand-off is queued or assigned, any request says where it is."""
+        `request_id`; while a hand-off is queued or assigned, any request says where it is.
+
+        The answer's `seq` is the conversation log's newest seq as of this transaction (0 when
+        empty), its own event included: a reader of the event stream starts after it, so it
+        never replays an earlier hand-off's ending (static/widget/handoff.js), and misses
+        nothing later (an agent's claim right after is seq + 1). A retry of a finished
+        request gets the seq of its first answer, so it reads what happened since."""
         enabled = self.enabled()
         present = bool(self.present_agents()) if enabled else False
         fingerprint = _fingerprint("handoff")
@@ -294,7 +300,7 @@ class HandoffService:
             record = tx.conversation(conversation_id)
             known = self._known_request(record, request_id, fingerprint)
             if record["state"] in ev.ACTIVE_STATES:
-                result = self._current(tx, conversation_id)
+                result = {**self._current(tx, conversation_id), "seq": record["seq"]}
                 if known is None:
                     record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
                     tx.put(conversation_key(conversation_id), record)
@@ -316,6 +322,7 @@ class HandoffService:
                 tx.emit(conversation_id, ev.QUEUED, {"position": position})
                 result = {"state": ev.STATE_QUEUED, "position": position}
                 tx.after.append(lambda: self.metrics.requested("queued"))
+            result["seq"] = record["seq"]  # after this request's own event (emit counted it)
             record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
             tx.put(conversation_key(conversation_id), record)
             return result
