@@ -508,3 +508,57 @@ def test_kb_route_serves_only_indexed_markdown_inside_the_folder(live_server_fac
 def test_kb_route_is_404_with_another_backend(live_server_factory):
     server = live_server_factory()  # demo
     assert httpx.get(f"{server.url}/kb/configuration.md").status_code == 404
+
+
+# -- "I don't know" offers a person (issue #13) --------------------------------------------------
+
+
+def _offers(result) -> list[tuple[str, dict]]:
+    """The answer's offers as message.completed lists them (the only actionable ones)."""
+    return [(a["name"], a["arguments"]) for a in result.payloads[-1].get("actions", [])]
+
+
+def test_i_dont_know_offers_a_person_only_while_handoff_is_on(live_server_factory, chat_factory):
+    unknown = "What is the capital of Mongolia?"
+    _, result = _ask(live_server_factory, chat_factory, unknown, HANDOFF="on")
+    assert result.text == UNKNOWN_EN.format(contact="contact the site's support team")  # the text is unchanged
+    assert _offers(result) == [("handoff", {})]
+    proposed = result.payloads[result.kinds.index("action.proposed")]
+    assert (proposed["name"], proposed["label"]) == ("handoff", "Talk to a person")
+    # An answer found in the documents offers nothing; nor does "I don't know" with hand-off off.
+    _, found = _ask(live_server_factory, chat_factory, "How do I allow a site to embed the chat?", HANDOFF="on")
+    assert "action.proposed" not in found.kinds and _offers(found) == []
+    _, off = _ask(live_server_factory, chat_factory, unknown, HANDOFF="off")
+    assert off.text == result.text and "action.proposed" not in off.kinds and _offers(off) == []
+
+
+def test_with_handoff_auto_a_person_is_offered_once_the_agents_file_lists_someone(tmp_path):
+    from widget_server.agents.accounts import AgentAccounts
+    from widget_server.backends.base import ActionProposal
+
+    agents_file = tmp_path / "agents.json"
+    settings = load_settings(
+        {"BACKEND": "kb", "DEMO_DELAY_SECONDS": 0, "HANDOFF": "auto", "AGENTS_FILE": str(agents_file)}, environ={}
+    )
+    backend = KnowledgeBaseBackend.from_settings(settings)
+    turn = Turn("What is the capital of Mongolia?", conversation_id="c_1", message_id="m_1")
+    assert all(isinstance(piece, str) for piece in backend.stream(turn, CancelToken()))  # no agents file yet
+    AgentAccounts(str(agents_file)).add("ana", "Ana", "correct horse battery staple")
+    pieces = list(backend.stream(turn, CancelToken()))
+    assert pieces[-1] == ActionProposal("handoff", {})
+    assert "".join(p for p in pieces if isinstance(p, str)) == backend.answer(turn.text)
+
+
+def test_confirming_the_offer_asks_for_a_person_once(live_server_factory, chat_factory):
+    """An API client may confirm the `handoff` offer instead of POST …/handoff: it asks once."""
+    server = live_server_factory(BACKEND="kb", HANDOFF="on")
+    server.app.extensions["widget_server.handoff"].agent_seen("ana")
+    chat = chat_factory(server)
+    result = chat.send("What is the capital of Mongolia?", "r-1")
+    offer = result.payloads[-1]["actions"][0]
+    path = f"{chat.messages_url()}/{result.message_id}/actions/{offer['action_id']}/confirm"
+    confirmed = [chat.http.post(path, headers={**chat.auth, "Idempotency-Key": "k-1"}) for _ in range(2)]
+    assert [r.status_code for r in confirmed] == [200, 200]
+    assert [r.json()["result"] for r in confirmed] == [{"state": "queued", "position": 1, "seq": 1}] * 2
+    state = server.app.extensions["widget_server.handoff"].state(chat.conversation_id)
+    assert state == {"state": "queued", "position": 1}

@@ -271,6 +271,27 @@ class CallbackRequest(Action):
         return {"reference": context.action_id}
 
 
+class HandoffOffer(Action):
+    """Built in, not a plugin: a backend's offer of a person (issue #13; docs/backends.md,
+    "Offering a person"). The widget draws it as a "Talk to a person" button that asks for
+    the hand-off as the Options control does (POST …/handoff); an API client may instead
+    confirm it, which asks the same (its request_id is the action's id, so once)."""
+
+    name = "handoff"
+    label = "Talk to a person"
+    arguments_schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def describe(self, arguments: Mapping[str, Any]) -> str:
+        return "Ask for a person to join this conversation."
+
+    def execute(self, arguments: Mapping[str, Any], context: ActionContext) -> dict[str, Any]:
+        from flask import current_app  # a confirm runs in its request (api.py)
+
+        service = current_app.extensions["widget_server.handoff"]
+        result: dict[str, Any] = service.request(context.conversation_id, context.action_id)
+        return result
+
+
 # -- the registry --------------------------------------------------------------------------------
 
 _registry: dict[str, Action] | None = None
@@ -283,7 +304,8 @@ def available_actions() -> dict[str, Any]:
 
 
 def registry() -> dict[str, Action]:
-    """Every installed action, loaded once per process, by name.
+    """Every installed action, loaded once per process, by name, and the
+    built-in `handoff` offer (HandoffOffer).
 
     An entry point that fails to load is logged and left out (a proposal
     naming it then fails its answer as `internal`).
@@ -299,6 +321,7 @@ def registry() -> dict[str, Action]:
                     log.exception("cannot load action %r", name)
                     continue
                 loaded[name] = handler
+            loaded.setdefault(HandoffOffer.name, HandoffOffer())  # part of the server (issue #13)
             _registry = loaded
         return _registry
 

@@ -178,9 +178,19 @@ export class ActionCard {
   }
 }
 
+// An answer's offer of a person (`handoff`, docs/backends.md) is not a card to confirm: a
+// "Talk to a person" button that asks as the Options control does (handoff.js).
+const HANDOFF = 'handoff';
+const offerHandoff = (panel, container, announce) =>
+  import('./handoff.js').then((handoff) => handoff.offer(panel, container, announce));
+
 // A completed answer's actions: one card each, announced once, focus untouched.
 export function offerActions(panel, turn, messageId, actions) {
   for (const action of actions || []) {
+    if (action.name === HANDOFF) {
+      offerHandoff(panel, turn.actions, true);
+      continue;
+    }
     const card = new ActionCard(panel, turn.actions, messageId, action);
     const description = card.words.description;
     panel.announcer.cue(format(panel.strings.actionProposed, { description }));
@@ -200,6 +210,10 @@ export async function restoreActions(panel) {
     const item = panel.transcript.querySelector(`li[data-message-id="${action.message_id}"]`);
     const container = item?.querySelector('.turn__actions');
     if (!container) continue;
+    if (action.name === HANDOFF) {
+      if (action.status === 'proposed') offerHandoff(panel, container, false);
+      continue;
+    }
     new ActionCard(panel, container, action.message_id, action).settle(action, false);
   }
 }

@@ -1,8 +1,8 @@
 // Talking to a person (issue 13, "Visitor side"; docs/accessibility.md A53–A58; the wire
 // contract in docs/protocol.md, "Hand-off to a person").
 //
-// "Talk to a person" (in the Options section, conversation-tools.js) asks the server for a
-// person: POST …/handoff answers queued, assigned or unavailable. While a hand-off is queued
+// "Talk to a person" (in the Options section, conversation-tools.js, and under an answer that
+// offers a person: offer(), drawn for actions.js) asks the server for a person: POST …/handoff answers queued, assigned or unavailable. While a hand-off is queued
 // or assigned, and only then, the panel reads the conversation's event stream (GET …/events):
 // the position in line, the agent joining, typing, each agent message (checked against its
 // SHA-256, like an answer), the visitor's own messages (so other tabs show them) and the end.
@@ -120,6 +120,26 @@ export async function addControl(panel, section, close) {
       handoff.request();
     }),
   );
+}
+
+// actions.js: an answer's `handoff` offer (the kb backend's "I don't know"; docs/backends.md,
+// "Offering a person"): a "Talk to a person" button under that answer that asks exactly as the
+// Options control does. Said once, politely, as an action card is; silently after a reload.
+export async function offer(panel, container, announce) {
+  const handoff = handoffOf(panel);
+  let strings;
+  try {
+    strings = await handoff.ready();
+  } catch {
+    return; // offline: the Options control still offers a person
+  }
+  container.append(
+    button('button button--secondary handoff-offer', strings.talk, () => {
+      handoff.focus(panel.input);
+      handoff.request();
+    }),
+  );
+  if (announce) panel.announcer.cue(strings.offered);
 }
 
 class Handoff {

@@ -678,3 +678,31 @@ def test_a_new_place_in_line_is_said_at_most_every_30_seconds(embed, handoff_ser
     assert said[number_two] - said[number_three] >= 29_500, said
     assert polite(widget).count(number_two) == 1
     assert polite(widget).count(number_three) == 1
+
+
+def test_an_answer_that_does_not_know_offers_a_person_under_it(embed, chat_server_factory):
+    """The kb backend's "I don't know" offers a person (docs/backends.md, "Offering a person"):
+    a "Talk to a person" button under that answer, said once; pressed by keyboard, it asks as
+    the Options control does: queued, said once, focus in the composer."""
+    server = chat_server_factory(BACKEND="kb", DEMO_DELAY_SECONDS=0, **HANDOFF_SETTINGS)
+    agent = Agent(server)
+    agent.present()
+    widget = embed(server)
+    widget.open()
+    widget.send("What is the capital of Mongolia?")
+    assert widget.wait_until_complete() == "completed"
+    answer = widget.last_answer()
+    expect(answer.locator(".turn__body")).to_contain_text("I don't know")
+    offer = answer.get_by_role("button", name=HANDOFF["talk"])
+    expect(offer).to_be_visible()
+    widget.wait_for_announcement(HANDOFF["offered"])
+    widget.assert_accessible()
+    tab_to(widget, offer)  # Shift+Tab from the composer, back into the transcript
+    widget.page.keyboard.press("Enter")
+    widget.wait_for_announcement(HANDOFF["queuedNext"])
+    expect(widget.input).to_be_focused()
+    cid, _ = conversation_of(widget)
+    assert agent.service.state(cid) == {"state": "queued", "position": 1}
+    spoken = polite(widget)
+    assert spoken.count(HANDOFF["offered"]) == 1 and spoken.count(HANDOFF["queuedNext"]) == 1
+    widget.assert_accessible()

@@ -15,6 +15,11 @@ Links: with `KB_BASE_URL`, to the owner's own site; without it, to this server's
 `/kb/<path>` route (kb_routes.py), as an absolute URL on the host the question was sent to,
 the Turn's `server_origin` (the widget only renders absolute links).
 
+"I don't know" also offers a person (issue #13): an `ActionProposal("handoff")` after its
+text, which the widget shows as a "Talk to a person" button, only while hand-off is on for
+this server (`HANDOFF`, as HandoffService.enabled decides it: `auto` is on when the agents
+file lists someone). Whether an agent is present is the hand-off request's to say.
+
 Its settings (`KB_*`, and `DEMO_DELAY_SECONDS` for its pace) are declared, with their
 defaults, in config.py; `from_settings` reads them from the validated settings.
 """
@@ -34,7 +39,7 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from ..chunking import split_sentences
 from ..config import SETTINGS_BY_NAME, ConfigError, Settings
-from .base import CancelToken, Turn
+from .base import ActionProposal, CancelToken, Turn
 from .bm25 import BM25, STOP_WORDS_EN, STOP_WORDS_ES, fold_accents, split_code, tokenize
 from .demo import group_chunks, split_words
 
@@ -50,6 +55,9 @@ CHUNK_CHARS = 48  # about this many characters per streamed piece
 MAX_FILE_BYTES = 2_000_000  # larger files are skipped (with a warning)
 
 ELISION = " \\[…\\]"  # renders "[…]": the quote goes on in the source
+
+# The built-in action that offers a person (widget_server/actions.py HandoffOffer).
+HANDOFF_ACTION = "handoff"
 
 # KB_CONTACT's default, in English (config.py). Left at it, an answer says it in the
 # question's language: TEXTS[language]["contact"].
@@ -553,6 +561,8 @@ class KnowledgeBaseBackend:
     base_url: str  # KB_BASE_URL (validated by config.py), or "": this server's /kb/<path>
     contact: str  # KB_CONTACT
     delay: float  # DEMO_DELAY_SECONDS: the pause between streamed pieces
+    # Whether "I don't know" offers a person: hand-off is on (handoff_enabled_check).
+    offers_handoff: Callable[[], bool] = lambda: False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBaseBackend:
@@ -568,6 +578,7 @@ class KnowledgeBaseBackend:
             base_url=settings["KB_BASE_URL"],
             contact=settings["KB_CONTACT"] or DEFAULT_CONTACT,
             delay=settings["DEMO_DELAY_SECONDS"],
+            offers_handoff=handoff_enabled_check(settings),
         )
 
     # -- links --------------------------------------------------------------------------
@@ -611,6 +622,10 @@ class KnowledgeBaseBackend:
 
     def answer(self, question: str, server_origin: str = "") -> str:
         """The whole answer to `question`, as Markdown."""
+        return self._answer(question, server_origin)[0]
+
+    def _answer(self, question: str, server_origin: str = "") -> tuple[str, bool]:
+        """The answer, and whether it is "I don't know"."""
         language = detect_language(question)
         texts = TEXTS[language]
         found = self.kb.search(question, max(self.max_passages * 3, 10))
@@ -618,7 +633,7 @@ class KnowledgeBaseBackend:
             contact = self.contact
             if contact == DEFAULT_CONTACT:
                 contact = texts["contact"]
-            return texts["unknown"].format(contact=contact.rstrip(".")) + "\n"
+            return texts["unknown"].format(contact=contact.rstrip(".")) + "\n", True
         best = found[0][1]
         chosen: list[Passage] = []
         for passage, score in found:
@@ -633,13 +648,36 @@ class KnowledgeBaseBackend:
             parts.append(_quote(quoted))
             link = self.link(passage.doc, passage.anchor, server_origin)
             parts.append(f"{texts['source']}: [{_link_text(passage.title)}]({link})")
-        return "\n\n".join(parts) + "\n"
+        return "\n\n".join(parts) + "\n", False
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]:
-        text = self.answer(turn.text, turn.server_origin)
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]:
+        text, unknown = self._answer(turn.text, turn.server_origin)
         for index, chunk in enumerate(group_chunks(split_words(text), CHUNK_CHARS)):
             if index and self.delay and cancel.wait(self.delay):
                 return
             if cancel.cancelled:
                 return
             yield chunk
+        if unknown and self.offers_handoff():
+            yield ActionProposal(HANDOFF_ACTION, {})
+
+
+def handoff_enabled_check(settings: Settings) -> Callable[[], bool]:
+    """Whether hand-off is on for this server, asked at each "I don't know": the HANDOFF rule
+    of HandoffService.enabled, with the agents file (AGENTS_FILE) read as the agents' part
+    reads it (re-read only when it changed)."""
+    mode = settings["HANDOFF"]
+    if mode != "auto":
+        return lambda: mode == "on"
+    from ..agents.accounts import AccountsError, AgentAccounts
+
+    accounts = AgentAccounts(settings["AGENTS_FILE"])
+
+    def has_agents() -> bool:
+        try:
+            return bool(accounts.current())
+        except AccountsError as error:  # became unreadable: the last good list stands
+            log.error("%s", error)
+            return bool(accounts.current())
+
+    return has_agents
