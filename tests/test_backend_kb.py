@@ -533,20 +533,28 @@ def test_i_dont_know_offers_a_person_only_while_handoff_is_on(live_server_factor
 
 
 def test_with_handoff_auto_a_person_is_offered_once_the_agents_file_lists_someone(tmp_path):
+    """The service decides (HandoffService.enabled, asked per turn) and tells the backend
+    through Turn.offers_handoff; the backend never reads the agents file itself."""
     from widget_server.agents.accounts import AgentAccounts
+    from widget_server.app import create_app
     from widget_server.backends.base import ActionProposal
 
     agents_file = tmp_path / "agents.json"
-    settings = load_settings(
+    app = create_app(
         {"BACKEND": "kb", "DEMO_DELAY_SECONDS": 0, "HANDOFF": "auto", "AGENTS_FILE": str(agents_file)}, environ={}
     )
-    backend = KnowledgeBaseBackend.from_settings(settings)
-    turn = Turn("What is the capital of Mongolia?", conversation_id="c_1", message_id="m_1")
-    assert all(isinstance(piece, str) for piece in backend.stream(turn, CancelToken()))  # no agents file yet
+    service = app.extensions["widget_server.service"]
+    assert service.handoff_enabled() is False  # no agents file yet
     AgentAccounts(str(agents_file)).add("ana", "Ana", "correct horse battery staple")
+    assert service.handoff_enabled() is True  # the file is re-read once it changed
+    backend = service.backend
+    question = "What is the capital of Mongolia?"
+    turn = Turn(question, conversation_id="c_1", message_id="m_1", offers_handoff=service.handoff_enabled())
     pieces = list(backend.stream(turn, CancelToken()))
     assert pieces[-1] == ActionProposal("handoff", {})
-    assert "".join(p for p in pieces if isinstance(p, str)) == backend.answer(turn.text)
+    assert "".join(p for p in pieces if isinstance(p, str)) == backend.answer(question)
+    silent = Turn(question, conversation_id="c_1", message_id="m_1")  # offers_handoff defaults to False
+    assert all(isinstance(piece, str) for piece in backend.stream(silent, CancelToken()))
 
 
 def test_confirming_the_offer_asks_for_a_person_once(live_server_factory, chat_factory):

@@ -130,6 +130,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     handoff = HandoffService(create_handoff_store(settings, store), store, settings, metrics)
     handoff.shutting_down = lambda: chat.shutting_down  # its streams end resumably at SIGTERM too
     app.extensions["widget_server.handoff"] = handoff
+    chat.handoff_enabled = handoff.enabled  # what Turn.offers_handoff tells a backend
 
     errorhandlers.init_app(app)
     transport.init_app(app)  # the id converters, before the blueprints whose rules name them

@@ -68,6 +68,9 @@ class ChatService:
         # Set on SIGTERM (serving.py): streams end resumably at their next
         # wake-up, new answers are still accepted until the listener closes.
         self.shutting_down = False
+        # Whether a turn may offer a person (Turn.offers_handoff): app.py wires it to
+        # HandoffService.enabled; without hand-off, never.
+        self.handoff_enabled: Callable[[], bool] = lambda: False
         self._lock = threading.Lock()
         # Serialise "may this conversation start another answer?" with the
         # claim that starts it, so racing new requests cannot all pass the
@@ -360,7 +363,14 @@ class ChatService:
             run = GenerationRun(
                 self.store,
                 self.backend,
-                Turn(exchange.user_text, claimed.history, conversation_id, message_id, server_origin=server_origin),
+                Turn(
+                    exchange.user_text,
+                    claimed.history,
+                    conversation_id,
+                    message_id,
+                    server_origin=server_origin,
+                    offers_handoff=self.handoff_enabled(),
+                ),
                 time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
                 on_finish=self._forget_run,
                 metrics=self.metrics,

@@ -53,6 +53,11 @@ class Turn:
     # "Production defaults"): where a link to this server must point. "" when the turn did
     # not come from an HTTP request.
     server_origin: str = ""
+    # Whether this server can hand the conversation to a person now (HANDOFF, as
+    # HandoffService.enabled decides it): a backend may then propose the `handoff` action
+    # (docs/backends.md, "Offering a person"). The service layer decides; a backend never
+    # reads the agents itself (tests/test_architecture.py).
+    offers_handoff: bool = False
 
 
 class CancelToken:

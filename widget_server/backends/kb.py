@@ -17,8 +17,9 @@ the Turn's `server_origin` (the widget only renders absolute links).
 
 "I don't know" also offers a person (issue #13): an `ActionProposal("handoff")` after its
 text, which the widget shows as a "Talk to a person" button, only while hand-off is on for
-this server (`HANDOFF`, as HandoffService.enabled decides it: `auto` is on when the agents
-file lists someone). Whether an agent is present is the hand-off request's to say.
+this server (`Turn.offers_handoff`, which the service sets from HandoffService.enabled:
+`HANDOFF`, and for `auto` whether the agents file lists someone). Whether an agent is present
+is the hand-off request's to say.
 
 Its settings (`KB_*`, and `DEMO_DELAY_SECONDS` for its pace) are declared, with their
 defaults, in config.py; `from_settings` reads them from the validated settings.
@@ -561,8 +562,6 @@ class KnowledgeBaseBackend:
     base_url: str  # KB_BASE_URL (validated by config.py), or "": this server's /kb/<path>
     contact: str  # KB_CONTACT
     delay: float  # DEMO_DELAY_SECONDS: the pause between streamed pieces
-    # Whether "I don't know" offers a person: hand-off is on (handoff_enabled_check).
-    offers_handoff: Callable[[], bool] = lambda: False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBaseBackend:
@@ -578,7 +577,6 @@ class KnowledgeBaseBackend:
             base_url=settings["KB_BASE_URL"],
             contact=settings["KB_CONTACT"] or DEFAULT_CONTACT,
             delay=settings["DEMO_DELAY_SECONDS"],
-            offers_handoff=handoff_enabled_check(settings),
         )
 
     # -- links --------------------------------------------------------------------------
@@ -658,26 +656,5 @@ class KnowledgeBaseBackend:
             if cancel.cancelled:
                 return
             yield chunk
-        if unknown and self.offers_handoff():
+        if unknown and turn.offers_handoff:
             yield ActionProposal(HANDOFF_ACTION, {})
-
-
-def handoff_enabled_check(settings: Settings) -> Callable[[], bool]:
-    """Whether hand-off is on for this server, asked at each "I don't know": the HANDOFF rule
-    of HandoffService.enabled, with the agents file (AGENTS_FILE) read as the agents' part
-    reads it (re-read only when it changed)."""
-    mode = settings["HANDOFF"]
-    if mode != "auto":
-        return lambda: mode == "on"
-    from ..agents.accounts import AccountsError, AgentAccounts
-
-    accounts = AgentAccounts(settings["AGENTS_FILE"])
-
-    def has_agents() -> bool:
-        try:
-            return bool(accounts.current())
-        except AccountsError as error:  # became unreadable: the last good list stands
-            log.error("%s", error)
-            return bool(accounts.current())
-
-    return has_agents
