@@ -17,18 +17,12 @@
 
 import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
 
 // The rows above are drawn once the stylesheet is in: never unstyled buttons
 // for a frame (a failed load still draws them, with the panel's own styles).
-const stylesheet = new Promise((resolve) => {
-  const link = document.createElement('link');
-  link.rel = 'stylesheet';
-  link.href = new URL('./answer-tools.css', import.meta.url).href;
-  link.addEventListener('load', resolve);
-  link.addEventListener('error', resolve);
-  document.head.append(link);
-});
+const stylesheet = linkStylesheet(new URL('./answer-tools.css', import.meta.url).href);
 
 // The server's FEEDBACK_COMMENT_MAX_CHARS default (docs/protocol.md), when the
 // panel's configuration does not say.
@@ -170,23 +164,9 @@ function keys(field, { submit, cancel }) {
   });
 }
 
-// This module's strings (`answerTools` in static/widget/i18n/<lang>.json): from the
-// panel's config when the server put them there, else fetched once from the
-// same file (a lazy module's strings need not be in the first open's bytes,
-// tests/test_budgets.py; web.py LAZY_STRING_GROUPS).
-let wordsPromise = null;
-function loadWords(panel) {
-  if (panel.strings.answerTools) return Promise.resolve(panel.strings.answerTools);
-  wordsPromise ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
-    .then((response) => (response.ok ? response.json() : {}))
-    .then((all) => all.answerTools || null)
-    .catch(() => null) // offline: no tools this time
-    .then((words) => {
-      if (!words) wordsPromise = null; // the next ended answer tries again
-      return words;
-    });
-  return wordsPromise;
-}
+// This module's strings (`answerTools`, web.py LAZY_STRING_GROUPS): null while they
+// cannot be fetched (offline), and the next ended answer tries again.
+const loadWords = (panel) => lazyStrings(panel, 'answerTools');
 
 // What the module keeps per panel: its strings, its dialog and each turn's tools.
 const panels = new WeakMap();

@@ -42,9 +42,6 @@ export function until(panel, condition, timeoutMs = 0) {
 export const ended = (panel, run, timeoutMs) =>
   until(panel, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
 
-// handoff.js still imports lazyStrings from here; its home is lazy-parts.js.
-export { lazyStrings };
-
 // Where the panel may keep something across a reload: localStorage where a third-party
 // iframe may use it (Firefox), and a partitioned cookie (CHIPS) where it may not (Debian's
 // Chromium throws SecurityError for localStorage and sessionStorage there; docs/testing.md,

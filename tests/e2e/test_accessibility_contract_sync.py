@@ -83,7 +83,12 @@ def test_A44_an_answer_started_in_another_tab_streams_here_with_the_same_states_
     expect(two.stop_button).to_be_visible()
     expect(two.input).to_be_focused()  # nothing in the following tab moved its focus
     two.assert_accessible()
+    # A background tab does no rendering work, so its ResizeObserver (scroll-follow.js: the
+    # transcript becomes a tab stop once it scrolls) runs only when the tab is shown again.
+    one.page.bring_to_front()
+    one.panel_frame().evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     one.assert_accessible()
+    two.page.bring_to_front()  # the following tab is the one being watched again
     assert two.wait_until_complete() == "completed"
     assert one.wait_until_complete() == "completed"
     expect(answer).not_to_have_attribute("aria-busy", "true")
