@@ -18,13 +18,10 @@ Readers wait in a TailHub (stores/redis_tail.py: one XREAD per process for every
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from ..stores.base import StoreUnavailable
-from ..stores.redis import PREFIX
+from ..stores.redis import PREFIX, unavailable_on_connection_errors
 from .store import DESK, INBOX, Commit, HandoffStore
 
 # KEYS: the records read (as many as ARGV[3]'s records), then one events key per log
@@ -75,33 +72,7 @@ def _events_key(conversation_id: str) -> str:
 _PRESENCE_KEY = f"{PREFIX}handoff:presence"
 
 
-HandoffStoreClass = TypeVar("HandoffStoreClass", bound=type[HandoffStore])
-
-
-def _unavailable_on_connection_errors(cls: HandoffStoreClass) -> HandoffStoreClass:
-    """Every public method raises StoreUnavailable for Redis connection trouble, as the chat
-    store's do (stores/redis.py), so the transport answers 503 the same way."""
-    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
-
-    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
-
-    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except trouble as error:
-                raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
-
-        return wrapper
-
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_"):
-            setattr(cls, name, wrap(value))
-    return cls
-
-
-@_unavailable_on_connection_errors
+@unavailable_on_connection_errors
 class RedisHandoffStore(HandoffStore):
     shared = True
 

@@ -370,11 +370,12 @@ def _events(entries: list[tuple[int, bytes]]) -> list[StreamEvent]:
     return [_event_from_json(raw) for _, raw in entries]
 
 
-StoreClass = TypeVar("StoreClass", bound=type[Store])
+StoreClass = TypeVar("StoreClass", bound=type)
 
 
-def _unavailable_on_connection_errors(cls: StoreClass) -> StoreClass:
-    """Every public method raises StoreUnavailable for Redis connection trouble."""
+def unavailable_on_connection_errors(cls: StoreClass) -> StoreClass:
+    """Every public method raises StoreUnavailable for Redis connection trouble (the chat
+    store here, the hand-off store in handoff/redis_store.py), so the transport answers 503."""
     from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
 
     trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
@@ -395,7 +396,7 @@ def _unavailable_on_connection_errors(cls: StoreClass) -> StoreClass:
     return cls
 
 
-@_unavailable_on_connection_errors
+@unavailable_on_connection_errors
 class RedisStore(Store):
     shared = True  # other processes write here too: cancellation must be polled
 
