@@ -537,7 +537,14 @@ class AgentConsole {
     const open = this.open;
     const input = $('[data-agent-reply-input]');
     const text = input.value;
-    if (!open || !text.trim() || open.sending) return;
+    if (!open || !text.trim()) return;
+    if (open.sending) {
+      // The stream can confirm the previous reply before its POST answers; an Enter pressed
+      // in between is kept and sent right after, in order, not dropped
+      // (test_the_console_and_the_widget_across_two_servers_on_redis).
+      open.sendAgain = true;
+      return;
+    }
     open.sending = true;
     // One request id per reply, reused if the agent presses Send again after a failure.
     if (!open.replyRequest || open.replyRequest.text !== text) {
@@ -565,9 +572,14 @@ class AgentConsole {
         }
       }
     } catch (error) {
+      open.sendAgain = false; // after a failure the agent decides, seeing the error
       this.fail(error);
     } finally {
       open.sending = false;
+    }
+    if (open.sendAgain) {
+      open.sendAgain = false;
+      if (this.open === open) this.sendReply();
     }
   }
 

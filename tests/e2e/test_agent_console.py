@@ -310,6 +310,40 @@ def test_replies_and_visitor_messages_are_exact_both_ways(handoff_server, contex
     assert console.said("polite").count("Visitor: I need a refund\nfor order 42.") == 1
 
 
+def test_enter_pressed_while_a_reply_is_sending_is_sent_after_it(handoff_server, context):
+    """An agent who sends again before the previous reply's POST has answered loses nothing:
+    the second reply follows the first, in order, once each (the case CI caught: the stream
+    confirmed a reply before its POST answered, and the next Enter was dropped)."""
+    console = signed_in(context, handoff_server, "ana")
+    visitor = waiting_visitor(handoff_server, console)
+    claim(console, visitor)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    console.page.route(f"**/agent/api/conversations/{visitor.conversation_id}/messages", hold_the_first)
+    console.reply.fill("First reply.")
+    console.reply.press("Enter")
+    # The route handler runs while the sync API waits; wait for it, bounded.
+    for _ in range(200):
+        if held:
+            break
+        console.page.wait_for_timeout(25)
+    assert len(held) == 1, "the first reply's POST was not seen"
+    console.reply.fill("Second reply.")
+    console.reply.press("Enter")
+    held[0].continue_()
+    expect(console.transcript.filter(has_text="Second reply.")).to_have_attribute("data-verified", "true")
+    expect(console.reply).to_have_value("")
+    texts = console.transcript.locator(".transcript__text").all_text_contents()
+    assert texts == ["First reply.", "Second reply."]
+    assert [m["text"] for m in visitor.history() if m["role"] == "agent"] == ["First reply.", "Second reply."]
+
+
 def test_end_returns_the_conversation_and_focus_to_the_queue(handoff_server, context):
     console = signed_in(context, handoff_server, "ana")
     visitor = waiting_visitor(handoff_server, console)
