@@ -4,7 +4,7 @@ feed the server-rendered panel, the panel's JS and the loader."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,16 @@ from typing import Any
 from .resources import resource_dir
 
 DEFAULT_LANGUAGE = "en"
+
+# Written right to left (CLDR's characterOrder "right-to-left" for these
+# languages); the panel gets dir="rtl" (docs/accessibility.md A64). The loader,
+# static/widget.js, keeps the same list for its launcher side.
+RTL_LANGUAGES = frozenset({"ar", "he", "fa", "ur"})
+
+# Retired ISO 639 codes some browsers and systems still send (Java and old
+# Android say `iw` for Hebrew, `in` for Indonesian, `ji` for Yiddish): BCP 47
+# (RFC 5646 §2.2.2) maps them to today's codes.
+_ALIASES = {"iw": "he", "in": "id", "ji": "yi"}
 
 
 @cache
@@ -25,6 +35,23 @@ def ui_strings() -> dict[str, dict[str, Any]]:
     return load_strings(str(resource_dir("static")))
 
 
-def pick_language(requested: str | None, available: Mapping[str, object]) -> str:
-    base = (requested or "").strip().lower().split("-")[0]
-    return base if base in available else DEFAULT_LANGUAGE
+def base_language(tag: str | None) -> str:
+    """`pt-BR` → `pt`, `he_IL` → `he`, `iw` → `he`: the primary language subtag, lower case."""
+    base = (tag or "").strip().lower().replace("_", "-").split("-")[0]
+    return _ALIASES.get(base, base)
+
+
+def pick_language(requested: str | None, available: Mapping[str, object], fallbacks: Iterable[str] = ()) -> str:
+    """The first of `requested` (`?lang=`), then `fallbacks` (the browser's Accept-Language,
+    best first) whose base language has strings; else English. The loader picks the same way
+    from data-lang, the host page's <html lang> and navigator.languages (static/widget.js)."""
+    for tag in (requested, *fallbacks):
+        base = base_language(tag)
+        if base in available:
+            return base
+    return DEFAULT_LANGUAGE
+
+
+def text_direction(lang: str) -> str:
+    """The `dir` of a panel in `lang`: `rtl` for Arabic, Hebrew (and Persian, Urdu), else `ltr`."""
+    return "rtl" if base_language(lang) in RTL_LANGUAGES else "ltr"

@@ -12,7 +12,7 @@ from flask import Blueprint, Flask, Response, current_app, render_template, requ
 
 from .config import parse_greeting, parse_starters
 from .errors import ApiError
-from .i18n import load_strings, pick_language
+from .i18n import load_strings, pick_language, text_direction
 from .stores.base import StoreUnavailable
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
 
@@ -139,7 +139,8 @@ def _handoff(conversation: dict[str, str] | None) -> bool | dict[str, Any]:
 def _render_panel(standalone: bool) -> Response:
     values = settings()
     strings = _strings()
-    lang = pick_language(request.args.get("lang"), strings)
+    # ?lang= (the loader always sends it), else the browser's Accept-Language (a /chat link).
+    lang = pick_language(request.args.get("lang"), strings, request.accept_languages.values())
     t = strings[lang]
     title = (request.args.get("title") or t["panelTitle"]).strip()[:80] or t["panelTitle"]
     host_origins = _host_origins()
@@ -176,6 +177,7 @@ def _render_panel(standalone: bool) -> Response:
     html = render_template(
         "panel.html",
         lang=lang,
+        dir=text_direction(lang),
         t=t,
         title=title,
         standalone=standalone,
