@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -8,6 +11,22 @@ import pytest
 from widget_server import create_app
 
 from .helpers import ChatClient, LiveServer, load_seed_answers
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    """Tests run what visitors are sent: static/min/ (ASSETS=minified, docs/configuration.md),
+    rebuilt here from the sources when one changed, once, before xdist starts its workers (a
+    worker has `workerinput`). Without Node.js and the pinned esbuild (`bash .ci/test` installs
+    both) nothing is rebuilt; the gate `node .ci/js/build.mjs --check` still tells staleness."""
+    node = shutil.which("node")
+    if hasattr(config, "workerinput") or node is None:
+        return
+    if not (_ROOT / ".ci" / "js" / "node_modules" / "esbuild").is_dir():
+        return
+    subprocess.run([node, str(_ROOT / ".ci" / "js" / "build.mjs")], check=True, timeout=120)
+
 
 # Tests run with a fast demo pace; tests that need pacing set their own.
 # Rate limits off: a test makes more requests from 127.0.0.1 in a second

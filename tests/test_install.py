@@ -198,7 +198,7 @@ def _wait_for_open_streams(url: str, expected: int, timeout: float = 5.0) -> int
 def test_wheel_carries_the_static_files_templates_and_data(installed):
     with zipfile.ZipFile(installed.wheel) as wheel:
         names = set(wheel.namelist())
-    for path in ("static/site.css", "static/widget.js", "templates/index.html", "templates/panel.html"):
+    for path in ("static/site.css", "static/widget.js", "static/min/widget.js", "templates/index.html", "templates/panel.html"):
         assert f"widget_server/{path}" in names, sorted(names)
         assert (REPO_ROOT / path).is_file()
     assert "widget_server/data/seed_answers.json" in names
@@ -222,7 +222,8 @@ def test_installed_server_serves_streams_and_stops_on_ctrl_c(installed):
         css = httpx.get(server.url + "/static/site.css")
         assert css.status_code == 200
         assert css.headers["content-type"].startswith("text/css")
-        assert css.content == (REPO_ROOT / "static" / "site.css").read_bytes()
+        # The minified copy the wheel carries (ASSETS=minified, the default; .ci/js/build.mjs).
+        assert css.content == (REPO_ROOT / "static" / "min" / "site.css").read_bytes()
 
         page = httpx.get(server.url + "/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

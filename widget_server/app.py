@@ -32,7 +32,7 @@ from .handoff import create_handoff_store
 from .handoff import visitor_api as handoff_visitor_api
 from .handoff.service import HandoffService
 from .metrics import Metrics
-from .resources import resource_dir
+from .resources import resource_dir, static_folder
 from .service import ChatService
 from .stores import create_store
 
@@ -97,7 +97,8 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     settings = load_settings(config, environ)
     app = Flask(
         __name__,
-        static_folder=str(resource_dir("static")),
+        static_folder=str(static_folder(settings["ASSETS"])),
+        static_url_path="/static",  # whichever copy is served (ASSETS), at the same URLs
         template_folder=str(resource_dir("templates")),
     )
     app.config["WIDGET_SERVER"] = settings

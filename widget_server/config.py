@@ -287,6 +287,13 @@ SETTINGS: tuple[Setting, ...] = (
         choices=("development", "production"),
     ),
     Setting(
+        "ASSETS",
+        _parse_str,
+        "minified",
+        "Which copies of `static/` are served: `minified` (static/min/, built from the sources by esbuild; what the byte budgets measure) or `source` (the commented sources, for reading them in a browser's tools).",
+        choices=("minified", "source"),
+    ),
+    Setting(
         "HEARTBEAT_SECONDS", _parse_float, 15.0, "Idle time after which a stream sends a comment heartbeat.", 0.05, 300
     ),
     Setting(

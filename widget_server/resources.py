@@ -6,7 +6,10 @@ and the pytest plugin can all find the files without importing each other.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -18,3 +21,17 @@ def resource_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"widget_server: cannot find its {name}/ folder next to {_PACKAGE_DIR}")
+
+
+def static_folder(assets: str) -> Path:
+    """The folder `/static/` serves: `static/min/` (built by .ci/js/build.mjs, committed) for
+    ASSETS=minified, else the sources. Without a built copy the sources are served, with a
+    warning: same behaviour, more bytes (docs/configuration.md, ASSETS)."""
+    source = resource_dir("static")
+    if assets == "source":
+        return source
+    built = source / "min"
+    if built.is_dir():
+        return built
+    log.warning("ASSETS=minified but %s is missing: serving the sources (node .ci/js/build.mjs builds it)", built)
+    return source

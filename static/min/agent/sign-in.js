@@ -1,0 +1,1 @@
+const r=document.querySelector("[data-error-summary]");r&&r.focus();

@@ -1,0 +1,1 @@
+import{ChatPanel as a}from"./chat.js";function c(){const t=document.querySelector("[data-chat-panel]"),n=document.getElementById("chat-config");if(!t||!n)return;const o=JSON.parse(n.textContent),e=new a(t,o);window.chatPanel=e,e.restore().finally(()=>{t.dataset.ready="true",e.emit("ready",{})})}c();

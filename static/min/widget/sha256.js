@@ -1,0 +1,1 @@
+async function i(r){const n=globalThis.crypto?.subtle;if(!n){const{sha256HexSync:t}=await import("./sha256-fallback.js");return t(r)}const a=new Uint8Array(await n.digest("SHA-256",r));return Array.from(a,t=>t.toString(16).padStart(2,"0")).join("")}export{i as sha256Hex};
