@@ -19,7 +19,7 @@ const POLL_MS = 3000;
 // agent.typing is sent at most this often while the agent types (the visitor's widget shows
 // it for a little longer than that).
 const TYPING_INTERVAL_MS = 3000;
-// State events that arrive together (a resumed stream replays the log) are settled first,
+// State events that arrive together (a snapshot, or a reconnect after a drop) are settled first,
 // so only a change of the conversation's state is said, never each step of its history.
 const STATE_SETTLE_MS = 300;
 
@@ -377,7 +377,10 @@ class AgentConsole {
     for (const message of body.messages || []) this.addMessage(message, { verify: false });
     this.showState();
     if (focus) $('#conversation-heading').focus();
-    const lastEventId = body.last_event_id || (body.seq ? `${id}:${body.seq}` : '');
+    // The transcript is the conversation as of event `last_seq` (read with it in one store
+    // read, docs/agents.md "Opening a conversation"): the stream starts right after it, so
+    // no earlier event is replayed and none that came while the page read it is missed.
+    const lastEventId = Number.isInteger(body.last_seq) ? `${id}:${body.last_seq}` : '';
     open.stream = followConversation(this.config.apiBase, id, {
       lastEventId,
       onEvent: (type, data) => this.onEvent(open, type, data),

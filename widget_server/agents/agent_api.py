@@ -282,11 +282,12 @@ def _conversation_id(raw: str) -> str:
     return raw
 
 
-def _mine_or_waiting(conversation_id: str, agent_name: str) -> dict[str, Any]:
-    """The conversation's hand-off state, if this agent may see it: it waits in the queue, or
-    this agent holds it; else 403 `not_your_conversation`."""
+def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The conversation's hand-off state (`state`, when already read), if this agent may see
+    it: it waits in the queue, or this agent holds it; else 403 `not_your_conversation`."""
     service = handoff()
-    state: dict[str, Any] = service.state(conversation_id)
+    if state is None:
+        state = service.state(conversation_id)
     if state.get("state") == "queued":
         return state
     if any(c.get("conversation_id") == conversation_id for c in service.claimed_by(agent_name)):
@@ -326,14 +327,12 @@ def claim(conversation_id: str) -> Response:
 @bp.get("/agent/api/conversations/<conversation_id>")
 def get_conversation(conversation_id: str) -> Response:
     found = current_agent()
-    state = _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
-    return jsonify(
-        {
-            "conversation_id": conversation_id,
-            **state,
-            "messages": handoff().transcript(conversation_id),
-        }
-    )
+    # State, transcript and last_seq from one read of the hand-off record: the console opens
+    # the conversation's stream after last_seq and so gets each later event once, and none of
+    # those the transcript already shows (docs/agents.md, "Opening a conversation").
+    view = handoff().console_view(_conversation_id(conversation_id))
+    _mine_or_waiting(conversation_id, found.agent.name, view)
+    return jsonify({"conversation_id": conversation_id, **view})
 
 
 def _after_seq(conversation_id: str) -> int:

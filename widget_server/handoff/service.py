@@ -29,8 +29,9 @@ from ..protocol import new_id
 from ..stores.base import Store, StoreUnavailable, listed_exchanges
 from . import events as ev
 from .events import ConversationEvent, text_sha256
+from .hours import OpeningHours
 from .metrics import HandoffMetrics
-from .store import DESK, INBOX, Commit, HandoffStore, conversation_key
+from .store import DESK, INBOX, Commit, HandoffStore, HandoffStoreFull, conversation_key
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,9 @@ class _Transaction:
         self.drop_logs: list[str] = []
         self.after: list[Callable[[], None]] = []  # run once the commit succeeded
         self.positions_before: dict[str, int] | None = None
+        # It brings something new (a request's outcome, a message): a store over its byte
+        # budget may refuse it (store.py, HandoffStoreFull), never a transition of one it holds.
+        self.needs_room = False
 
     def get(self, key: str) -> dict[str, Any] | None:
         if key not in self.values:
@@ -139,6 +143,7 @@ class _Transaction:
             writes={key: self.values[key] for key in self.written},
             events={cid: [(e.seq, e.to_json()) for e in found] for cid, found in self.events.items()},
             drop_logs=list(self.drop_logs),
+            needs_room=self.needs_room,
         )
 
 
@@ -190,11 +195,21 @@ def exchange_indexes(chat_store: Store, conversation_id: str) -> dict[str, int]:
 
 class HandoffService:
     def __init__(
-        self, store: HandoffStore, chat_store: Store, settings: dict[str, Any], metrics: Metrics = NO_METRICS
+        self,
+        store: HandoffStore,
+        chat_store: Store,
+        settings: dict[str, Any],
+        metrics: Metrics = NO_METRICS,
+        *,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.chat_store = chat_store
         self.settings = settings
+        # Opening hours (hours.py) are judged on `now`, Unix seconds: a test gives a clock it
+        # sets (tests/test_handoff_hours.py) instead of waiting for a Monday.
+        self.now = now
+        self.hours = OpeningHours(settings["HANDOFF_HOURS"], settings["HANDOFF_TIMEZONE"])
         self.metrics = HandoffMetrics(metrics)
         self.app_metrics = metrics
         # Set by the agents' part (widget_server/agents/): whether the agents file lists
@@ -233,7 +248,18 @@ class HandoffService:
             if not tx.changed:
                 return result
             self._announce_positions(tx)
-            if self.store.commit(tx.commit()):
+            try:
+                committed = self.store.commit(tx.commit())
+            except HandoffStoreFull as full:
+                log.warning("hand-off refused: %s", full)
+                self.metrics.refused("store_full")
+                raise ApiError(
+                    503,
+                    "handoff_store_full",
+                    "The hand-off desk is full right now. Try again in a few minutes, or keep asking the assistant.",
+                    retry_after=60,
+                ) from None
+            if committed:
                 for hook in tx.after:
                     hook()
                 return result
@@ -294,6 +320,9 @@ class HandoffService:
         request gets the seq of its first answer, so it reads what happened since."""
         enabled = self.enabled()
         present = bool(self.present_agents()) if enabled else False
+        # Outside HANDOFF_HOURS a new request is `closed`, whoever is present; a hand-off already
+        # queued or assigned goes on past closing time (docs/protocol.md, "Opening hours").
+        opens_at = self.hours.closed_until(self.now()) if enabled else None
         fingerprint = _fingerprint("handoff")
 
         def change(tx: _Transaction) -> dict[str, Any]:
@@ -308,10 +337,24 @@ class HandoffService:
             if known is not None:
                 return known
             now = time.time()
-            if not enabled or not present:
-                reason = "disabled" if not enabled else "no_agents"
-                result = {"state": "unavailable", "reason": reason}
-                tx.emit(conversation_id, ev.UNAVAILABLE, {"reason": reason})
+            tx.needs_room = True  # a new outcome: refused (503) when the memory store is full
+            # HANDOFF_QUEUE_MAX bounds the queue, and so the desk record (docs/security.md, "Memory").
+            busy = enabled and present and len(tx.desk()["queue"]) >= self.settings["HANDOFF_QUEUE_MAX"]
+            if not enabled or opens_at is not None or not present or busy:
+                reason = (
+                    "disabled"
+                    if not enabled
+                    else "closed"
+                    if opens_at is not None
+                    else "no_agents"
+                    if not present
+                    else "busy"
+                )
+                outcome: dict[str, Any] = {"reason": reason}
+                if opens_at is not None:
+                    outcome["opens_at"] = opens_at.isoformat(timespec="seconds")  # with the zone's offset
+                result = {"state": "unavailable", **outcome}
+                tx.emit(conversation_id, ev.UNAVAILABLE, outcome)
                 tx.after += [lambda: self.metrics.requested("unavailable"), lambda: self.metrics.unavailable(reason)]
             else:
                 desk = tx.desk()
@@ -382,6 +425,7 @@ class HandoffService:
                     "No person is asked for in this conversation: request a hand-off first, "
                     "or send the message to the assistant.",
                 )
+            tx.needs_room = True  # a new message: refused (503) when the memory store is full
             message = {
                 "message_id": new_id(VISITOR_MESSAGE_PREFIX),
                 "role": "visitor",
@@ -414,6 +458,7 @@ class HandoffService:
             known = self._known_request(record, request_id, fingerprint)
             if known is not None:
                 return known
+            tx.needs_room = True  # a new left message: refused (503) when the memory store is full
             inbox = tx.get(INBOX) or {"messages": []}
             entry = {
                 "left_message_id": new_id(LEFT_MESSAGE_PREFIX),
@@ -549,6 +594,7 @@ class HandoffService:
             if known is not None:
                 return known
             self._held(record, agent_name)
+            tx.needs_room = True  # a new message: refused (503) when the memory store is full
             result = self._append_agent_message(tx, conversation_id, record["agent_display"], text, after_exchanges)
             if not record["replied"]:
                 record["replied"] = True
@@ -664,6 +710,7 @@ class HandoffService:
             if known is not None:
                 return known
             after_exchanges = len(self.chat_store.exchanges(conversation_id))
+            tx.needs_room = True  # a new message: refused (503) when the memory store is full
             result = self._append_agent_message(tx, conversation_id, display_name, text, after_exchanges)
             record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
             entry["replied"] = True
@@ -683,8 +730,8 @@ class HandoffService:
             self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1] or new_record()
         )
 
-    def state(self, conversation_id: str) -> dict[str, Any]:
-        record = self._record(conversation_id)
+    def state(self, conversation_id: str, record: dict[str, Any] | None = None) -> dict[str, Any]:
+        record = self._record(conversation_id) if record is None else record
         body: dict[str, Any] = {"state": record["state"]}
         if record["state"] == ev.STATE_ASSIGNED:
             body["agent"] = record["agent_display"]
@@ -702,14 +749,30 @@ class HandoffService:
         found: list[dict[str, Any]] = self._record(conversation_id)["messages"]
         return found
 
-    def history(self, conversation_id: str, chat_entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The chat history (ChatService.history) with the hand-off messages in place."""
-        handoff = self.messages(conversation_id)
+    def history(
+        self, conversation_id: str, chat_entries: list[dict[str, Any]], record: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """The chat history (ChatService.history) with the hand-off messages in place (those of
+        `record`, the hand-off record already read, when given)."""
+        handoff = self.messages(conversation_id) if record is None else record["messages"]
         if not handoff:
             return chat_entries
         return merge_history(chat_entries, exchange_indexes(self.chat_store, conversation_id), handoff)
 
-    def transcript(self, conversation_id: str) -> list[dict[str, Any]]:
+    def console_view(self, conversation_id: str) -> dict[str, Any]:
+        """The console's conversation detail: the state, the transcript and `last_seq`, the seq of
+        the newest event they include. All three come from one read of the hand-off record (a
+        commit changes its state, messages and seq together, store.py), so a stream read after
+        `last_seq` holds exactly what came since: nothing twice, nothing missed (docs/agents.md,
+        "Opening a conversation")."""
+        record = self._record(conversation_id)
+        return {
+            **self.state(conversation_id, record),
+            "messages": self.transcript(conversation_id, record),
+            "last_seq": record["seq"],
+        }
+
+    def transcript(self, conversation_id: str, record: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """For the console: completed turns, the visitor's messages and the agents', in order."""
         store = self.chat_store
         entries: list[dict[str, Any]] = []
@@ -737,7 +800,7 @@ class HandoffService:
                     "state": answer_state.value,
                 }
             )
-        return self.history(conversation_id, entries)
+        return self.history(conversation_id, entries, record)
 
     def snapshot(self, conversation_id: str) -> ConversationEvent:
         """`conversation.snapshot`: the whole hand-off as it is, at the newest event's seq."""
