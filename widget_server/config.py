@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .handoff.hours import ALWAYS_OPEN, parse_hours, parse_timezone
+
 ENV_PREFIX = "WIDGET_SERVER_"
 
 # The validated settings, by name: one value for each of SETTINGS below.
@@ -646,6 +648,18 @@ SETTINGS: tuple[Setting, ...] = (
         choices=("auto", "on", "off"),
     ),
     Setting(
+        "HANDOFF_HOURS",
+        parse_hours,
+        ALWAYS_OPEN,
+        "When a person may be asked for, in HANDOFF_TIMEZONE: e.g. `Mon-Fri 09:00-17:30; Sat 10:00-14:00` (empty: always); outside them a request gets `unavailable` with reason `closed` and the next opening time.",
+    ),
+    Setting(
+        "HANDOFF_TIMEZONE",
+        parse_timezone,
+        "UTC",
+        "The IANA time zone HANDOFF_HOURS are in, e.g. `Europe/Madrid` (daylight saving time follows the zone).",
+    ),
+    Setting(
         "AGENT_PRESENCE_SECONDS",
         _parse_float,
         30.0,
@@ -668,6 +682,22 @@ SETTINGS: tuple[Setting, ...] = (
         "Events kept per conversation event stream for resume; an older position gets a `conversation.snapshot`.",
         1,
         100_000,
+    ),
+    Setting(
+        "HANDOFF_QUEUE_MAX",
+        _parse_int,
+        200,
+        "Most conversations waiting for a person at once; beyond it a request gets `unavailable` with reason `busy` (the visitor may leave a message).",
+        1,
+        100_000,
+    ),
+    Setting(
+        "HANDOFF_MEMORY_STORE_MAX_BYTES",
+        _parse_int,
+        64 * 1024 * 1024,
+        "Memory store only: about how many bytes hand-offs may hold (records, event logs, the queue, the inbox); beyond it hand-offs that are over are evicted, oldest first, and when only queued or assigned ones are left a new request or message gets 503 `handoff_store_full`.",
+        65536,
+        1 << 40,
     ),
 )
 

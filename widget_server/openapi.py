@@ -488,6 +488,11 @@ _REVISION_PATHS = {
 # -- hand-off to a person (issue #13; widget_server/handoff/) ------------------------------
 
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_OPENS_AT = {
+    "type": "string",
+    "format": "date-time",
+    "description": "With reason `closed`: the next opening (HANDOFF_HOURS), ISO 8601 with the schedule zone's offset.",
+}
 _HANDOFF_DATA: dict[str, tuple[str, list[str], dict[str, Any]]] = {
     handoff_events.QUEUED: ("HandoffQueuedData", ["position"], {"position": {"type": "integer", "minimum": 1}}),
     handoff_events.ASSIGNED: ("HandoffAssignedData", ["agent"], {"agent": {"type": "string"}}),
@@ -510,7 +515,7 @@ _HANDOFF_DATA: dict[str, tuple[str, list[str], dict[str, Any]]] = {
     handoff_events.UNAVAILABLE: (
         "HandoffUnavailableData",
         ["reason"],
-        {"reason": {"enum": list(handoff_events.UNAVAILABLE_REASONS)}},
+        {"reason": {"enum": list(handoff_events.UNAVAILABLE_REASONS)}, "opens_at": _OPENS_AT},
     ),
     handoff_events.SNAPSHOT: (
         "ConversationSnapshotData",
@@ -604,8 +609,10 @@ _HANDOFF_SCHEMAS.update(
                 "agent": {"type": "string", "description": "`assigned`: the agent's display name."},
                 "reason": {
                     "enum": list(handoff_events.UNAVAILABLE_REASONS),
-                    "description": "`unavailable`: nobody present (`no_agents`) or hand-off off (`disabled`).",
+                    "description": "`unavailable`: nobody present (`no_agents`), hand-off off (`disabled`), or "
+                    "outside the opening hours (`closed`, with `opens_at`).",
                 },
+                "opens_at": _OPENS_AT,
             },
         },
         "HandoffMessage": {
@@ -686,7 +693,7 @@ _HANDOFF_PATHS = {
     "/api/v1/conversations/{conversation_id}/handoff": {
         "post": {
             "operationId": "requestHandoff",
-            "summary": "Ask for a person: queued, already assigned, or unavailable (nobody present, or hand-off off).",
+            "summary": "Ask for a person: queued, already assigned, or unavailable (nobody present, hand-off off, or closed).",
             "description": "Idempotent on request_id; while a hand-off is queued or assigned, any request says where "
             "it is. Then open the conversation's event stream.",
             "security": _BEARER,

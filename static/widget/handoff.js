@@ -9,8 +9,8 @@
 // A read that ends is resumed with Last-Event-ID after a backoff; events are applied once
 // each, in order of their sequence number (a duplicate is ignored; a gap is read again; a
 // snapshot replaces the state). The composer's messages go to POST …/handoff/messages
-// meanwhile (chat.js submit() hands them here). Nobody available: a form to leave a message
-// (POST …/handoff/left-messages).
+// meanwhile (chat.js submit() hands them here). Nobody available, or outside the opening
+// hours (said with when it opens): a form to leave a message (POST …/handoff/left-messages).
 //
 // Every state is said once, politely, through the panel's one Announcer (A53): no second
 // live region. Loaded when the panel is ready (chat.js), so none of it is part of the
@@ -234,7 +234,7 @@ class Handoff {
     }
     this.state = 'none';
     if (body.state === 'unavailable') {
-      this.showUnavailable(body.reason);
+      this.showUnavailable(body.reason, body.opens_at);
       return;
     }
     // The stream starts after the events this answer already reflects: its `seq` where the
@@ -766,7 +766,25 @@ class Handoff {
 
   // -- nobody available: leave a message -----------------------------------------------------
 
-  showUnavailable(reason) {
+  // Outside the opening hours (docs/protocol.md, "Opening hours"): when it opens next, in the
+  // panel's language and the visitor's own time zone (Intl's default), "today", "tomorrow" or
+  // the weekday (it is never more than a week away). No usable `opens_at`: the plain words.
+  closedText(opensAt) {
+    const strings = this.strings;
+    const when = new Date(opensAt);
+    if (!opensAt || Number.isNaN(when.getTime())) return strings.unavailable;
+    const lang = this.panel.config.lang;
+    const time = new Intl.DateTimeFormat(lang, { hour: 'numeric', minute: '2-digit' }).format(when);
+    const day = new Intl.DateTimeFormat(lang, { weekday: 'long' }).format(when);
+    const midnight = (date) => new Date(date.getFullYear(), date.getMonth(), date.getDate());
+    // Rounded: a day across a daylight saving change is 23 or 25 hours long.
+    const days = Math.round((midnight(when) - midnight(new Date())) / 86400000);
+    const template =
+      days <= 0 ? strings.closedToday : days === 1 ? strings.closedTomorrow : strings.closedOn;
+    return format(template, { day, time });
+  }
+
+  showUnavailable(reason, opensAt) {
     const panel = this.panel;
     const strings = this.strings;
     if (reason === 'disabled') {
@@ -776,8 +794,9 @@ class Handoff {
       return;
     }
     this.removeForm();
+    const said = reason === 'closed' ? this.closedText(opensAt) : strings.unavailable;
     const item = element('li', 'handoff-notice handoff-leave');
-    const text = element('p', 'handoff-leave__text', strings.unavailable);
+    const text = element('p', 'handoff-leave__text', said);
     text.id = 'handoff-unavailable';
     const form = element('form', 'handoff-form');
     form.noValidate = true; // errors are said our way: in words, next to the field (A57)
@@ -807,8 +826,8 @@ class Handoff {
     this.form = item;
     panel.scrollToEnd();
     this.focus(email.input);
-    this.say(strings.unavailable);
-    this.emitState('unavailable');
+    this.say(said);
+    this.emitState(reason === 'closed' ? 'closed' : 'unavailable');
   }
 
   // A labelled field with its hint and its error (both in its description).

@@ -37,7 +37,7 @@ ACTIVE_STATES = (STATE_QUEUED, STATE_ASSIGNED)
 # handoff.ended's reasons, and handoff.unavailable's.
 END_REASONS = ("ended", "returned", "timeout", "visitor")
 AGENT_END_REASONS = ("ended", "returned")
-UNAVAILABLE_REASONS = ("no_agents", "disabled")
+UNAVAILABLE_REASONS = ("no_agents", "disabled", "closed", "busy")
 
 
 def text_sha256(text: str) -> str:

@@ -28,7 +28,7 @@ class HandoffMetrics:
         )
         self._unavailable = Counter(
             "chat_handoffs_unavailable",
-            "Hand-off requests nobody could take, by reason: no_agents (none present) or disabled (HANDOFF off).",
+            "Hand-off requests nobody could take, by reason: no_agents (none present), disabled (HANDOFF off), closed (outside HANDOFF_HOURS) or busy (HANDOFF_QUEUE_MAX waiting).",
             ["reason"],
             registry=registry,
         )
@@ -51,8 +51,16 @@ class HandoffMetrics:
         )
         for outcome in ("queued", "unavailable"):
             self._requested.labels(outcome=outcome)
-        for reason in ("no_agents", "disabled"):
+        for reason in ("no_agents", "disabled", "closed", "busy"):
             self._unavailable.labels(reason=reason)
+        self._refused = Counter(
+            "chat_handoff_refusals",
+            "Hand-off requests and messages refused with 503, by reason: store_full (the memory store's "
+            "HANDOFF_MEMORY_STORE_MAX_BYTES holds only hand-offs still going on).",
+            ["reason"],
+            registry=registry,
+        )
+        self._refused.labels(reason="store_full")
 
     def requested(self, outcome: str) -> None:
         if self.enabled:
@@ -61,6 +69,10 @@ class HandoffMetrics:
     def unavailable(self, reason: str) -> None:
         if self.enabled:
             self._unavailable.labels(reason=reason).inc()
+
+    def refused(self, reason: str) -> None:
+        if self.enabled:
+            self._refused.labels(reason=reason).inc()
 
     def time_in_queue(self, seconds: float) -> None:
         if self.enabled:
