@@ -609,8 +609,8 @@ _HANDOFF_SCHEMAS.update(
                 "agent": {"type": "string", "description": "`assigned`: the agent's display name."},
                 "reason": {
                     "enum": list(handoff_events.UNAVAILABLE_REASONS),
-                    "description": "`unavailable`: nobody present (`no_agents`), hand-off off (`disabled`), or "
-                    "outside the opening hours (`closed`, with `opens_at`).",
+                    "description": "`unavailable`: nobody present (`no_agents`), hand-off off (`disabled`), "
+                    "outside the opening hours (`closed`, with `opens_at`), or `HANDOFF_QUEUE_MAX` waiting (`busy`).",
                 },
                 "opens_at": _OPENS_AT,
             },
@@ -662,7 +662,8 @@ def _handoff_errors(*statuses: int) -> dict[str, Any]:
     if "503" in errors:
         errors["503"] = _error_response(
             "The store is unreachable (`store_unavailable`), the server is at its limit of open streams "
-            "(`server_busy`), or the hand-off desk is busy with other changes (`handoff_busy`).",
+            "(`server_busy`), the hand-off desk is busy with other changes (`handoff_busy`), or the memory "
+            "store's hand-off budget holds only hand-offs going on (`handoff_store_full`).",
             retry_after=True,
         )
     return errors

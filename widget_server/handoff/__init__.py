@@ -26,4 +26,4 @@ def create_handoff_store(settings: dict[str, Any], chat_store: Any) -> HandoffSt
         return RedisHandoffStore(chat_store.redis, max_events=max_events, ttl=ttl)
     from .memory_store import MemoryHandoffStore
 
-    return MemoryHandoffStore(max_events=max_events, ttl=ttl)
+    return MemoryHandoffStore(max_events=max_events, ttl=ttl, max_bytes=settings["HANDOFF_MEMORY_STORE_MAX_BYTES"])

@@ -2,32 +2,78 @@
 
 A record expires CONVERSATION_TTL_SECONDS after its last write, as the chat store's
 conversations do, so a forgotten conversation's hand-off does not stay forever.
+
+Its bytes are counted and bounded (HANDOFF_MEMORY_STORE_MAX_BYTES; docs/security.md,
+"Memory"), as the chat memory store bounds its own (stores/memory.py). Records are kept as
+their JSON text and events are JSON already, so what a record or an event holds is
+`sys.getsizeof` of that text (exact for the text, as the chat store counts an answer's text),
+plus a fixed estimate for the containers around it (RECORD_BYTES, EVENT_BYTES, LOG_BYTES,
+calibrated against a `sys.getsizeof` walk of the store: tests/security/test_handoff_memory_bounds.py).
+Over the budget, what is safe goes first, oldest write first: the event logs of conversations
+whose hand-off is not queued or assigned (a reader behind gets a `conversation.snapshot`, still
+exact), then those conversations' records (their hand-off then reads as never requested, as an
+expired one). A queued or assigned hand-off is never evicted; when nothing else is left, a
+commit that brings something new is refused (HandoffStoreFull, store.py).
 """
 
 from __future__ import annotations
 
-import copy
+import json
+import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from .store import Commit, HandoffStore
+from .events import ACTIVE_STATES
+from .store import CONVERSATION_PREFIX, Commit, HandoffStore, HandoffStoreFull
 
 # How often expired records are looked for (at a commit).
 _PURGE_SECONDS = 60.0
 
+# What the byte budget counts besides the JSON texts (estimates; the calibration test checks
+# that the count is never below what a sys.getsizeof walk of the store finds): a record's
+# entry (its name, its slot in the ordered dict, its _Record), an event's (its tuple, seq and
+# deque slot), and a log (the deque and its dict entries).
+RECORD_BYTES = 400
+EVENT_BYTES = 100
+LOG_BYTES = 800
+
+
+@dataclass(slots=True)
+class _Record:
+    version: int
+    text: str  # the value's JSON: what load() parses, what the budget counts
+    expires: float
+    active: bool  # a conversation's hand-off that is queued or assigned: never evicted
+    seq: int  # a conversation's newest event's seq (0 for the desk and the inbox)
+    stored_bytes: int
+
+
+def _record_bytes(name: str, text: str) -> int:
+    return RECORD_BYTES + sys.getsizeof(name) + sys.getsizeof(text)
+
+
+def _event_bytes(raw: str) -> int:
+    return EVENT_BYTES + sys.getsizeof(raw)
+
 
 class MemoryHandoffStore(HandoffStore):
-    def __init__(self, *, max_events: int = 500, ttl: float = 86400.0) -> None:
+    def __init__(self, *, max_events: int = 500, ttl: float = 86400.0, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_events = max_events
         self.ttl = ttl
+        self.max_bytes = max_bytes
+        self.stored_bytes = 0
+        self.evicted = 0  # conversations whose log or record the budget evicted (for tests and the bench)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        # name → (version, value, expires at)
-        self._records: dict[str, tuple[int, dict[str, Any], float]] = {}
-        # conversation id → its newest events, (seq, JSON)
+        # name → record, the least recently written first (eviction's order)
+        self._records: OrderedDict[str, _Record] = OrderedDict()
+        # conversation id → its newest events, (seq, JSON); and what each log counts
         self._logs: dict[str, deque[tuple[int, str]]] = {}
+        self._log_bytes: dict[str, int] = {}
         self._presence: dict[str, float] = {}
         self._purged_at = time.monotonic()
 
@@ -35,47 +81,145 @@ class MemoryHandoffStore(HandoffStore):
         now = time.time()
         found: dict[str, tuple[int, dict[str, Any] | None]] = {}
         with self._lock:
-            for key in keys:
-                record = self._records.get(key)
-                if record is None or record[2] <= now:
-                    found[key] = (0, None)
-                else:
-                    # A copy: the service changes what it loaded before committing it.
-                    found[key] = (record[0], copy.deepcopy(record[1]))
+            held = {key: self._records.get(key) for key in keys}
+        for key, record in held.items():
+            if record is None or record.expires <= now:
+                found[key] = (0, None)
+            else:
+                # Parsed afresh: the service changes what it loaded before committing it.
+                found[key] = (record.version, json.loads(record.text))
         return found
 
     def _version(self, key: str, now: float) -> int:
         record = self._records.get(key)
-        return 0 if record is None or record[2] <= now else record[0]
+        return 0 if record is None or record.expires <= now else record.version
 
     def commit(self, change: Commit) -> bool:
+        # Encoded outside the lock: the desk's JSON grows with the queue (HANDOFF_QUEUE_MAX).
+        texts = {
+            key: None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            for key, value in change.writes.items()
+        }
+        touched = {
+            key.removeprefix(CONVERSATION_PREFIX) for key in change.writes if key.startswith(CONVERSATION_PREFIX)
+        }
+        touched.update(change.events)
         now = time.time()
         with self._lock:
             if any(self._version(key, now) != version for key, version in change.expected.items()):
                 return False
-            for key, value in change.writes.items():
-                if value is None:
-                    self._records.pop(key, None)
-                else:
-                    # Version 0 is "absent": a re-created record continues from 1.
-                    self._records[key] = (change.expected.get(key, 0) + 1, copy.deepcopy(value), now + self.ttl)
+            if change.needs_room:
+                needed = self.stored_bytes + self._growth(change, texts) - self.max_bytes
+                if needed > 0:
+                    self._evict(needed, keep=touched)
+                    if self.stored_bytes + self._growth(change, texts) > self.max_bytes:
+                        raise HandoffStoreFull(
+                            f"the hand-off store holds {self.stored_bytes} of {self.max_bytes} bytes"
+                        )
+            for key, text in texts.items():
+                self._drop_record(key)
+                if text is not None:
+                    value = change.writes[key]
+                    assert value is not None
+                    conversation = key.startswith(CONVERSATION_PREFIX)
+                    record = _Record(
+                        # Version 0 is "absent": a re-created record continues from 1.
+                        version=change.expected.get(key, 0) + 1,
+                        text=text,
+                        expires=now + self.ttl,
+                        active=conversation and value.get("state") in ACTIVE_STATES,
+                        seq=int(value.get("seq", 0)) if conversation else 0,
+                        stored_bytes=_record_bytes(key, text),
+                    )
+                    self._records[key] = record
+                    self.stored_bytes += record.stored_bytes
             for conversation_id in change.drop_logs:
-                self._logs.pop(conversation_id, None)
+                self._drop_log(conversation_id)
             for conversation_id, events in change.events.items():
-                log = self._logs.setdefault(conversation_id, deque(maxlen=self.max_events))
-                log.extend(events)
+                self._append(conversation_id, events)
             if change.events:
                 self._changed.notify_all()
             if time.monotonic() - self._purged_at > _PURGE_SECONDS:
                 self._purge(now)
+            if self.stored_bytes > self.max_bytes:
+                self._evict(self.stored_bytes - self.max_bytes, keep=touched)
         return True
+
+    def _growth(self, change: Commit, texts: dict[str, str | None]) -> int:
+        """At most how many bytes applying `change` adds (a log's trimmed events not deducted)."""
+        growth = 0
+        for key, text in texts.items():
+            old = self._records.get(key)
+            growth -= old.stored_bytes if old is not None else 0
+            growth += _record_bytes(key, text) if text is not None else 0
+        for conversation_id, events in change.events.items():
+            growth += sum(_event_bytes(raw) for _, raw in events)
+            if conversation_id not in self._logs or conversation_id in change.drop_logs:
+                growth += LOG_BYTES
+        return growth
+
+    def _append(self, conversation_id: str, events: list[tuple[int, str]]) -> None:
+        log = self._logs.get(conversation_id)
+        if log is None:
+            log = self._logs[conversation_id] = deque(maxlen=self.max_events)
+            self._log_bytes[conversation_id] = LOG_BYTES
+            self.stored_bytes += LOG_BYTES
+        added = 0
+        for event in events:
+            if len(log) == log.maxlen:
+                added -= _event_bytes(log[0][1])  # about to be trimmed (CONVERSATION_EVENTS_MAX)
+            log.append(event)
+            added += _event_bytes(event[1])
+        self._log_bytes[conversation_id] += added
+        self.stored_bytes += added
+
+    def _drop_record(self, key: str) -> None:
+        record = self._records.pop(key, None)
+        if record is not None:
+            self.stored_bytes -= record.stored_bytes
+
+    def _drop_log(self, conversation_id: str) -> bool:
+        if self._logs.pop(conversation_id, None) is None:
+            return False
+        self.stored_bytes -= self._log_bytes.pop(conversation_id)
+        return True
+
+    def _evict(self, needed: int, keep: set[str]) -> None:
+        """Free at least `needed` bytes if that can be done safely: first the logs of
+        conversations whose hand-off is over (not queued or assigned), then their records,
+        the least recently written first; never one in `keep` (what the commit writes)."""
+        goal = self.stored_bytes - needed
+        for conversation_id in self._evictable(keep):
+            if self.stored_bytes <= goal:
+                return
+            if self._drop_log(conversation_id):
+                self.evicted += 1
+        doomed: list[str] = []
+        freed = 0
+        for conversation_id in self._evictable(keep):
+            if self.stored_bytes - freed <= goal:
+                break
+            doomed.append(conversation_id)
+            freed += self._records[CONVERSATION_PREFIX + conversation_id].stored_bytes
+        for conversation_id in doomed:
+            self._drop_record(CONVERSATION_PREFIX + conversation_id)
+            self.evicted += 1
+
+    def _evictable(self, keep: set[str]) -> Iterator[str]:
+        """Conversations whose hand-off is not going on (or expired), least recently written first."""
+        now = time.time()
+        for key, record in self._records.items():
+            if key.startswith(CONVERSATION_PREFIX) and (not record.active or record.expires <= now):
+                conversation_id = key.removeprefix(CONVERSATION_PREFIX)
+                if conversation_id not in keep:
+                    yield conversation_id
 
     def _purge(self, now: float) -> None:
         self._purged_at = time.monotonic()
-        for key in [key for key, record in self._records.items() if record[2] <= now]:
-            del self._records[key]
-            if key.startswith("conv:"):
-                self._logs.pop(key.removeprefix("conv:"), None)
+        for key in [key for key, record in self._records.items() if record.expires <= now]:
+            self._drop_record(key)
+            if key.startswith(CONVERSATION_PREFIX):
+                self._drop_log(key.removeprefix(CONVERSATION_PREFIX))
 
     def read_events(self, conversation_id: str, after_seq: int, timeout: float) -> list[tuple[int, str]] | None:
         deadline = time.monotonic() + timeout
@@ -86,6 +230,10 @@ class MemoryHandoffStore(HandoffStore):
                     if log[0][0] > after_seq + 1:
                         return None  # evicted: the bound kept only newer ones
                     return [event for event in log if event[0] > after_seq]
+                if log is None:
+                    record = self._records.get(CONVERSATION_PREFIX + conversation_id)
+                    if record is not None and record.seq > after_seq:
+                        return None  # the budget evicted the log, not the record: a snapshot
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return []
