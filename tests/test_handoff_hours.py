@@ -11,11 +11,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import jsonschema_rs  # schemathesis's validator (tests/test_openapi_schemathesis.py)
 import pytest
 
 from widget_server.config import ConfigError, load_settings
 from widget_server.handoff import events as ev
 from widget_server.handoff.hours import OpeningHours, parse_hours
+from widget_server.openapi import build_document
 
 from .test_api_handoff import ask, handoff_of, post, url
 from .test_scale_out import metric_value
@@ -154,6 +156,14 @@ def store_kind(request) -> str:
     return request.param
 
 
+def assert_conforms(value: Any, schema_name: str) -> None:
+    document = build_document()
+    schema = {"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]}
+    validator = jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
+    validator.validate(value)
+    assert not validator.is_valid({**value, "opens_at": "Monday at nine"})  # the check can fail
+
+
 class Clock:
     """The service's `now`, set by the test (Unix seconds)."""
 
@@ -185,6 +195,9 @@ def test_closed_says_when_it_opens_and_a_message_may_be_left(live_server_factory
     assert ask(chat).json() == closed  # a retry: the same answer
     [event] = service.read_events(chat.conversation_id, 0, 0)
     assert (event.type, event.payload) == (ev.UNAVAILABLE, {"reason": "closed", "opens_at": closed["opens_at"]})
+    # Both as the OpenAPI document describes them (`opens_at` a date-time).
+    assert_conforms(response.json(), "HandoffState")
+    assert_conforms(event.data(), "HandoffUnavailableData")
     left = post(chat, url(chat, "/left-messages"), {"request_id": "l1", "text": "Call me on Monday."})
     assert left.status_code == 201
     assert [m["text"] for m in service.inbox()] == ["Call me on Monday."]
