@@ -104,6 +104,12 @@ class _Transaction:
             self.versions[key], self.values[key] = version, value
         return self.values[key]
 
+    def prefetch(self, keys: list[str]) -> None:
+        """Load at once (one round trip on Redis) the records `get` would load one by one."""
+        missing = [key for key in keys if key not in self.values]
+        for key, (version, value) in (self.store.load(missing) if missing else {}).items():
+            self.versions[key], self.values[key] = version, value
+
     def put(self, key: str, value: dict[str, Any] | None) -> None:
         self.get(key)
         self.values[key] = value
@@ -277,11 +283,16 @@ class HandoffService:
             return
         desk = tx.values[DESK]
         assert desk is not None
-        for conversation_id, position in positions(desk).items():
-            if tx.positions_before.get(conversation_id) == position:
-                continue
-            if any(e.type == ev.QUEUED for e in tx.events.get(conversation_id, [])):
-                continue
+        moved = {
+            conversation_id: position
+            for conversation_id, position in positions(desk).items()
+            if tx.positions_before.get(conversation_id) != position
+            and not any(e.type == ev.QUEUED for e in tx.events.get(conversation_id, []))
+        }
+        # Up to HANDOFF_QUEUE_MAX records: read in one go, not one round trip each
+        # (bench/handoff_desk.py, README "Hand-off desk").
+        tx.prefetch([conversation_key(conversation_id) for conversation_id in moved])
+        for conversation_id, position in moved.items():
             tx.emit(conversation_id, ev.QUEUED, {"position": position})
 
     # -- the visitor's side ----------------------------------------------------
