@@ -1,10 +1,11 @@
-// The agent console at /agent (issue 13; docs/agents.md; docs/accessibility.md A46–A52).
+// The agent console at /agent (issue 13; docs/agents.md; docs/accessibility.md A46–A52, A61–A63).
 //
 // One page, four parts: the queue (polled every 3 s, which is also the agent's presence
 // heartbeat), the agent's own conversations, the open conversation (its transcript read
 // once, then followed on the conversation's event stream) and the inbox of left messages.
 // The rules are the widget's: text from visitors and agents only ever becomes textContent;
-// every word comes from static/agent/i18n/en.json; news is said once through one polite
+// every word comes from static/agent/i18n/<lang>.json, in the language the server chose
+// for the page (config.lang, <html lang>); news is said once through one polite
 // region (never per poll), failures once through one assertive region; nothing moves focus
 // except the agent's own action, and then to a heading that says where they are.
 
@@ -76,6 +77,9 @@ class AgentConsole {
   constructor(config, strings) {
     this.config = config;
     this.s = strings;
+    // The page's language (<html lang>, chosen by the server: docs/agents.md "Languages"):
+    // plural forms and dates follow it.
+    this.lang = config.lang || document.documentElement.lang || 'en';
     this.api = new AgentApi({ apiBase: config.apiBase, csrfToken: config.csrfToken });
     this.root = $('[data-agent-console]');
     this.status = new Region($('[data-agent-status]'));
@@ -101,10 +105,8 @@ class AgentConsole {
   }
 
   start() {
-    for (const node of document.querySelectorAll('[data-agent-text]')) {
-      node.textContent = this.s[node.dataset.agentText] ?? '';
-    }
-    document.title = this.s.title;
+    // The page's fixed words are rendered by the server in the same language
+    // (templates/agent.html); this code writes only what changes.
     const agent = this.config.agent || {};
     $('[data-agent-who]').textContent = format(this.s.signedInAs, {
       name: agent.display_name || agent.name || '',
@@ -129,7 +131,14 @@ class AgentConsole {
       this.alert.say(this.s.errorNetwork);
       return;
     }
-    this.alert.say(format(this.s.errorGeneric, { message: error.message }));
+    // The server's messages are English, for logs and API clients; the agent hears the
+    // console's own sentence for the error's stable code (docs/protocol.md, "Errors").
+    const errors = this.s.errors || {};
+    this.alert.say(
+      Object.hasOwn(errors, error.code)
+        ? errors[error.code]
+        : format(this.s.errorUnknown, { code: error.code }),
+    );
   }
 
   // The session expired or was signed out elsewhere: stop everything and offer the sign-in
@@ -191,10 +200,11 @@ class AgentConsole {
     $('[data-agent-queue-empty]').hidden = waiting.length > 0;
     // Said once: the first poll says how many wait, later polls only who is new.
     if (this.seenWaiting === null) {
-      if (waiting.length) this.status.say(plural(this.s.announceWaiting, waiting.length, 'en'));
+      if (waiting.length)
+        this.status.say(plural(this.s.announceWaiting, waiting.length, this.lang));
       this.seenWaiting = new Set(ids);
     } else if (fresh) {
-      const text = plural(this.s.announceNewVisitor, fresh, 'en');
+      const text = plural(this.s.announceNewVisitor, fresh, this.lang);
       this.status.say(text);
       this.notifier.notify(text);
     }
@@ -228,7 +238,8 @@ class AgentConsole {
 
   updateQueueItem(item, entry, position, now) {
     const minutes = minutesWaiting(entry, now);
-    const wait = minutes < 1 ? this.s.waitingLessThanMinute : plural(this.s.waiting, minutes, 'en');
+    const wait =
+      minutes < 1 ? this.s.waitingLessThanMinute : plural(this.s.waiting, minutes, this.lang);
     const waitText = `${position}. ${wait[0].toUpperCase()}${wait.slice(1)}`;
     const wait_ = $('.queue__wait', item);
     if (wait_.textContent !== waitText) wait_.textContent = waitText;
@@ -610,7 +621,7 @@ class AgentConsole {
     const before = this.inboxUnreplied;
     this.inboxUnreplied = unreplied;
     if (before === null || unreplied <= before) return;
-    const text = plural(this.s.announceInbox, unreplied - before, 'en');
+    const text = plural(this.s.announceInbox, unreplied - before, this.lang);
     this.status.say(text);
     this.notifier.notify(text);
     this.loadInbox();
@@ -650,7 +661,7 @@ class AgentConsole {
     const when = Date.parse(message.created_at);
     const meta = element('p', 'inbox__from', from);
     if (Number.isFinite(when)) {
-      const time = element('time', 'inbox__when', new Date(when).toLocaleString('en'));
+      const time = element('time', 'inbox__when', new Date(when).toLocaleString(this.lang));
       time.dateTime = message.created_at;
       meta.append(' · ', time);
     }
@@ -732,7 +743,8 @@ class AgentConsole {
 
 async function loadStrings(config) {
   if (config.strings && Object.keys(config.strings).length) return config.strings;
-  const response = await fetch(new URL('./i18n/en.json', import.meta.url));
+  const lang = /^[a-z]{2,3}$/.test(config.lang || '') ? config.lang : 'en';
+  const response = await fetch(new URL(`./i18n/${lang}.json`, import.meta.url));
   return response.json();
 }
 

@@ -29,6 +29,7 @@ from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..config import ConfigError
 from ..errors import ApiError
 from ..handoff.visitor_api import ConversationEventStream
+from ..i18n import DEFAULT_LANGUAGE
 from ..protocol import is_id
 from ..ratelimits import current_limits
 from ..stores.base import Store
@@ -56,7 +57,11 @@ ACCOUNTS_KEY = "widget_server.agent_accounts"
 SESSIONS_KEY = "widget_server.agent_sessions"
 MAILER_KEY = "widget_server.mailer"
 HANDOFF_KEY = "widget_server.handoff"
-STRINGS_KEY = "widget_server.agent_strings"
+LANGUAGES_KEY = "widget_server.agent_languages"
+# The agent's choice of language (the console's language control, `?lang=`), kept a year.
+# `__Host-` as the session cookie: Secure, host-only, Path=/.
+LANGUAGE_COOKIE = "__Host-agent_lang"
+_LANGUAGE_COOKIE_SECONDS = 365 * 24 * 3600
 
 API_PREFIX = "/agent/api/"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -66,8 +71,12 @@ _MAX_FORM_FIELDS = 8
 
 NOT_SIGNED_IN = "Sign in at /agent first: this request has no session, or it expired or was signed out."
 CSRF_FAILED = f"This request needs the session's CSRF token in the {CSRF_HEADER} header; sign in again if it was lost."
-WRONG_CREDENTIALS = "That name and password do not match an agent account. Check both and try again."
-FORM_EXPIRED = "The sign-in form expired. It has been renewed: sign in again."
+# The sign-in page's refusals are said in the agent's language: keys of
+# static/agent/i18n/<lang>.json. The JSON API's messages stay English (for logs and API
+# clients); the console shows its own sentence for each stable `code` (its `errors` strings).
+WRONG_CREDENTIALS = "signInWrongCredentials"
+FORM_EXPIRED = "signInFormExpired"
+RATE_LIMITED = "signInRateLimited"
 CONVERSATION_NOT_YOURS = "This conversation is not waiting, and another agent (or nobody) holds it: claim it first."
 
 
@@ -168,26 +177,83 @@ def _see_console() -> Response:
     return Response(status=303, headers={"Location": "/agent", "Cache-Control": "no-store"})
 
 
-def _sign_in_page(*, error: str | None = None, name: str = "", status: int = 200) -> Response:
-    token = request.cookies.get(SIGN_IN_COOKIE, "")
-    if not (0 < len(token) <= MAX_TOKEN_CHARS) or error == FORM_EXPIRED:
-        token = new_token()
-    html = render_template("agent_sign_in.html", csrf_token=token, error=error, name=name)
-    response = _page_headers(Response(html, status=status, mimetype="text/html"))
-    _set_cookie(response, SIGN_IN_COOKIE, token, max_age=3600)
-    return response
+# -- languages ---------------------------------------------------------------------------------
 
 
-def _console_strings() -> dict[str, Any]:
-    """The console's words (static/agent/i18n/en.json), read once per app."""
-    cached: dict[str, Any] | None = current_app.extensions.get(STRINGS_KEY)
+def console_languages() -> dict[str, dict[str, Any]]:
+    """The console's languages: each static/agent/i18n/<lang>.json (one file is one language,
+    docs/agents.md "Languages"), read once per app. The same words serve the pages rendered
+    here and static/agent/console.js."""
+    cached: dict[str, dict[str, Any]] | None = current_app.extensions.get(LANGUAGES_KEY)
     if cached is None:
         static_folder = current_app.static_folder
         assert static_folder is not None
-        path = Path(static_folder) / "agent" / "i18n" / "en.json"
-        cached = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        current_app.extensions[STRINGS_KEY] = cached
+        folder = Path(static_folder) / "agent" / "i18n"
+        cached = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))}
+        current_app.extensions[LANGUAGES_KEY] = cached
     return cached
+
+
+def chosen_language() -> str:
+    """The language of this page: the agent's choice (`?lang=`, then the cookie that keeps it),
+    else the browser's Accept-Language (RFC 9110 §12.5.4), else English."""
+    languages = console_languages()
+    for choice in (request.args.get("lang", ""), request.cookies.get(LANGUAGE_COOKIE, "")):
+        if choice in languages:
+            return choice
+    # In the browser's order of preference, each tag by its primary subtag (RFC 4647 §3.4
+    # lookup: `es-MX` is served `es`). Not werkzeug's best_match alone: it takes an exact
+    # match of lower quality (`es;q=0.4`) over a higher one that only matches by its prefix
+    # (`en-GB;q=0.5`).
+    for tag, quality in request.accept_languages:
+        primary = tag.lower().replace("_", "-").split("-")[0]
+        if quality > 0 and primary in languages:
+            return primary
+    return DEFAULT_LANGUAGE
+
+
+def fill(template: str, **values: object) -> str:
+    """static/widget/i18n.js's format(): each `{name}` with a value given is replaced."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", str(value))
+    return template
+
+
+def _page(template: str, status: int = 200, **context: Any) -> Response:
+    """A page in the chosen language: `<html lang>`, its words, the language control; a choice
+    made with `?lang=` is kept in a cookie for the next pages (and the next sign-in)."""
+    lang = chosen_language()
+    languages = console_languages()
+    strings = languages.get(lang, {})
+    names = [(code, words.get("languageName", code)) for code, words in languages.items()]
+    html = render_template(template, lang=lang, s=strings, languages=names, **context)
+    response = _page_headers(Response(html, status=status, mimetype="text/html"))
+    response.headers["Content-Language"] = lang
+    response.vary.update(("Accept-Language", "Cookie"))
+    if request.args.get("lang") == lang:
+        response.set_cookie(
+            LANGUAGE_COOKIE,
+            lang,
+            max_age=_LANGUAGE_COOKIE_SECONDS,
+            path="/",
+            secure=True,
+            httponly=True,
+            samesite="Lax",
+        )
+    return response
+
+
+def _sign_in_page(*, error: str | None = None, name: str = "", status: int = 200, **values: object) -> Response:
+    """The sign-in form; `error`, a key of the language file (WRONG_CREDENTIALS, …), with its
+    `values`."""
+    token = request.cookies.get(SIGN_IN_COOKIE, "")
+    if not (0 < len(token) <= MAX_TOKEN_CHARS) or error == FORM_EXPIRED:
+        token = new_token()
+    strings = console_languages().get(chosen_language(), {})
+    message = fill(strings.get(error, error), **values) if error else None
+    response = _page("agent_sign_in.html", status, csrf_token=token, error=message, name=name)
+    _set_cookie(response, SIGN_IN_COOKIE, token, max_age=3600)
+    return response
 
 
 @bp.get("/agent")
@@ -195,14 +261,15 @@ def console() -> Response:
     found = signed_in()
     if found is None:
         return _sign_in_page()
+    lang = chosen_language()
     config = {
         "csrfToken": found.session.csrf_token,
         "agent": found.agent.public(),
         "apiBase": "/agent/api",
-        "strings": _console_strings(),
+        "lang": lang,
+        "strings": console_languages().get(lang, {}),
     }
-    html = render_template("agent.html", config=config)
-    return _page_headers(Response(html, mimetype="text/html"))
+    return _page("agent.html", config=config)
 
 
 def _form() -> dict[str, str]:
@@ -228,8 +295,9 @@ def sign_in() -> Response:
         try:
             limits.check_sign_in(name.lower())
         except ApiError as error:
-            response = _sign_in_page(error=error.message, name=name, status=429)
-            response.headers["Retry-After"] = str(error.retry_after or 60)
+            seconds = error.retry_after or 60
+            response = _sign_in_page(error=RATE_LIMITED, name=name, status=429, seconds=seconds)
+            response.headers["Retry-After"] = str(seconds)
             return response
     agent = None
     if name and password and len(password) <= MAX_PASSWORD_CHARS:
