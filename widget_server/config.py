@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import theme
 from .handoff.hours import ALWAYS_OPEN, parse_hours, parse_timezone
 
 ENV_PREFIX = "WIDGET_SERVER_"
@@ -700,6 +701,42 @@ SETTINGS: tuple[Setting, ...] = (
         1 << 40,
     ),
 )
+
+# Theming defaults (docs/theming.md): an embed's ChatWidgetConfig and data-* override each.
+THEME_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "THEME_ACCENT",
+        theme.parse_accent,
+        "",
+        "The accent colour, a CSS colour (hex, rgb(), hsl() or a name; empty: the built-in blue); the panel adjusts it where contrast needs (docs/theming.md).",
+    ),
+    Setting("THEME_RADIUS", theme.parse_radius, "medium", "Corner rounding.", choices=theme.RADII),
+    Setting("THEME_DENSITY", theme.parse_density, "comfortable", "Spacing.", choices=theme.DENSITIES),
+    Setting(
+        "THEME_FONT",
+        theme.parse_font,
+        "system",
+        "`system` or a font-family list (names, quotes, commas, spaces; at most 200 characters).",
+    ),
+    Setting(
+        "THEME_COLOR_SCHEME",
+        theme.parse_color_scheme,
+        "auto",
+        "`light`, `dark` or `auto` (the visitor's preference).",
+        choices=theme.COLOR_SCHEMES,
+    ),
+    Setting("LAUNCHER_LABEL", theme.parse_launcher_label, "", "The launcher's text (empty: the language's)."),
+    Setting("LAUNCHER_ICON", theme.parse_launcher_icon, "chat", "The launcher's icon.", choices=theme.LAUNCHER_ICONS),
+    Setting(
+        "LAUNCHER_Z_INDEX",
+        _parse_int,
+        2147483000,
+        "The launcher's and panel's z-index on the host page.",
+        0,
+        2147483647,
+    ),
+)
+SETTINGS = SETTINGS + THEME_SETTINGS
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, render_template, request
+from flask import Blueprint, Flask, Response, current_app, render_template, request, url_for
 
+from . import theme
 from .config import parse_greeting, parse_starters
 from .errors import ApiError
 from .i18n import load_strings, pick_language, text_direction
@@ -18,7 +19,7 @@ from .transport import CONVERSATION_COOKIE, chat_service, content_security_polic
 
 bp = Blueprint("web", __name__)
 
-_LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
+_LOADER_KEYS = ("launcher", "launcherLabel", "launcherUnread", "panelTitle")
 
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
@@ -149,6 +150,12 @@ def _render_panel(standalone: bool) -> Response:
     warnings: list[str] = []
     starters, greeting = _empty_state(values, warnings)
     remembered = _remembered_conversation()
+    # Theming (docs/theming.md): the embed's levers over the THEME_* settings, as a stylesheet
+    # of custom properties (the panel's CSP allows no inline style); its contrast notes go to
+    # the console with the other warnings.
+    panel_theme = theme.resolve(theme.defaults_from_settings(values), request.args, warnings)
+    for note in dict.fromkeys(theme.palette_notes(panel_theme)):
+        warnings.append(note)
     config = {
         "lang": lang,
         "strings": {key: value for key, value in t.items() if key not in LAZY_STRING_GROUPS},
@@ -186,6 +193,7 @@ def _render_panel(standalone: bool) -> Response:
         config=config,
         max_chars=values["MAX_TEXT_CHARS"],
         reduced_motion=config["reducedMotion"],
+        theme_css=url_for("web.theme_css", **panel_theme.query()),  # type: ignore[arg-type]
     )
     response = Response(html, mimetype="text/html")
     response.headers["Content-Security-Policy"] = content_security_policy(
@@ -215,6 +223,19 @@ def standalone_chat() -> Response:
     return _render_panel(standalone=True)
 
 
+@bp.get("/panel/theme.css")
+def theme_css() -> Response:
+    """The panel's `--chatwidget-…` custom properties for one theme (docs/theming.md). Public
+    and the same for everyone who asks the same query: cached, with an ETag. Each value is
+    checked (theme.py); an unknown or invalid one is the default, never echoed into the CSS."""
+    css = theme.stylesheet(theme.theme_from_query(request.args))
+    response = Response(css, mimetype="text/css")
+    response.set_etag(theme.etag(css))
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    response.make_conditional(request)
+    return response
+
+
 @bp.get("/widget.js")
 def loader() -> Response:
     cache: dict[str, Any] = current_app.extensions.setdefault("widget_server.loader", {})
@@ -222,6 +243,10 @@ def loader() -> Response:
         source = (Path(_static_folder()) / "widget.js").read_text(encoding="utf-8")
         strings = {lang: {key: t[key] for key in _LOADER_KEYS} for lang, t in _strings().items()}
         body = source.replace("__CHATWIDGET_STRINGS__", json.dumps(strings, ensure_ascii=False, separators=(",", ":")))
+        theme_defaults = theme.loader_defaults(settings())
+        body = body.replace(
+            "__CHATWIDGET_THEME__", json.dumps(theme_defaults, ensure_ascii=False, separators=(",", ":"))
+        )
         cache["body"] = body.encode("utf-8")
         cache["etag"] = hashlib.sha256(cache["body"]).hexdigest()[:32]
     response = Response(cache["body"], mimetype="text/javascript")
@@ -229,6 +254,8 @@ def loader() -> Response:
     response.headers["Cache-Control"] = "public, max-age=300"
     # Host pages that isolate themselves (COEP) may still load the loader.
     response.headers["Cross-Origin-Resource-Policy"] = "cross-origin"
+    # A tag manager may insert it as `type="module"`, a CORS fetch: it is public, no credentials.
+    response.headers["Access-Control-Allow-Origin"] = "*"
     response.make_conditional(request)  # 304 when the ETag matches (in place)
     return response
 
