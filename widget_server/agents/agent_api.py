@@ -194,11 +194,16 @@ def console_languages() -> dict[str, dict[str, Any]]:
     return cached
 
 
+def _asked_language() -> str:
+    """`?lang=` as a file's name would be (`ES` is `es`); bounded before it is looked up."""
+    return request.args.get("lang", "")[:16].strip().lower()
+
+
 def chosen_language() -> str:
     """The language of this page: the agent's choice (`?lang=`, then the cookie that keeps it),
     else the browser's Accept-Language (RFC 9110 §12.5.4), else English."""
     languages = console_languages()
-    for choice in (request.args.get("lang", ""), request.cookies.get(LANGUAGE_COOKIE, "")):
+    for choice in (_asked_language(), request.cookies.get(LANGUAGE_COOKIE, "")):
         if choice in languages:
             return choice
     # In the browser's order of preference, each tag by its primary subtag (RFC 4647 §3.4
@@ -230,7 +235,7 @@ def _page(template: str, status: int = 200, **context: Any) -> Response:
     response = _page_headers(Response(html, status=status, mimetype="text/html"))
     response.headers["Content-Language"] = lang
     response.vary.update(("Accept-Language", "Cookie"))
-    if request.args.get("lang") == lang:
+    if _asked_language() == lang:
         response.set_cookie(
             LANGUAGE_COOKIE,
             lang,
