@@ -10,8 +10,17 @@
  * object window.ChatWidgetConfig < data-* attributes.
  */
 (() => {
-  const script = document.currentScript;
-  if (!script || window.ChatWidget) return;
+  // Pasted twice, or run again by Turbo Drive with a new <body>: the first one
+  // stays the only one. Without document.currentScript (a script inserted into a
+  // shadow root, or run from a tag manager's callback) the loader is the last
+  // script whose path ends in /widget.js (docs/embedding.md).
+  if (window.ChatWidget) return;
+  const script =
+    document.currentScript ||
+    [...document.querySelectorAll('script[src]')]
+      .reverse()
+      .find((element) => /\/widget\.js([?#]|$)/.test(element.src));
+  if (!script) return;
   // Filled in by the server from static/widget/i18n/*.json.
   const STRINGS = __CHATWIDGET_STRINGS__;
   const chatOrigin = new URL(script.src, location.href).origin;
@@ -21,13 +30,70 @@
     if (attributes[name] != null) return attributes[name];
     return pageConfig[name] != null ? String(pageConfig[name]) : fallback;
   };
-  const requestedLang = option('lang', document.documentElement.lang || 'en')
-    .toLowerCase()
-    .split('-')[0];
-  const lang = STRINGS[requestedLang] ? requestedLang : 'en';
+  // The first supported of data-lang, the host page's <html lang>, the browser's
+  // languages, by base language (pt-BR → pt; iw, Hebrew's old code, → he); as the
+  // server's pick_language (widget_server/i18n.py) does for /chat.
+  const supported = (tag) => {
+    const base = String(tag || '')
+      .toLowerCase()
+      .split(/[-_]/)[0];
+    return STRINGS[base] ? base : base === 'iw' ? 'he' : '';
+  };
+  const lang =
+    [option('lang', ''), document.documentElement.lang, ...(navigator.languages || [])]
+      .map(supported)
+      .find(Boolean) || 'en';
   const strings = STRINGS[lang];
   const title = option('title', strings.panelTitle);
-  const side = option('position', 'right') === 'left' ? 'left' : 'right';
+  // Right-to-left languages (widget_server/i18n.py RTL_LANGUAGES): the launcher's
+  // default corner is the mirror image, bottom left (docs/configuration.md).
+  const rtl = /^(ar|he|fa|ur)$/.test(lang);
+  const side = option('position', rtl ? 'left' : 'right') === 'left' ? 'left' : 'right';
+  // Theming (docs/theming.md): the server's THEME_* settings < ChatWidgetConfig < data-*.
+  const THEME = __CHATWIDGET_THEME__;
+  const themeOption = (name, fallback) => option(name, THEME[name] || fallback);
+  const warn = (message) => console.warn(`chat widget: ${message}`);
+  // The accent as the browser reads CSS colours: a canvas turns any colour it accepts into
+  // #rrggbb (rgba() when translucent) and keeps its previous value for anything else, so two
+  // different previous values tell a colour from a non-colour. The server gets #rrggbb.
+  const accentOption = themeOption('accent', '');
+  const paint = document.createElement('canvas').getContext('2d');
+  const parse = (previous) => {
+    paint.fillStyle = previous;
+    paint.fillStyle = accentOption;
+    return paint.fillStyle;
+  };
+  let accent = parse('#000');
+  if (accent !== parse('#fff') || accent[0] !== '#') {
+    if (accentOption) warn(`data-accent "${accentOption}" ignored: not an opaque CSS colour`);
+    accent = '#0b57d0';
+  }
+  // WCAG 2.2 relative luminance (https://www.w3.org/TR/WCAG22/#dfn-relative-luminance), its
+  // sRGB curve approximated by a 2.2 power: with 0.18 as the threshold, black or white text
+  // (whichever this says contrasts more) has ≥ 4.52:1 on every sRGB colour, as
+  // tests/test_theme.py checks over the whole cube.
+  const luminance = [1, 3, 5].reduce(
+    (sum, at, i) =>
+      sum + [0.2126, 0.7152, 0.0722][i] * (parseInt(accent.slice(at, at + 2), 16) / 255) ** 2.2,
+    0,
+  );
+  const onAccent = luminance > 0.18 ? '#000' : '#fff';
+  const dark = themeOption('colorScheme', '') === 'dark';
+  // Under 4.5:1 on the panel's background (#fff: luminance above 0.1833; #121212 in a dark
+  // panel: below 0.2022), the panel uses a shade of the same hue that passes and its console
+  // names it (theme.py adjust_for_contrast). With `auto`, the dark scheme's shade is expected.
+  if (accent !== '#0b57d0' && (dark ? luminance < 0.2022 : luminance > 0.1833))
+    warn(`accent ${accent} is under 4.5:1 on the panel (WCAG 2.2): a shade that passes is used`);
+  let size = ['none', 'small', 'medium', 'large'].indexOf(themeOption('radius', 'medium'));
+  if (size < 0) size = 2;
+  // Quotes dropped: a font list is names, commas and spaces; anything else keeps the system font.
+  const font = themeOption('font', 'system').replace(/["']/g, '');
+  const fontFamily = `${/^[\w ,.-]+$/.test(font) && font !== 'system' ? `${font},` : ''}system-ui,sans-serif`;
+  const zIndex = themeOption('zIndex', '');
+  const layer = /^\d{1,10}$/.test(zIndex) && zIndex <= 2147483647 ? zIndex : 2147483000;
+  const launcherText = themeOption('launcherLabel', strings.launcher).slice(0, 40);
+  // Drawn by CSS (.icon-chat, .icon-help below): no markup, nothing for Trusted Types to check.
+  const icon = themeOption('launcherIcon', 'chat');
   const targetSelector = option('target', '');
   const target = targetSelector ? document.querySelector(targetSelector) : null;
   if (targetSelector && !target) {
@@ -40,6 +106,17 @@
   let panel = null;
   let isOpen = false;
   let frameLoaded = false;
+  // data-launcher="none": the site opens the chat with its own button (ChatWidget.open()).
+  const withLauncher = option('launcher', '') !== 'none';
+  let opener = null; // what had focus when the chat opened: it gets it back (A81)
+  let unread = 0; // answers and agent messages that came while closed (A80)
+  let badge = null;
+  let launcherName = '';
+  const plural = new Intl.PluralRules(lang);
+  // The full-screen panel of phones (the CSS media query below).
+  const phone = matchMedia('(max-width:480px),(max-height:480px)');
+  const viewport = window.visualViewport;
+  let scrollLock = null; // the page's own inline overflow, restored exactly on close
 
   function panelUrl() {
     const url = new URL('/panel', chatOrigin);
@@ -47,6 +124,7 @@
     url.searchParams.set('title', title);
     url.searchParams.set('host', location.origin);
     if (target) url.searchParams.set('inline', '1');
+    if (accent !== '#0b57d0') url.searchParams.set('accent', accent);
     for (const name of [
       'faults',
       'incompleteAfter',
@@ -55,6 +133,10 @@
       'starters',
       'greeting',
       'headingLevel',
+      'radius',
+      'density',
+      'font',
+      'colorScheme',
     ]) {
       const value = option(name, '');
       if (value) url.searchParams.set(name, value);
@@ -70,28 +152,37 @@
     frame.addEventListener('load', () => {
       frameLoaded = true;
       // Only a panel the user opened takes focus; an inline one never does.
-      if (isOpen && launcher) notifyOpened();
+      if (isOpen && !target) notifyOpened();
     });
     return frame;
   }
 
   function emit(name) {
-    return script.dispatchEvent(
+    // After Turbo Drive swapped <body>, the script element is gone: the document hears it.
+    return (script.isConnected ? script : document).dispatchEvent(
       new CustomEvent(`chatwidget:${name}`, { cancelable: true, bubbles: true }),
     );
   }
 
   const CSS =
     ':host{all:initial}' +
-    `.launcher{position:fixed;bottom:16px;${side}:16px;z-index:2147483000;min-width:44px;min-height:44px;` +
-    'padding:10px 18px;border:2px solid #fff;border-radius:24px;background:#0b57d0;color:#fff;' +
-    'font:600 16px/1.2 system-ui,sans-serif;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}' +
-    '.launcher:focus-visible{outline:3px solid #0b57d0;outline-offset:3px}' +
-    `.panel{position:fixed;bottom:80px;${side}:16px;z-index:2147483000;width:min(400px,calc(100vw - 32px));` +
-    'height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:12px;overflow:hidden;' +
-    'background:#fff;box-shadow:0 4px 24px rgba(0,0,0,.35)}' +
+    `.launcher{position:fixed;bottom:calc(16px + env(safe-area-inset-bottom,0px));${side}:calc(16px + env(safe-area-inset-${side},0px));z-index:${layer};min-width:44px;min-height:44px;` +
+    `display:flex;align-items:center;gap:8px;padding:${themeOption('density', '') === 'compact' ? '6px 12px' : '10px 18px'};` +
+    `border:2px solid #fff;border-radius:${[0, 8, 24, 32][size]}px;background:${accent};color:${onAccent};` +
+    `font:600 16px/1.2 ${fontFamily};cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}` +
+    // The icons: a speech bubble (its lower start corner square, the tail) and a circled "?".
+    '.icon-chat:before,.icon-help:before{content:"";box-sizing:border-box;width:20px;height:16px;border:2px solid;border-radius:6px 6px 6px 0}' +
+    '.icon-help:before{content:"?";height:20px;border-radius:50%;font-size:13px;line-height:16px;text-align:center}' +
+    `.launcher:focus-visible{outline:3px solid ${accent};outline-offset:3px}` +
+    `.panel{position:fixed;bottom:80px;${side}:16px;z-index:${layer};width:min(400px,calc(100vw - 32px));` +
+    `height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:${[0, 6, 12, 20][size]}px;overflow:hidden;` +
+    `background:${dark ? '#121212' : '#fff'};box-shadow:0 4px 24px rgba(0,0,0,.35)}` +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
-    '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0}' +
+    '.badge{display:inline-block;margin-inline-start:8px;min-width:12px;padding:0 4px;border-radius:9px;' +
+    `background:${onAccent};color:${accent};font-size:14px;text-align:center}.badge[hidden]{display:none}` +
+    // Phones: full-screen inside the safe area (a notch, the home indicator) — A83.
+    '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0;' +
+    'box-sizing:border-box;padding:env(safe-area-inset-top) env(safe-area-inset-right) env(safe-area-inset-bottom) env(safe-area-inset-left)}' +
     // Full-screen panel: the launcher would cover its content; the panel's own Close button takes its place.
     '.panel:not([hidden])+.launcher{display:none}}' +
     '@media (forced-colors:active){.launcher,.panel{border:2px solid CanvasText}}';
@@ -99,6 +190,9 @@
   function mountFloating() {
     const host = document.createElement('div');
     host.setAttribute('data-chatwidget', '');
+    // The launcher's words are in the panel's language, whatever the page's.
+    host.lang = lang;
+    host.dir = rtl ? 'rtl' : 'ltr';
     const root = host.attachShadow({ mode: 'open' });
     try {
       const sheet = new CSSStyleSheet();
@@ -112,32 +206,105 @@
     }
     launcher = document.createElement('button');
     launcher.type = 'button';
-    launcher.className = 'launcher';
-    launcher.textContent = strings.launcher;
-    launcher.setAttribute('aria-label', strings.launcherLabel);
+    launcher.className = `launcher icon-${icon}`;
+    launcher.textContent = launcherText;
+    // A site's own label is the name too (WCAG 2.2 2.5.3 Label in Name).
+    launcher.setAttribute(
+      'aria-label',
+      launcherText === strings.launcher ? strings.launcherLabel : launcherText,
+    );
     launcher.setAttribute('aria-expanded', 'false');
     launcher.setAttribute('aria-controls', 'chatwidget-panel');
     launcher.addEventListener('click', () => {
       if (isOpen) close();
       else open();
     });
+    badge = document.createElement('span');
+    badge.className = 'badge';
+    badge.setAttribute('aria-hidden', 'true'); // the count is in the launcher's name
+    badge.hidden = true;
+    launcher.appendChild(badge);
     panel = document.createElement('div');
     panel.className = 'panel';
     panel.id = 'chatwidget-panel';
     panel.setAttribute('role', 'dialog');
     panel.setAttribute('aria-label', title);
     panel.hidden = true;
-    root.appendChild(panel);
-    root.appendChild(launcher);
-    document.body.appendChild(host);
+    // The chat's own landmark, named by the panel's title, so the page's landmark list
+    // finds it and a page whose content is all in landmarks stays so (A79).
+    const region = document.createElement('aside');
+    region.setAttribute('aria-label', title);
+    region.appendChild(panel);
+    if (withLauncher) {
+      region.appendChild(launcher);
+      launcherName = launcher.getAttribute('aria-label');
+    } else launcher = null;
+    root.appendChild(region);
+    // Host CSS reaches the host element itself and beats :host{} (CSS Scoping § 3.3);
+    // an inline !important `all:initial` beats the page's rules (`div{position:relative}`,
+    // `*{all:unset}`). The CSSOM is not an inline style attribute: CSP allows it.
+    host.style.cssText = 'all:initial!important';
+    // …except text spacing, which a visitor's own style sheet may need to set (WCAG 1.4.12;
+    // axe avoid-inline-spacing); the launcher sets its own line-height anyway.
+    for (const name of ['line-height', 'letter-spacing', 'word-spacing']) host.style.setProperty(name, 'initial');
+    // Turbo Drive and SPAs replace <body>: the host lives beside it, a child of <html>,
+    // so it is never removed and an open panel's iframe never moves (moving an iframe
+    // reloads it); if something removes it all the same, it is put back at once (A82).
+    const keep = () => host.isConnected || document.documentElement.appendChild(host);
+    keep();
+    new MutationObserver(keep).observe(document.documentElement, { childList: true });
+    phone.addEventListener('change', fit);
+    if (viewport) {
+      viewport.addEventListener('resize', fit);
+      viewport.addEventListener('scroll', fit);
+    }
+  }
+
+  // Phones (A83, A84): while open full-screen, the panel covers the visual viewport —
+  // what the on-screen keyboard leaves visible — and the page behind does not scroll.
+  function fit() {
+    const full = isOpen && phone.matches;
+    const rootStyle = document.documentElement.style;
+    const axes = ['overflow-x', 'overflow-y'];
+    if (full && !scrollLock) {
+      scrollLock = axes.map((name) => [name, rootStyle.getPropertyValue(name), rootStyle.getPropertyPriority(name)]);
+      for (const name of axes) rootStyle.setProperty(name, 'hidden', 'important');
+    } else if (!full && scrollLock) {
+      for (const saved of scrollLock) rootStyle.setProperty(...saved); // '' removes it
+      scrollLock = null;
+    }
+    const style = panel.style;
+    if (full && viewport) {
+      style.setProperty('inset', `${viewport.offsetTop}px auto auto ${viewport.offsetLeft}px`);
+      style.setProperty('width', `${viewport.width}px`);
+      style.setProperty('height', `${viewport.height}px`);
+    } else for (const name of ['inset', 'width', 'height']) style.removeProperty(name);
+  }
+
+  function showUnread() {
+    if (!launcher) return;
+    badge.textContent = unread;
+    badge.hidden = !unread;
+    launcher.setAttribute(
+      'aria-label',
+      unread
+        ? strings.launcherUnread[plural.select(unread)]
+            .replace('{label}', launcherName)
+            .replace('{count}', unread)
+        : launcherName,
+    );
   }
 
   function open() {
     if (isOpen || !emit('show')) return;
+    opener = document.activeElement;
     if (!frame) panel.appendChild(makeFrame()); // lazily: nothing loads until first open
     panel.hidden = false;
     isOpen = true;
-    launcher.setAttribute('aria-expanded', 'true');
+    if (launcher) launcher.setAttribute('aria-expanded', 'true');
+    unread = 0;
+    showUnread();
+    fit();
     frame.focus();
     if (frameLoaded) notifyOpened();
   }
@@ -152,13 +319,23 @@
     if (!isOpen || !emit('hide')) return;
     panel.hidden = true;
     isOpen = false;
-    launcher.setAttribute('aria-expanded', 'false');
-    launcher.focus(); // focus returns to where the user opened the chat
+    fit();
+    // Focus returns to where the user opened the chat: the launcher, or the site's own button.
+    if (launcher) {
+      launcher.setAttribute('aria-expanded', 'false');
+      launcher.focus();
+    } else if (opener && opener.focus) opener.focus();
   }
 
   window.addEventListener('message', (event) => {
     if (!frame || event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
-    if (event.data && event.data.type === 'chatwidget:close' && launcher) close();
+    const type = event.data && event.data.type;
+    if (type === 'chatwidget:close' && panel) close();
+    // A new answer or agent message (chat.js notifyHost) while the panel is closed.
+    if (type === 'chatwidget:unread' && !isOpen) {
+      unread += 1;
+      showUnread();
+    }
   });
 
   function start() {
