@@ -7,7 +7,26 @@
 // completion cue. Modelled on GOV.UK Frontend's character count: a separate,
 // throttled status region, never the content itself.
 
-const FALLBACK_SENTENCE = /[^.!?…]*(?:[.!?…]+["'”’)\]]*\s+|$)/gy;
+// Without Intl.Segmenter, the fallback below keeps to UAX #29's main rules: a sentence
+// ends after a terminator (. ! ? and Arabic's question mark ؟ U+061F, full stop ۔ U+06D4,
+// U+061D–U+061E), closing quotes or brackets and a space (SB9–SB11); the Arabic comma ،
+// and semicolon ؛ and an ellipsis do not end one, nor does a full stop whose next letter
+// is lower case ("e.g. the", "End. 12 apples", SB8). Hebrew ends sentences with . ? !
+const SENTENCE_END = /([.!?\u061d-\u061f\u06d4]+)["'”’»«)\]]*\s+/gu;
+const LOWER_CASE_NEXT = /^[^\p{L}.!?\u061d-\u061f\u06d4]*\p{Ll}/u;
+
+export function fallbackSentences(text) {
+  const segments = [];
+  let start = 0;
+  for (const match of text.matchAll(SENTENCE_END)) {
+    const end = match.index + match[0].length;
+    if (match[1] === '.' && LOWER_CASE_NEXT.test(text.slice(end))) continue;
+    segments.push(text.slice(start, end));
+    start = end;
+  }
+  if (start < text.length) segments.push(text.slice(start));
+  return segments;
+}
 
 // The sentences of a text in a language, as `text → [segment]`: each segment
 // keeps the whitespace after it, so the segments join to the text. One
@@ -20,16 +39,7 @@ export function sentenceSplitter(lang) {
     const segmenter = new Intl.Segmenter(lang, { granularity: 'sentence' });
     return (text) => Array.from(segmenter.segment(text), (segment) => segment.segment);
   }
-  return (text) => {
-    const segments = [];
-    FALLBACK_SENTENCE.lastIndex = 0;
-    while (FALLBACK_SENTENCE.lastIndex < text.length) {
-      const match = FALLBACK_SENTENCE.exec(text);
-      if (!match?.[0]) break;
-      segments.push(match[0]);
-    }
-    return segments;
-  };
+  return fallbackSentences;
 }
 
 export class Announcer {

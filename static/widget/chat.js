@@ -239,6 +239,7 @@ export class ChatPanel {
     return {
       headingOffset: this.headingLevel(), // below the turn's heading
       strings: markdownSummaries(this.strings, this.config.lang),
+      dirAuto: true, // mixed-direction answers (docs/accessibility.md A66)
     };
   }
 
@@ -262,6 +263,8 @@ export class ChatPanel {
       ...this.who(this.strings.you, this.strings.turnYou),
       element('p', 'turn__body turn__body--plain', text),
     );
+    // The visitor's words take their own direction (docs/accessibility.md A66).
+    item.lastChild.dir = 'auto';
     this.transcript.append(item);
     this.empty.hidden = true;
     return item;

@@ -422,7 +422,10 @@ function feedLine(state, rawLine, offset) {
 export function createMarkdownView(root, options = {}) {
   const summaries = { ...DEFAULT_SUMMARIES, ...options.strings },
     protocols = options.protocols || ['http:', 'https:', 'mailto:'],
-    quoteDepth = options._depth | 0;
+    quoteDepth = options._depth | 0,
+    // options.dirAuto (the panel): each block takes its direction from its first strong letter
+    // (HTML dir=auto), so an English line in an Arabic answer, or the reverse, reads in order.
+    blockDir = options.dirAuto ? { dir: 'auto' } : {};
   // `pending`: the text after the last complete line.
   let text, pending, pendingOffset, state, finished;
   let closedBlocks, openBlocks, provisionalNodes, growing;
@@ -450,12 +453,13 @@ export function createMarkdownView(root, options = {}) {
     for (const item of path) {
       const list = item.list;
       if (!list.element) {
-        const start = list.ordered && list.start !== 1 && { start: list.start };
+        const start =
+          list.ordered && list.start !== 1 ? { ...blockDir, start: list.start } : blockDir;
         list.element = element(list.ordered ? 'ol' : 'ul', start);
         attach(list, parent);
       }
       if (!item.element) {
-        item.element = element('li');
+        item.element = element('li', blockDir);
         attach(item, list.element);
       }
       parent = item.element;
@@ -467,7 +471,7 @@ export function createMarkdownView(root, options = {}) {
     const row = element('tr'),
       cells = tableCells(line);
     block.alignments.forEach((alignment, column) => {
-      const cell = element(cellTag, cellTag === 'th' && { scope: 'col' });
+      const cell = element(cellTag, cellTag === 'th' ? { ...blockDir, scope: 'col' } : blockDir);
       if (alignment) cell.setAttribute('align', alignment);
       renderInline(cells[column] || '', cell, protocols);
       row.appendChild(cell);
@@ -536,10 +540,13 @@ export function createMarkdownView(root, options = {}) {
       // No words yet ("# "): an empty <hN> would be an empty heading to a screen reader.
       node =
         kind === 'heading' && words
-          ? element(`h${Math.max(1, Math.min(6, block.level + (options.headingOffset | 0)))}`)
+          ? element(
+              `h${Math.max(1, Math.min(6, block.level + (options.headingOffset | 0)))}`,
+              blockDir,
+            )
           : kind === 'list-item' || kind === 'heading'
             ? fragment()
-            : element('p');
+            : element('p', blockDir);
       renderInline(words, node, protocols);
     }
     plain ??= plainTextOf(node);
