@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterable, Iterator
@@ -199,6 +200,31 @@ def agent_texts(widget) -> list[str]:
     return agent_turns(widget).locator(".turn__body").evaluate_all("(nodes) => nodes.map((n) => n.textContent)")
 
 
+def waiting_in_line(embed, server):
+    """The visitor opens the panel and asks for a person (nobody else waiting): the widget and
+    its conversation id once "You're next" is said."""
+    widget = embed(server)
+    widget.open()
+    talk_to_a_person(widget)
+    widget.wait_for_announcement(HANDOFF["queuedNext"])
+    cid, _ = conversation_of(widget)
+    return widget, cid
+
+
+def joined_by(agent, widget, cid: str) -> None:
+    """`agent` claims the conversation and the visitor hears them join."""
+    agent.claim(cid)
+    widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+
+
+def wait_until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def handoff_server(chat_server_factory):
     return chat_server_factory(**HANDOFF_SETTINGS)
@@ -292,27 +318,12 @@ def test_visitor_talks_to_a_person_exactly_through_a_dropped_stream_and_back(emb
     assert states == ["queued", "assigned", "none"], states
 
 
-def wait_until(condition, timeout: float = 10.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
-
-
 def test_a_reload_during_a_handoff_resumes_it_quietly(embed, handoff_server, page):
     server = handoff_server
     agent = Agent(server)
     agent.present()
-    widget = embed(server)
-    widget.open()
-    talk_to_a_person(widget)
-    widget.wait_for_announcement(HANDOFF["queuedNext"])
-    cid, _ = conversation_of(widget)
-    agent.claim(cid)
-    widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+    widget, cid = waiting_in_line(embed, server)
+    joined_by(agent, widget, cid)
     widget.send("First, to Ana.")
     wait_until(lambda: agent.visitor_messages(cid) == ["First, to Ana."])
     agent.say(cid, "Hello from Ana.")
@@ -361,11 +372,7 @@ def test_a_resume_after_eviction_shows_the_snapshot_once(embed, chat_server_fact
     agent = Agent(server)
     agent.present()
     cutter = StreamCutter(server)
-    widget = embed(server)
-    widget.open()
-    talk_to_a_person(widget)
-    widget.wait_for_announcement(HANDOFF["queuedNext"])
-    cid, _ = conversation_of(widget)
+    widget, cid = waiting_in_line(embed, server)
     agent.claim(cid)
     agent.say(cid, "First.")
     expect(agent_turns(widget)).to_have_count(1)
@@ -390,13 +397,8 @@ def test_an_agent_who_lapses_sends_the_visitor_back_in_line(embed, chat_server_f
     server = chat_server_factory(**HANDOFF_SETTINGS, AGENT_GRACE_SECONDS=0.5)
     agent = Agent(server)
     agent.present()
-    widget = embed(server)
-    widget.open()
-    talk_to_a_person(widget)
-    widget.wait_for_announcement(HANDOFF["queuedNext"])
-    cid, _ = conversation_of(widget)
-    agent.claim(cid)
-    widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+    widget, cid = waiting_in_line(embed, server)
+    joined_by(agent, widget, cid)
     # The console is gone past the grace period: the claim is released (as the queue poll or
     # a stream's housekeeping would) and the visitor is told once, still in line.
     wait_until(lambda: agent.service.release_lapsed() == 1)
@@ -541,13 +543,8 @@ def test_a_handoff_across_two_servers_on_redis(embed, handoff_cluster, request):
     agent = HttpAgent(handoff_cluster.url, "ana", CLUSTER_PASSWORD)
     request.addfinalizer(agent.http.close)
     agent.present()
-    widget = embed(handoff_cluster)
-    widget.open()
-    talk_to_a_person(widget)
-    widget.wait_for_announcement(HANDOFF["queuedNext"])
-    cid, _ = conversation_of(widget)
-    agent.claim(cid)
-    widget.wait_for_announcement(fmt(HANDOFF["assigned"], agent="Ana"))
+    widget, cid = waiting_in_line(embed, handoff_cluster)
+    joined_by(agent, widget, cid)
     widget.send("Hello from the visitor.")
     wait_until(lambda: agent.visitor_messages(cid) == ["Hello from the visitor."])
     agent.say(cid, MESSAGES[0])
