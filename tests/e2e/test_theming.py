@@ -15,6 +15,8 @@ from playwright.sync_api import expect
 
 from widget_server import theme
 
+pytestmark = pytest.mark.e2e
+
 # Ten of the forty-eight: a pure hue, brand colours, a pastel, near-white, near-black, a grey.
 BROWSER_COLOURS = {
     "yellow": "yellow",
