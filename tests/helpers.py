@@ -238,3 +238,19 @@ def assert_json_error(response: httpx.Response, status: int, code: str | None = 
     if code is not None:
         assert error["code"] == code, body
     return body
+
+
+def assert_completed(result: StreamResult) -> StreamResult:
+    """A stream that answered 200 and completed, its events well formed and its digest right."""
+    assert result.status == 200, result.json
+    assert_sound_events(result)
+    assert result.kinds[0] == "message.started" and result.kinds[-1] == "message.completed", result.kinds
+    assert_digest(result.payloads[-1], result.text)
+    return result
+
+
+def message_state(chat: ChatClient, message_id: str) -> str:
+    """The message's state as `GET …/messages/{id}` reports it."""
+    response = chat.http.get(f"{chat.messages_url()}/{message_id}", headers=chat.auth)
+    assert response.status_code == 200, response.text
+    return str(response.json()["state"])

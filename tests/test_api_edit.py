@@ -13,32 +13,25 @@ import threading
 
 import pytest
 
-from .helpers import ChatClient, StreamResult, assert_digest, assert_json_error, assert_sound_events, wait_until
+from .helpers import (
+    ChatClient,
+    assert_completed,
+    assert_json_error,
+    assert_sound_events,
+    message_state,
+    wait_until,
+)
 from .revision_support import edit, history_ids, listed, regenerate, scripted
-
-
-def _completed(result: StreamResult) -> StreamResult:
-    assert result.status == 200, result.json
-    assert_sound_events(result)
-    assert result.kinds[0] == "message.started" and result.kinds[-1] == "message.completed", result.kinds
-    assert_digest(result.payloads[-1], result.text)
-    return result
-
-
-def _state(chat: ChatClient, message_id: str) -> str:
-    response = chat.http.get(f"{chat.messages_url()}/{message_id}", headers=chat.auth)
-    assert response.status_code == 200, response.text
-    return response.json()["state"]
 
 
 def test_edit_replaces_the_last_turn_and_streams_its_new_answer(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    first = _completed(chat.send("q1", "r1"))
-    second = _completed(chat.send("q2", "r2"))
+    first = assert_completed(chat.send("q1", "r1"))
+    second = assert_completed(chat.send("q2", "r2"))
     user_ids = history_ids(chat)[0::2]
 
-    new = _completed(edit(chat, user_ids[1], "r3", "q2, better put"))
+    new = assert_completed(edit(chat, user_ids[1], "r3", "q2, better put"))
 
     assert new.message_id not in (first.message_id, second.message_id)
     assert new.text == "q2, better put #3."
@@ -54,9 +47,9 @@ def test_edit_replaces_the_last_turn_and_streams_its_new_answer(live_server, cha
     assert ids[:2] == [user_ids[0], first.message_id] and ids[3] == new.message_id
     assert ids[2] not in user_ids and ids[2].startswith("u_")  # the edited turn has its own id
     # The old answer stays in the store (diagnostics), ended as it was.
-    assert _state(chat, second.message_id) == "completed"
+    assert message_state(chat, second.message_id) == "completed"
     # The next turn's backend sees the edited pair, never the old one.
-    _completed(chat.send("q3", "r4"))
+    assert_completed(chat.send("q3", "r4"))
     assert backend.turns[-1].history == [
         ("user", "q1"),
         ("assistant", "q1 #1."),
@@ -69,12 +62,12 @@ def test_edit_replaces_the_last_turn_and_streams_its_new_answer(live_server, cha
 def test_an_edited_turn_may_be_edited_and_regenerated_again(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
-    edited = _completed(edit(chat, history_ids(chat)[0], "r2", "q1b"))
-    regenerated = _completed(regenerate(chat, edited.message_id, "r3"))
+    assert_completed(chat.send("q1", "r1"))
+    edited = assert_completed(edit(chat, history_ids(chat)[0], "r2", "q1b"))
+    regenerated = assert_completed(regenerate(chat, edited.message_id, "r3"))
     # A regenerate keeps the user turn, so the edited turn's id still names the last message.
     assert history_ids(chat)[1] == regenerated.message_id
-    again = _completed(edit(chat, history_ids(chat)[0], "r4", "q1c"))
+    again = assert_completed(edit(chat, history_ids(chat)[0], "r4", "q1c"))
     assert backend.turns[-1].history == []
     assert listed(chat) == [("user", "q1c", "completed"), ("assistant", "q1c #4.", "completed")]
     assert history_ids(chat)[1] == again.message_id
@@ -83,10 +76,10 @@ def test_an_edited_turn_may_be_edited_and_regenerated_again(live_server, chat_fa
 def test_a_retry_with_the_same_request_id_streams_the_same_answer_and_starts_nothing(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q1", "r1"))
     user_id = history_ids(chat)[0]
-    first = _completed(edit(chat, user_id, "edit-1", "q1b"))
-    retry = _completed(edit(chat, user_id, "edit-1", "q1b"))
+    first = assert_completed(edit(chat, user_id, "edit-1", "q1b"))
+    retry = assert_completed(edit(chat, user_id, "edit-1", "q1b"))
     assert retry.message_id == first.message_id
     assert retry.payloads == first.payloads
     assert backend.runs == 2
@@ -101,8 +94,8 @@ def test_a_retry_with_the_same_request_id_streams_the_same_answer_and_starts_not
 def test_only_the_last_user_message_may_be_edited(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
-    _completed(chat.send("q2", "r2"))
+    assert_completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q2", "r2"))
     refused = edit(chat, history_ids(chat)[0], "r3", "q1b")
     assert refused.status == 409 and refused.json["error"]["code"] == "not_last_message"
     assert backend.runs == 2 and len(listed(chat)) == 4
@@ -118,15 +111,15 @@ def test_a_message_whose_answer_is_still_generating_cannot_be_edited(live_server
     refused = edit(chat, user_id, "r2", "q1b")
     assert refused.status == 409 and refused.json["error"]["code"] == "message_not_finished"
     backend.gate.set()
-    assert wait_until(lambda: _state(chat, running.message_id) == "completed")
-    _completed(edit(chat, user_id, "r2", "q1b"))
+    assert wait_until(lambda: message_state(chat, running.message_id) == "completed")
+    assert_completed(edit(chat, user_id, "r2", "q1b"))
     assert backend.runs == 2
 
 
 def test_the_new_answer_resumes_like_any_answer(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q1", "r1"))
     backend.gate = threading.Event()
     cut = edit(chat, history_ids(chat)[0], "r2", "q1b", max_events=2)
     assert cut.kinds == ["message.started", "text.delta"]
@@ -141,9 +134,9 @@ def test_the_new_answer_resumes_like_any_answer(live_server, chat_factory):
 def test_an_unknown_or_foreign_message_is_not_found(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    answer = _completed(chat.send("q1", "r1"))
+    answer = assert_completed(chat.send("q1", "r1"))
     other = chat_factory(live_server)
-    _completed(other.send("q2", "r1"))
+    assert_completed(other.send("q2", "r1"))
     theirs = history_ids(other)[0]
     # Another conversation's user message, an unknown one, and an answer (not a user message).
     for message_id in (theirs, "u_unknown000000000000", answer.message_id):
@@ -157,7 +150,7 @@ def test_an_unknown_or_foreign_message_is_not_found(live_server, chat_factory):
 def test_without_the_conversation_token_nothing_is_found(live_server, chat_factory, token):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q1", "r1"))
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = chat.http.post(
         f"{chat.messages_url()}/{history_ids(chat)[0]}/edit", json={"request_id": "r2", "text": "x"}, headers=headers
@@ -181,7 +174,7 @@ def test_without_the_conversation_token_nothing_is_found(live_server, chat_facto
 def test_the_text_follows_a_sends_rules(live_server, chat_factory, body, status, code):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q1", "r1"))
     user_id = history_ids(chat)[0]
     response = chat.http.post(f"{chat.messages_url()}/{user_id}/edit", json=body, headers=chat.auth)
     assert_json_error(response, status, code)
@@ -195,7 +188,7 @@ def test_the_text_follows_a_sends_rules(live_server, chat_factory, body, status,
 def test_lone_surrogates_in_the_text_are_replaced_as_in_a_send(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    _completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q1", "r1"))
     user_id = history_ids(chat)[0]
     response = chat.stream(
         "POST",
@@ -203,7 +196,7 @@ def test_lone_surrogates_in_the_text_are_replaced_as_in_a_send(live_server, chat
         content=b'{"request_id": "r2", "text": "a\\ud800b"}',
         headers={"Content-Type": "application/json"},
     )
-    _completed(response)
+    assert_completed(response)
     assert backend.turns[-1].text == "a\ufffdb"
     assert listed(chat)[0] == ("user", "a\ufffdb", "completed")
 
@@ -226,8 +219,8 @@ def test_edit_spends_the_conversations_message_quota(live_server_factory, chat_f
     chat.http.headers["X-Forwarded-For"] = f"10.{random.randrange(256)}.{random.randrange(256)}.9"
     chat.new_conversation()
     try:
-        _completed(chat.send("q1", "r1"))
-        _completed(edit(chat, history_ids(chat)[0], "r2", "q1b"))
+        assert_completed(chat.send("q1", "r1"))
+        assert_completed(edit(chat, history_ids(chat)[0], "r2", "q1b"))
         refused = edit(chat, history_ids(chat)[0], "r3", "q1c")
         assert refused.status == 429
         assert refused.json["error"]["details"]["limit"] == "messages_conversation"

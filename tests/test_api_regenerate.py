@@ -12,32 +12,26 @@ import threading
 
 import pytest
 
-from .helpers import ChatClient, StreamResult, assert_digest, assert_json_error, assert_sound_events, wait_until
+from .helpers import (
+    ChatClient,
+    StreamResult,
+    assert_completed,
+    assert_json_error,
+    assert_sound_events,
+    message_state,
+    wait_until,
+)
 from .revision_support import edit, history_ids, listed, regenerate, same_conversation, scripted
-
-
-def _completed(result: StreamResult) -> StreamResult:
-    assert result.status == 200, result.json
-    assert_sound_events(result)
-    assert result.kinds[0] == "message.started" and result.kinds[-1] == "message.completed", result.kinds
-    assert_digest(result.payloads[-1], result.text)
-    return result
-
-
-def _state(chat: ChatClient, message_id: str) -> str:
-    response = chat.http.get(f"{chat.messages_url()}/{message_id}", headers=chat.auth)
-    assert response.status_code == 200, response.text
-    return response.json()["state"]
 
 
 def test_regenerate_streams_a_new_answer_that_replaces_the_old_one(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    first = _completed(chat.send("q1", "r1"))
-    second = _completed(chat.send("q2", "r2"))
+    first = assert_completed(chat.send("q1", "r1"))
+    second = assert_completed(chat.send("q2", "r2"))
     user_ids = history_ids(chat)[0::2]
 
-    new = _completed(regenerate(chat, second.message_id, "r3"))
+    new = assert_completed(regenerate(chat, second.message_id, "r3"))
 
     assert new.message_id != second.message_id
     assert new.text == "q2 #3."
@@ -56,10 +50,10 @@ def test_regenerate_streams_a_new_answer_that_replaces_the_old_one(live_server, 
     ]
     assert history_ids(chat) == [user_ids[0], first.message_id, user_ids[1], new.message_id]
     # The old answer stays in the store (diagnostics), ended as it was.
-    assert _state(chat, second.message_id) == "completed"
+    assert message_state(chat, second.message_id) == "completed"
 
     # The next turn's backend sees the new answer, never the old one.
-    _completed(chat.send("q3", "r4"))
+    assert_completed(chat.send("q3", "r4"))
     assert backend.turns[-1].history == [
         ("user", "q1"),
         ("assistant", "q1 #1."),
@@ -72,9 +66,9 @@ def test_regenerate_streams_a_new_answer_that_replaces_the_old_one(live_server, 
 def test_regenerate_twice_keeps_one_answer_in_the_history(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    only = _completed(chat.send("q1", "r1"))
-    again = _completed(regenerate(chat, only.message_id, "r2"))
-    third = _completed(regenerate(chat, again.message_id, "r3"))
+    only = assert_completed(chat.send("q1", "r1"))
+    again = assert_completed(regenerate(chat, only.message_id, "r2"))
+    third = assert_completed(regenerate(chat, again.message_id, "r3"))
     assert backend.turns[-1].history == []  # the only turn is the one being answered
     assert listed(chat) == [("user", "q1", "completed"), ("assistant", "q1 #3.", "completed")]
     assert history_ids(chat)[1] == third.message_id
@@ -86,9 +80,9 @@ def test_regenerate_twice_keeps_one_answer_in_the_history(live_server, chat_fact
 def test_a_retry_with_the_same_request_id_streams_the_same_answer_and_starts_nothing(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
-    first = _completed(regenerate(chat, old.message_id, "regen-1"))
-    retry = _completed(regenerate(chat, old.message_id, "regen-1"))
+    old = assert_completed(chat.send("q1", "r1"))
+    first = assert_completed(regenerate(chat, old.message_id, "regen-1"))
+    retry = assert_completed(regenerate(chat, old.message_id, "regen-1"))
 
     assert retry.message_id == first.message_id
     assert retry.payloads == first.payloads  # the same log replayed: same seqs, same digest
@@ -99,7 +93,7 @@ def test_a_retry_with_the_same_request_id_streams_the_same_answer_and_starts_not
 def test_concurrent_retries_run_the_backend_once(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     twin = same_conversation(chat)
     barrier = threading.Barrier(2)
     results: dict[str, StreamResult] = {}
@@ -121,7 +115,7 @@ def test_concurrent_retries_run_the_backend_once(live_server, chat_factory):
     finally:
         twin.close()
     assert not errors, errors
-    a, b = _completed(results["a"]), _completed(results["b"])
+    a, b = assert_completed(results["a"]), assert_completed(results["b"])
     assert a.message_id == b.message_id and a.text == b.text == "q1 #2."
     assert backend.runs == 2
 
@@ -140,7 +134,7 @@ def test_racing_regenerates_with_different_request_ids_replace_the_turn_once(
         else [scripted(s) for s in (first_server, second_server)]
     )
     chat = chat_factory(first_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     twin = same_conversation(chat, second_server.url)
     barrier = threading.Barrier(2)
     results: dict[str, StreamResult] = {}
@@ -167,7 +161,7 @@ def test_racing_regenerates_with_different_request_ids_replace_the_turn_once(
     winner = next(r for r in results.values() if r.status == 200)
     loser = next(r for r in results.values() if r.status == 409)
     assert loser.json["error"]["code"] == "not_last_answer"
-    _completed(winner)
+    assert_completed(winner)
     assert sum(backend.runs for backend in backends) == 2
     assert history_ids(chat)[1] == winner.message_id
 
@@ -175,11 +169,11 @@ def test_racing_regenerates_with_different_request_ids_replace_the_turn_once(
 def test_a_request_id_used_for_another_request_is_a_conflict(live_server, chat_factory):
     scripted(live_server)
     chat = chat_factory(live_server)
-    first = _completed(chat.send("q1", "r1"))
+    first = assert_completed(chat.send("q1", "r1"))
     # A send's request id is not a regenerate's.
     reused = regenerate(chat, first.message_id, "r1")
     assert reused.status == 409 and reused.json["error"]["code"] == "request_id_conflict"
-    new = _completed(regenerate(chat, first.message_id, "regen"))
+    new = assert_completed(regenerate(chat, first.message_id, "regen"))
     # Nor is it an edit's, or a send's, afterwards.
     user_id = history_ids(chat)[0]
     assert edit(chat, user_id, "regen", "q1").json["error"]["code"] == "request_id_conflict"
@@ -190,8 +184,8 @@ def test_a_request_id_used_for_another_request_is_a_conflict(live_server, chat_f
 def test_only_the_last_answer_may_be_regenerated(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    first = _completed(chat.send("q1", "r1"))
-    _completed(chat.send("q2", "r2"))
+    first = assert_completed(chat.send("q1", "r1"))
+    assert_completed(chat.send("q2", "r2"))
     refused = regenerate(chat, first.message_id, "r3")
     assert refused.status == 409 and refused.json["error"]["code"] == "not_last_answer"
     assert "last answer" in refused.json["error"]["message"]
@@ -207,8 +201,8 @@ def test_an_answer_still_generating_cannot_be_regenerated(live_server, chat_fact
     refused = regenerate(chat, running.message_id, "r2")
     assert refused.status == 409 and refused.json["error"]["code"] == "message_not_finished"
     backend.gate.set()
-    assert wait_until(lambda: _state(chat, running.message_id) == "completed")
-    _completed(regenerate(chat, running.message_id, "r2"))
+    assert wait_until(lambda: message_state(chat, running.message_id) == "completed")
+    assert_completed(regenerate(chat, running.message_id, "r2"))
     assert backend.runs == 2
 
 
@@ -219,7 +213,7 @@ def test_a_failed_or_cancelled_answer_may_be_regenerated(live_server, chat_facto
     failed = chat.send("q1", "r1")
     assert failed.kinds[-1] == "message.failed"
     assert listed(chat) == []  # a failed turn is never listed
-    new = _completed(regenerate(chat, failed.message_id, "r2"))
+    new = assert_completed(regenerate(chat, failed.message_id, "r2"))
     assert new.text == "q1 #2."
     assert listed(chat) == [("user", "q1", "completed"), ("assistant", "q1 #2.", "completed")]
 
@@ -229,7 +223,7 @@ def test_a_regenerate_that_fails_leaves_the_old_answer_listed(live_server, chat_
     turn stays as it was, as a failed send leaves the history as it was."""
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     backend.fail_next = True
     failed = regenerate(chat, old.message_id, "r2")
     assert failed.kinds[-1] == "message.failed"
@@ -237,7 +231,7 @@ def test_a_regenerate_that_fails_leaves_the_old_answer_listed(live_server, chat_
     assert history_ids(chat)[1] == old.message_id
     # The old answer is the last listed one again: it may be regenerated once more, and
     # then the failed one has a later listed turn.
-    again = _completed(regenerate(chat, old.message_id, "r3"))
+    again = assert_completed(regenerate(chat, old.message_id, "r3"))
     assert backend.turns[-1].history == []
     assert listed(chat) == [("user", "q1", "completed"), ("assistant", "q1 #3.", "completed")]
     assert history_ids(chat)[1] == again.message_id
@@ -247,22 +241,22 @@ def test_a_regenerate_that_fails_leaves_the_old_answer_listed(live_server, chat_
 def test_regenerating_a_failed_replacement_replaces_the_whole_turn(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     backend.fail_next = True
     failed = regenerate(chat, old.message_id, "r2")
     assert failed.kinds[-1] == "message.failed"
-    last = _completed(regenerate(chat, failed.message_id, "r3"))
+    last = assert_completed(regenerate(chat, failed.message_id, "r3"))
     assert backend.turns[-1].history == []  # neither the old answer nor the failed one
     assert listed(chat) == [("user", "q1", "completed"), ("assistant", "q1 #3.", "completed")]
     assert history_ids(chat)[1] == last.message_id
-    _completed(chat.send("q2", "r4"))
+    assert_completed(chat.send("q2", "r4"))
     assert backend.turns[-1].history == [("user", "q1"), ("assistant", "q1 #3.")]
 
 
 def test_the_new_answer_resumes_like_any_answer(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     backend.gate = threading.Event()
     cut = regenerate(chat, old.message_id, "r2", max_events=2)  # the connection drops after 2 events
     assert cut.kinds == ["message.started", "text.delta"]
@@ -283,9 +277,9 @@ def test_the_new_answer_resumes_like_any_answer(live_server, chat_factory):
 def test_an_unknown_or_foreign_message_is_not_found(live_server, chat_factory):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    mine = _completed(chat.send("q1", "r1"))
+    mine = assert_completed(chat.send("q1", "r1"))
     other = chat_factory(live_server)
-    theirs = _completed(other.send("q2", "r1"))
+    theirs = assert_completed(other.send("q2", "r1"))
     user_id = history_ids(chat)[0]
     for message_id in (theirs.message_id, "m_unknown000000000000", user_id):
         result = regenerate(chat, message_id, f"r-{message_id}")
@@ -303,7 +297,7 @@ def test_an_unknown_or_foreign_message_is_not_found(live_server, chat_factory):
 def test_without_the_conversation_token_nothing_is_found(live_server, chat_factory, token):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = chat.http.post(
         f"{chat.messages_url()}/{old.message_id}/regenerate", json={"request_id": "r2"}, headers=headers
@@ -326,7 +320,7 @@ def test_without_the_conversation_token_nothing_is_found(live_server, chat_facto
 def test_a_malformed_body_is_refused_before_anything_starts(live_server, chat_factory, body, status, code):
     backend = scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     response = chat.http.post(f"{chat.messages_url()}/{old.message_id}/regenerate", json=body, headers=chat.auth)
     assert_json_error(response, status, code)
     assert backend.runs == 1 and history_ids(chat)[1] == old.message_id
@@ -335,7 +329,7 @@ def test_a_malformed_body_is_refused_before_anything_starts(live_server, chat_fa
 def test_a_body_that_is_not_json_is_refused(live_server, chat_factory):
     scripted(live_server)
     chat = chat_factory(live_server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     response = chat.http.post(
         f"{chat.messages_url()}/{old.message_id}/regenerate",
         content=b"request_id=r2",
@@ -350,7 +344,7 @@ def test_faults_apply_as_to_a_send(live_server_factory, chat_factory):
     server = live_server_factory()
     scripted(server)
     chat = chat_factory(server)
-    old = _completed(chat.send("q1", "r1"))
+    old = assert_completed(chat.send("q1", "r1"))
     refused = regenerate(chat, old.message_id, "r2", headers={"X-Chat-Faults": "drop-after=1"})
     assert refused.status == 403 and refused.json["error"]["code"] == "faults_disabled"
     assert history_ids(chat)[1] == old.message_id
@@ -358,10 +352,10 @@ def test_faults_apply_as_to_a_send(live_server_factory, chat_factory):
     faulty_server = live_server_factory(FAULTS=True)
     scripted(faulty_server)
     faulty = chat_factory(faulty_server)
-    old = _completed(faulty.send("q1", "r1"))
+    old = assert_completed(faulty.send("q1", "r1"))
     dropped = regenerate(faulty, old.message_id, "r2", headers={"X-Chat-Faults": "drop-after=1"})
     assert dropped.kinds == ["message.started"]  # cut without a terminal event: the client resumes
-    assert wait_until(lambda: _state(faulty, dropped.message_id) == "completed")
+    assert wait_until(lambda: message_state(faulty, dropped.message_id) == "completed")
     rest = faulty.resume(dropped.message_id, dropped.events[-1].id)
     assert rest.kinds[-1] == "message.completed" and rest.text == "q1 #2."
 
@@ -385,8 +379,8 @@ def test_regenerate_spends_the_conversations_message_quota(live_server_factory, 
     chat.http.headers["X-Forwarded-For"] = f"10.{random.randrange(256)}.{random.randrange(256)}.7"
     chat.new_conversation()
     try:
-        old = _completed(chat.send("q1", "r1"))
-        new = _completed(regenerate(chat, old.message_id, "r2"))
+        old = assert_completed(chat.send("q1", "r1"))
+        new = assert_completed(regenerate(chat, old.message_id, "r2"))
         refused = regenerate(chat, new.message_id, "r3")
         assert refused.status == 429
         assert refused.json["error"]["code"] == "rate_limited"
