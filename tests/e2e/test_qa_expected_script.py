@@ -25,7 +25,7 @@ from .expected_script import ExpectedScripts, script_page_steps
 
 pytestmark = pytest.mark.e2e
 
-WIDGET = {lang: ui_strings()[lang] for lang in ("en", "es")}
+WIDGET = {lang: ui_strings()[lang] for lang in ("en", "es", "ar", "he")}
 QA_STRINGS = {
     lang: json.loads((REPO_ROOT / "static" / "qa" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
     for lang in ("en", "es")
@@ -167,6 +167,25 @@ def test_sentences_follow_the_browsers_rules(expected):
     assert split("End. 12 apples.") == ["End. 12 apples."]
 
 
+@pytest.mark.parametrize(
+    ("lang", "text", "sentences"),
+    [
+        # ؟ (U+061F) and ۔ (U+06D4) end a sentence, the Arabic comma ، does not (UAX #29).
+        ("ar", "ما هذا؟ هذا سطر، وفيه فاصلة. انتهى!", ["ما هذا؟", "هذا سطر، وفيه فاصلة.", "انتهى!"]),
+        ("ar", "هذا سطر۔ استخدم Python 3. ثم اكتب.", ["هذا سطر۔", "استخدم Python 3.", "ثم اكتب."]),
+        ("ar", "الإصدار 3.14 جديد. انتظر… ثم اذهب.", ["الإصدار 3.14 جديد.", "انتظر… ثم اذهب."]),
+        ("he", "מה זה? זו שורה, עם פסיק. סוף!", ["מה זה?", "זו שורה, עם פסיק.", "סוף!"]),
+        ("he", "הגרסה 3.14 חדשה. The model is new. כן.", ["הגרסה 3.14 חדשה.", "The model is new.", "כן."]),
+    ],
+)
+def test_sentences_in_arabic_and_hebrew(expected, lang, text, sentences):
+    assert expected.sentences_of_plain_text(text, lang) == sentences
+    # Through the renderer, with the language's summaries: a two-line code block in Arabic.
+    code = "```\na\nb\n```\n"
+    summary = {"ar": "كتلة برمجية، سطران.", "he": "קטע קוד, שתי שורות."}[lang]
+    assert expected.sentences_of(f"{text}\n\n{code}", lang) == [*sentences, summary]
+
+
 def test_sentences_of_is_plain_blocks_split(expected):
     text = "Para one. Para two.\n\n- item\n"
     assert expected.sentences_of(text, "en") == ["Para one.", "Para two.", "item"]
@@ -212,9 +231,9 @@ def test_hang_fails_at_the_time_limit_after_its_sentence(expected, module_page, 
     )
 
 
-def test_every_scenario_has_a_script_in_both_languages(expected):
+def test_every_scenario_has_a_script_in_each_language(expected):
     for name in SCENARIOS:
-        for lang in ("en", "es"):
+        for lang in ("en", "es", "ar", "he"):
             script = expected.scenario_script(name, lang)
             assert script["generating"] == WIDGET[lang]["generating"]
             assert script["sentences"], name

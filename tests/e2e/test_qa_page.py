@@ -421,7 +421,7 @@ PLAIN_JS = """async ([url, texts, t, lang]) => {
 }"""
 
 
-@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("lang", ["en", "es", "ar", "he"])
 def test_expected_plain_text_and_sentences_match_the_panels_renderer(page: Page, qa_server, lang):
     """static/qa/expected.js's blocks and sentences, against markdown.js and Intl.Segmenter used directly."""
     texts = {f"scenario:{name}": scenario_answer(name).text for name in SCENARIOS if name != "bulk"}
