@@ -15,7 +15,9 @@ FIRST_OPEN_BUDGET = 30 * 1024
 
 # A static import or re-export, as written (`import { x } from './chat.js';`) or minified
 # (`import{x as y}from"./chat.js";`); not a dynamic `import('./x.js')`, which is lazy.
-_IMPORT = re.compile(r"""(?:^|[;}\s])(?:import|export)\s*(?:[^'"();]*?\sfrom\s*|[^'"();]*?\}from|\*\s*from)?\s*['"](\./[^'"]+)['"]""")
+_IMPORT = re.compile(
+    r"""(?:^|[;}\s])(?:import|export)\s*(?:[^'"();]*?\sfrom\s*|[^'"();]*?\}from|\*\s*from)?\s*['"](\./[^'"]+)['"]"""
+)
 _ASSET = re.compile(r"""(?:href|src)="(/static/[^"]+)\"""")
 
 

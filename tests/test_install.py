@@ -198,7 +198,13 @@ def _wait_for_open_streams(url: str, expected: int, timeout: float = 5.0) -> int
 def test_wheel_carries_the_static_files_templates_and_data(installed):
     with zipfile.ZipFile(installed.wheel) as wheel:
         names = set(wheel.namelist())
-    for path in ("static/site.css", "static/widget.js", "static/min/widget.js", "templates/index.html", "templates/panel.html"):
+    for path in (
+        "static/site.css",
+        "static/widget.js",
+        "static/min/widget.js",
+        "templates/index.html",
+        "templates/panel.html",
+    ):
         assert f"widget_server/{path}" in names, sorted(names)
         assert (REPO_ROOT / path).is_file()
     assert "widget_server/data/seed_answers.json" in names
