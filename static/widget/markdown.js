@@ -453,8 +453,7 @@ export function createMarkdownView(root, options = {}) {
     for (const item of path) {
       const list = item.list;
       if (!list.element) {
-        const start =
-          list.ordered && list.start !== 1 ? { ...blockDir, start: list.start } : blockDir;
+        const start = list.ordered && list.start !== 1 && { start: list.start };
         list.element = element(list.ordered ? 'ol' : 'ul', start);
         attach(list, parent);
       }

@@ -229,7 +229,7 @@ def test_A68_each_block_and_the_visitors_message_take_their_own_direction(embed)
     answer(widget, MIXED_ANSWER)
     body = widget.last_answer().locator(".turn__body")
     blocks = body.evaluate(
-        """b => Array.from(b.querySelectorAll('p, li, ul, h3, h4, h5, th, td, pre'), (n) => ({
+        """b => Array.from(b.querySelectorAll('p, li, h3, h4, h5, th, td, pre'), (n) => ({
             tag: n.localName, dir: n.getAttribute('dir'), text: n.textContent.trim(),
             direction: getComputedStyle(n).direction }))"""
     )
@@ -244,6 +244,10 @@ def test_A68_each_block_and_the_visitors_message_take_their_own_direction(embed)
     assert by_text["An English item"]["direction"] == "ltr"
     assert by_text["Column"]["direction"] == "ltr" and by_text["العمود"]["direction"] == "rtl"
     assert by_text["print('hi')"]["direction"] == "ltr"  # code reads left to right
+    # The list keeps the panel's direction; the English item has room for its marker on its left.
+    english_item = body.locator("li", has_text="An English item")
+    assert english_item.evaluate("li => getComputedStyle(li.parentNode).direction") == "rtl"
+    assert english_item.evaluate("li => parseFloat(getComputedStyle(li).marginLeft)") >= 16
     # The visitor's own message: dir=auto; this one starts with Latin letters ("/echo …").
     message = widget.turns.first.locator(".turn__body")
     expect(message).to_have_attribute("dir", "auto")
@@ -252,6 +256,24 @@ def test_A68_each_block_and_the_visitors_message_take_their_own_direction(embed)
     widget.wait_until_complete()
     mine = widget.frame.locator("[data-chat-transcript] > li.turn--user").last.locator(".turn__body")
     assert mine.evaluate("n => getComputedStyle(n).direction") == "rtl"
+    # A message of two lines, English then Arabic: each line starts on its own side.
+    widget.input.fill("An English line.\nسطر عربي.")
+    widget.input.press("Enter")
+    widget.wait_until_complete()
+    mine = widget.frame.locator("[data-chat-transcript] > li.turn--user").last.locator(".turn__body")
+    english_gap, arabic_gap = mine.evaluate(
+        """p => {
+            const text = p.firstChild, cut = text.data.indexOf('\\n'), block = p.getBoundingClientRect();
+            const rect = (from, to) => {
+                const range = document.createRange();
+                range.setStart(text, from);
+                range.setEnd(text, to);
+                return range.getBoundingClientRect();
+            };
+            return [rect(0, cut).left - block.left, block.right - rect(cut + 1, text.data.length).right];
+        }"""
+    )
+    assert abs(english_gap) <= 1 and abs(arabic_gap) <= 1, (english_gap, arabic_gap)
     # Model text is never markup: an Arabic "<b>" stays text.
     answer(widget, "نص <b>ليس</b> عريضًا.")
     assert widget.last_answer().locator(".turn__body b").count() == 0
