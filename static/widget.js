@@ -54,17 +54,14 @@
   const themeOption = (name, fallback) => option(name, THEME[name] || fallback);
   const warn = (message) => console.warn(`chat widget: ${message}`);
   // The accent as the browser reads CSS colours: a canvas turns any colour it accepts into
-  // #rrggbb (rgba() when translucent) and keeps its previous value for anything else, so two
-  // different previous values tell a colour from a non-colour. The server gets #rrggbb.
+  // #rrggbb (rgba() when translucent) and keeps its previous value for anything else (a
+  // sentinel no site picks). The server gets #rrggbb.
   const accentOption = themeOption('accent', '');
   const paint = document.createElement('canvas').getContext('2d');
-  const parse = (previous) => {
-    paint.fillStyle = previous;
-    paint.fillStyle = accentOption;
-    return paint.fillStyle;
-  };
-  let accent = parse('#000');
-  if (accent !== parse('#fff') || accent[0] !== '#') {
+  paint.fillStyle = '#010203';
+  paint.fillStyle = accentOption;
+  let accent = paint.fillStyle;
+  if (accent === '#010203' || accent[0] !== '#') {
     if (accentOption) warn(`data-accent "${accentOption}" ignored: not an opaque CSS colour`);
     accent = '#0b57d0';
   }
@@ -83,15 +80,16 @@
   // panel: below 0.2022), the panel uses a shade of the same hue that passes and its console
   // names it (theme.py adjust_for_contrast). With `auto`, the dark scheme's shade is expected.
   if (accent !== '#0b57d0' && (dark ? luminance < 0.2022 : luminance > 0.1833))
-    warn(`accent ${accent} is under 4.5:1 on the panel (WCAG 2.2): a shade that passes is used`);
+    warn(`accent ${accent} has under 4.5:1 on the panel (WCAG 2.2): a passing shade is used`);
   let size = ['none', 'small', 'medium', 'large'].indexOf(themeOption('radius', 'medium'));
   if (size < 0) size = 2;
-  // Quotes dropped: a font list is names, commas and spaces; anything else keeps the system font.
-  const font = themeOption('font', 'system').replace(/["']/g, '');
-  const fontFamily = `${/^[\w ,.-]+$/.test(font) && font !== 'system' ? `${font},` : ''}system-ui,sans-serif`;
-  const zIndex = themeOption('zIndex', '');
-  const layer = /^\d{1,10}$/.test(zIndex) && zIndex <= 2147483647 ? zIndex : 2147483000;
-  const launcherText = themeOption('launcherLabel', strings.launcher).slice(0, 40);
+  // Quotes dropped: a font list is names, commas and spaces; anything else (or "system", a name
+  // no font has) leaves the system fonts.
+  const font = themeOption('font', '').replace(/["']/g, '');
+  const fontFamily = `${/^[\w ,.-]+$/.test(font) ? `${font},` : ''}system-ui,sans-serif`;
+  // An integer, else the default (CSS clamps one beyond 2147483647).
+  const layer = parseInt(themeOption('zIndex', ''), 10) || 2147483000;
+  const launcherText = themeOption('launcherLabel', strings.launcher);
   // Drawn by CSS (.icon-chat, .icon-help below): no markup, nothing for Trusted Types to check.
   const icon = themeOption('launcherIcon', 'chat');
   const targetSelector = option('target', '');
@@ -168,14 +166,14 @@
     ':host{all:initial}' +
     `.launcher{position:fixed;bottom:calc(16px + env(safe-area-inset-bottom,0px));${side}:calc(16px + env(safe-area-inset-${side},0px));z-index:${layer};min-width:44px;min-height:44px;` +
     `display:flex;align-items:center;gap:8px;padding:${themeOption('density', '') === 'compact' ? '6px 12px' : '10px 18px'};` +
-    `border:2px solid #fff;border-radius:${[0, 8, 24, 32][size]}px;background:${accent};color:${onAccent};` +
+    `border:2px solid #fff;border-radius:${size * 12}px;background:${accent};color:${onAccent};` +
     `font:600 16px/1.2 ${fontFamily};cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}` +
     // The icons: a speech bubble (its lower start corner square, the tail) and a circled "?".
-    '.icon-chat:before,.icon-help:before{content:"";box-sizing:border-box;width:20px;height:16px;border:2px solid;border-radius:6px 6px 6px 0}' +
-    '.icon-help:before{content:"?";height:20px;border-radius:50%;font-size:13px;line-height:16px;text-align:center}' +
+    '.icon-chat:before,.icon-help:before{content:"";width:16px;height:12px;border:2px solid;border-radius:6px 6px 6px 0}' +
+    '.icon-help:before{content:"?";height:16px;border-radius:50%;font:13px/16px sans-serif;text-align:center}' +
     `.launcher:focus-visible{outline:3px solid ${accent};outline-offset:3px}` +
     `.panel{position:fixed;bottom:80px;${side}:16px;z-index:${layer};width:min(400px,calc(100vw - 32px));` +
-    `height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:${[0, 6, 12, 20][size]}px;overflow:hidden;` +
+    `height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:${size * 6}px;overflow:hidden;` +
     `background:${dark ? '#121212' : '#fff'};box-shadow:0 4px 24px rgba(0,0,0,.35)}` +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
     '.badge{display:inline-block;margin-inline-start:8px;min-width:12px;padding:0 4px;border-radius:9px;' +

@@ -52,7 +52,7 @@ def test_A74_a_weak_accent_is_replaced_by_a_passing_shade_and_the_console_says_s
     page.on("console", lambda message: messages.append(message.text))
     weak = "#1db954"  # Spotify green: 2.58:1 on white
     widget = embed(accent=weak, color_scheme="light")
-    assert any(f"accent {weak} is under 4.5:1" in m for m in messages), messages
+    assert any(f"accent {weak} has under 4.5:1" in m for m in messages), messages
     launcher = page.evaluate(LAUNCHER_SCRIPT)
     assert launcher["background"] == rgb(weak) and launcher["color"] == "rgb(0, 0, 0)"
     widget.open()

@@ -134,7 +134,7 @@ def test_every_lever_changes_what_it_should(embed):
     launcher = widget.page.evaluate(LAUNCHER_SCRIPT)
     assert launcher["background"] == "rgb(29, 185, 84)"  # the brand colour itself
     assert launcher["color"] == "rgb(0, 0, 0)"  # black: 8.9:1 on it, white only 2.6:1
-    assert launcher["radius"] == "32px" and launcher["padding"] == "6px"
+    assert launcher["radius"] == "36px" and launcher["padding"] == "6px"
     assert launcher["font"].replace('"', "").startswith("DejaVu Serif, Georgia, serif")
     assert launcher["z"] == "1234"
     assert launcher["icon"] == '"?"' and launcher["iconRadius"] == "50%"
@@ -182,7 +182,7 @@ def test_chat_widget_config_is_used_and_data_attributes_win(embed):
     )
     launcher = widget.page.evaluate(LAUNCHER_SCRIPT)
     assert launcher["background"] == "rgb(102, 51, 153)"
-    assert launcher["radius"] == "8px"  # data-radius="small" over the config's none
+    assert launcher["radius"] == "12px"  # data-radius="small" over the config's none
     assert launcher["text"] == "Help"
 
 
@@ -213,7 +213,7 @@ def test_a_low_contrast_accent_is_adjusted_and_the_console_says_so(embed, page):
     messages: list[str] = []
     page.on("console", lambda message: messages.append(message.text))
     widget = embed(accent="#ffda1a", color_scheme="light")
-    assert any("accent #ffda1a is under 4.5:1" in m for m in messages), messages
+    assert any("accent #ffda1a has under 4.5:1" in m for m in messages), messages
     launcher = widget.page.evaluate(LAUNCHER_SCRIPT)
     assert launcher["background"] == "rgb(255, 218, 26)" and launcher["color"] == "rgb(0, 0, 0)"
     widget.open()
