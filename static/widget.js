@@ -106,15 +106,14 @@
   let frameLoaded = false;
   // data-launcher="none": the site opens the chat with its own button (ChatWidget.open()).
   const withLauncher = option('launcher', '') !== 'none';
-  let opener = null; // what had focus when the chat opened: it gets it back (A81)
-  let unread = 0; // answers and agent messages that came while closed (A80)
-  let badge = null;
+  let opener = null; // what had focus when the chat opened: it gets it back (A82)
+  let unread = 0; // answers and agent messages that came while closed (A80, A81)
+  let unreadNames = {}; // "{label}, {count} unread messages" by plural category, from the panel
   let launcherName = '';
-  const plural = new Intl.PluralRules(lang);
   // The full-screen panel of phones (the CSS media query below).
   const phone = matchMedia('(max-width:480px),(max-height:480px)');
   const viewport = window.visualViewport;
-  let scrollLock = null; // the page's own inline overflow, restored exactly on close
+  let rootStyleBefore = null; // <html>'s own inline style, restored exactly on close (A86)
 
   function panelUrl() {
     const url = new URL('/panel', chatOrigin);
@@ -176,9 +175,10 @@
     `height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:${size * 6}px;overflow:hidden;` +
     `background:${dark ? '#121212' : '#fff'};box-shadow:0 4px 24px rgba(0,0,0,.35)}` +
     '.panel[hidden]{display:none}iframe{display:block;width:100%;height:100%;border:0}' +
-    '.badge{display:inline-block;margin-inline-start:8px;min-width:12px;padding:0 4px;border-radius:9px;' +
-    `background:${onAccent};color:${accent};font-size:14px;text-align:center}.badge[hidden]{display:none}` +
-    // Phones: full-screen inside the safe area (a notch, the home indicator) — A83.
+    // The unread badge: generated content, so not read out; the count is in the launcher's name.
+    '.launcher[data-unread]:after{content:attr(data-unread);min-width:12px;padding:0 4px;border-radius:9px;' +
+    `background:${onAccent};color:${accent};font-size:14px;text-align:center}` +
+    // Phones: full-screen inside the safe area (a notch, the home indicator) — A85.
     '@media (max-width:480px),(max-height:480px){.panel{inset:0;width:auto;height:auto;border-radius:0;border:0;' +
     'box-sizing:border-box;padding:env(safe-area-inset-top) env(safe-area-inset-right) env(safe-area-inset-bottom) env(safe-area-inset-left)}' +
     // Full-screen panel: the launcher would cover its content; the panel's own Close button takes its place.
@@ -217,11 +217,6 @@
       if (isOpen) close();
       else open();
     });
-    badge = document.createElement('span');
-    badge.className = 'badge';
-    badge.setAttribute('aria-hidden', 'true'); // the count is in the launcher's name
-    badge.hidden = true;
-    launcher.appendChild(badge);
     panel = document.createElement('div');
     panel.className = 'panel';
     panel.id = 'chatwidget-panel';
@@ -238,57 +233,50 @@
       launcherName = launcher.getAttribute('aria-label');
     } else launcher = null;
     root.appendChild(region);
-    // Host CSS reaches the host element itself and beats :host{} (CSS Scoping § 3.3);
-    // an inline !important `all:initial` beats the page's rules (`div{position:relative}`,
-    // `*{all:unset}`). The CSSOM is not an inline style attribute: CSP allows it.
-    host.style.cssText = 'all:initial!important';
-    // …except text spacing, which a visitor's own style sheet may need to set (WCAG 1.4.12;
-    // axe avoid-inline-spacing); the launcher sets its own line-height anyway.
-    for (const name of ['line-height', 'letter-spacing', 'word-spacing']) host.style.setProperty(name, 'initial');
+    // Host CSS reaches the host element itself and beats :host{} (CSS Scoping § 3.3); an
+    // inline `all:initial` beats the page's rules (`div{position:relative}`, `*{all:unset}`).
+    // Not !important: a visitor's own text-spacing sheet may still apply (WCAG 1.4.12). The
+    // CSSOM is not an inline style attribute: a strict style-src allows it.
+    host.style.all = 'initial';
     // Turbo Drive and SPAs replace <body>: the host lives beside it, a child of <html>,
     // so it is never removed and an open panel's iframe never moves (moving an iframe
-    // reloads it); if something removes it all the same, it is put back at once (A82).
+    // reloads it); if something removes it all the same, it is put back at once (A83).
     const keep = () => host.isConnected || document.documentElement.appendChild(host);
     keep();
     new MutationObserver(keep).observe(document.documentElement, { childList: true });
     phone.addEventListener('change', fit);
-    if (viewport) {
-      viewport.addEventListener('resize', fit);
-      viewport.addEventListener('scroll', fit);
-    }
+    for (const type of ['resize', 'scroll']) viewport?.addEventListener(type, fit);
   }
 
-  // Phones (A83, A84): while open full-screen, the panel covers the visual viewport —
+  // Phones (A84, A86): while open full-screen, the panel covers the visual viewport —
   // what the on-screen keyboard leaves visible — and the page behind does not scroll.
   function fit() {
     const full = isOpen && phone.matches;
     const rootStyle = document.documentElement.style;
-    const axes = ['overflow-x', 'overflow-y'];
-    if (full && !scrollLock) {
-      scrollLock = axes.map((name) => [name, rootStyle.getPropertyValue(name), rootStyle.getPropertyPriority(name)]);
-      for (const name of axes) rootStyle.setProperty(name, 'hidden', 'important');
-    } else if (!full && scrollLock) {
-      for (const saved of scrollLock) rootStyle.setProperty(...saved); // '' removes it
-      scrollLock = null;
+    if (full && rootStyleBefore == null) {
+      rootStyleBefore = rootStyle.cssText;
+      rootStyle.overflow = 'hidden';
+    } else if (!full && rootStyleBefore != null) {
+      rootStyle.cssText = rootStyleBefore;
+      rootStyleBefore = null;
     }
-    const style = panel.style;
-    if (full && viewport) {
-      style.setProperty('inset', `${viewport.offsetTop}px auto auto ${viewport.offsetLeft}px`);
-      style.setProperty('width', `${viewport.width}px`);
-      style.setProperty('height', `${viewport.height}px`);
-    } else for (const name of ['inset', 'width', 'height']) style.removeProperty(name);
+    const fitted = full && viewport;
+    Object.assign(panel.style, {
+      inset: fitted ? `${fitted.offsetTop}px auto auto ${fitted.offsetLeft}px` : '',
+      width: fitted ? `${fitted.width}px` : '',
+      height: fitted ? `${fitted.height}px` : '',
+    });
   }
 
   function showUnread() {
     if (!launcher) return;
-    badge.textContent = unread;
-    badge.hidden = !unread;
+    if (unread) launcher.dataset.unread = unread;
+    else delete launcher.dataset.unread;
+    const name = unreadNames[new Intl.PluralRules(lang).select(unread)];
     launcher.setAttribute(
       'aria-label',
-      unread
-        ? strings.launcherUnread[plural.select(unread)]
-            .replace('{label}', launcherName)
-            .replace('{count}', unread)
+      unread && name
+        ? name.replace('{label}', launcherName).replace('{count}', unread)
         : launcherName,
     );
   }
@@ -322,15 +310,16 @@
     if (launcher) {
       launcher.setAttribute('aria-expanded', 'false');
       launcher.focus();
-    } else if (opener && opener.focus) opener.focus();
+    } else if (opener?.focus) opener.focus();
   }
 
   window.addEventListener('message', (event) => {
     if (!frame || event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
-    const type = event.data && event.data.type;
+    const type = event.data?.type;
     if (type === 'chatwidget:close' && panel) close();
     // A new answer or agent message (chat.js notifyHost) while the panel is closed.
     if (type === 'chatwidget:unread' && !isOpen) {
+      unreadNames = event.data.names || {};
       unread += 1;
       showUnread();
     }

@@ -19,7 +19,7 @@ from .transport import CONVERSATION_COOKIE, chat_service, content_security_polic
 
 bp = Blueprint("web", __name__)
 
-_LOADER_KEYS = ("launcher", "launcherLabel", "launcherUnread", "panelTitle")
+_LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes

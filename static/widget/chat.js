@@ -159,6 +159,16 @@ export class ChatPanel {
     window.parent.postMessage({ type: 'chatwidget:close' }, target);
   }
 
+  // A new answer or agent message: the loader counts it as unread while the panel is
+  // closed (docs/accessibility.md A80), naming the count with these words (they stay out of
+  // the loader's bytes). Only to the host origin the server vetted.
+  notifyHost() {
+    const host = this.config.hostOrigin;
+    const names = this.strings.launcherUnread;
+    if (host && window.parent !== window)
+      window.parent.postMessage({ type: 'chatwidget:unread', names }, host);
+  }
+
   // -- conversation ---------------------------------------------------------
 
   storageKey() {
@@ -405,6 +415,7 @@ class AnswerRun {
   enterPhase(phase, statusText = '') {
     this.phase = phase;
     if (phase !== 'verifying') this.panel.setTurnState(this.turn, phase, statusText);
+    if (phase === 'completed' || phase === 'failed') this.panel.notifyHost();
   }
 
   async start() {

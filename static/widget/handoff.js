@@ -55,6 +55,19 @@ function element(tag, className, text) {
   return node;
 }
 
+// The agent's name inside a sentence, in <bdi> (docs/accessibility.md A68): a Hebrew name in
+// an English sentence, or a Latin one in Arabic, keeps its own order and moves no punctuation.
+function isolateName(node, name) {
+  const text = node.textContent;
+  const at = name ? text.indexOf(name) : -1;
+  if (at >= 0) {
+    const bdi = document.createElement('bdi');
+    bdi.textContent = name;
+    node.replaceChildren(text.slice(0, at), bdi, text.slice(at + name.length));
+  }
+  return node;
+}
+
 function button(className, text, onClick) {
   const node = element('button', className, text);
   node.type = 'button';
@@ -285,7 +298,7 @@ class Handoff {
       this.agent = body.agent || this.agent;
       if (changed && say) {
         const text = format(strings.assigned, { agent: this.agentName() });
-        this.addNotice(text);
+        this.addNotice(text, this.agentName());
         this.say(text);
       }
     }
@@ -347,7 +360,7 @@ class Handoff {
     clearTimeout(this.positionTimer);
     this.hideTyping();
     this.drawBar();
-    this.addNotice(text);
+    this.addNotice(text, name);
     this.say(text);
     this.emitState(reason);
   }
@@ -361,7 +374,7 @@ class Handoff {
     this.agent = '';
     this.hideTyping();
     this.drawBar();
-    this.addNotice(text);
+    this.addNotice(text, this.agentName(agent));
     this.say(text);
     this.emitState('timeout');
   }
@@ -578,6 +591,7 @@ class Handoff {
       this.hideTyping();
       this.addAgentTurn(data);
       if (!say) return;
+      this.panel.notifyHost(); // the launcher's unread count (A81)
       const agent = this.agentName(data.agent);
       // Announced whole, once, like a completed answer (A55); with announcements off
       // (Options, A35) a short cue instead.
@@ -610,6 +624,7 @@ class Handoff {
       ...panel.who(agent, this.strings ? format(this.strings.agentSaid, { agent }) : agent),
       element('p', 'turn__body turn__body--plain', message.text),
     );
+    item.lastChild.dir = 'auto'; // the person's words take their own direction (A68)
     const follow = panel.atBottom();
     panel.transcript.append(item);
     panel.empty.hidden = true;
@@ -618,10 +633,10 @@ class Handoff {
   }
 
   // A line in the transcript that is no one's turn: joined, left.
-  addNotice(text) {
+  addNotice(text, name) {
     const panel = this.panel;
     const follow = panel.atBottom();
-    panel.transcript.append(element('li', 'handoff-notice', text));
+    panel.transcript.append(isolateName(element('li', 'handoff-notice', text), name));
     panel.empty.hidden = true;
     if (follow) panel.scrollToEnd();
   }
@@ -632,6 +647,7 @@ class Handoff {
     this.bar.typing.textContent = format(this.strings.typing, {
       agent: this.agentName(agent),
     });
+    isolateName(this.bar.typing, this.agentName(agent));
     this.bar.typing.hidden = false;
     clearTimeout(this.typingTimer);
     this.typingTimer = setTimeout(() => this.hideTyping(), TYPING_SHOWN_MS);
@@ -671,6 +687,8 @@ class Handoff {
       const agent = this.agentName();
       bar.status.textContent = format(strings.talking, { agent });
       bar.leave.textContent = format(strings.endChat, { agent });
+      isolateName(bar.status, agent);
+      isolateName(bar.leave, agent);
     }
   }
 
