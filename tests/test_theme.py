@@ -326,3 +326,12 @@ def test_the_loaders_black_or_white_text_passes_on_every_srgb_colour():
     # ≤ 0.15 + d, white then has 1.05 / (0.2 + d) ≥ 4.5:1 for d ≤ 0.033; ≥ 0.21 likewise black.
     d = max(abs(e - a) for e, a in zip(exact, approximate, strict=True))
     assert d < 0.033 and 1.05 / (0.2 + d) >= 4.5 and (0.26 - d) / 0.05 >= 4.5
+
+
+def test_with_auto_only_the_light_schemes_adjustment_is_reported(client):
+    # #0b57d0 passes on white and is lightened for the dark scheme, as every colour is in one of
+    # the two (no colour has 4.5:1 on both): with auto that is expected and not reported.
+    assert 4.32 < max(min(1.05 / (y + 0.05), (y + 0.05) / 0.05605) for y in [i / 10000 for i in range(10001)]) < 4.34
+    assert panel_warnings(client, "accent=%230b57d0") == []
+    assert panel_warnings(client, "accent=%230b57d0&colorScheme=dark") != []
+    assert len(panel_warnings(client, "accent=%23ffda1a")) == 1
