@@ -167,9 +167,10 @@
     `display:flex;align-items:center;gap:8px;padding:${themeOption('density', '') === 'compact' ? '6px 12px' : '10px 18px'};` +
     `border:2px solid #fff;border-radius:${size * 12}px;background:${accent};color:${onAccent};` +
     `font:600 16px/1.2 ${fontFamily};cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.35)}` +
-    // The icons: a speech bubble (its lower start corner square, the tail) and a circled "?".
-    '.icon-chat:before,.icon-help:before{content:"";width:16px;height:12px;border:2px solid;border-radius:6px 6px 6px 0}' +
-    '.icon-help:before{content:"?";height:16px;border-radius:50%;font:13px/16px sans-serif;text-align:center}' +
+    // The icons: a speech bubble (its lower start corner square, the tail: bottom right in a
+    // right-to-left language) and a circled "?" (Arabic's own question mark, ؟, in Arabic).
+    '.icon-chat:before,.icon-help:before{content:"";width:16px;height:12px;border:2px solid;border-radius:6px;border-end-start-radius:0}' +
+    `.icon-help:before{content:"${lang === 'ar' ? '؟' : '?'}";height:16px;border-radius:50%;font:13px/16px sans-serif;text-align:center}` +
     `.launcher:focus-visible{outline:3px solid ${accent};outline-offset:3px}` +
     `.panel{position:fixed;bottom:80px;${side}:16px;z-index:${layer};width:min(400px,calc(100vw - 32px));` +
     `height:min(640px,calc(100vh - 96px));border:1px solid #6b6b6b;border-radius:${size * 6}px;overflow:hidden;` +

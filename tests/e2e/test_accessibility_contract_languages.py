@@ -214,6 +214,12 @@ def test_A67_launcher_speaks_the_language_and_sits_on_the_mirrored_side(embed, p
     expect(host).to_have_attribute("lang", lang)
     expect(host).to_have_attribute("dir", "rtl" if lang in RTL else "ltr")
     assert widget.launcher.evaluate("n => getComputedStyle(n).direction") == ("rtl" if lang in RTL else "ltr")
+    # The speech bubble's tail (its square lower corner) is at the start side: mirrored in RTL.
+    corners = widget.launcher.evaluate(
+        """n => { const s = getComputedStyle(n, '::before');
+                  return [s.borderBottomLeftRadius, s.borderBottomRightRadius]; }"""
+    )
+    assert corners == (["6px", "0px"] if lang in RTL else ["0px", "6px"])
     widget.open()
     panel = box(page.locator("[data-chatwidget] .panel"))
     panel_gap = panel["x"] if side == "left" else width - panel["x"] - panel["width"]
@@ -474,3 +480,10 @@ def test_A68_agent_names_are_isolated_and_their_messages_take_their_own_directio
     expect(body).to_have_attribute("dir", "auto")
     assert body.evaluate("n => getComputedStyle(n).direction") == "ltr"
     widget.assert_accessible()
+
+
+@pytest.mark.parametrize(("lang", "mark"), [("ar", "؟"), ("he", "?"), ("en", "?")])
+def test_the_help_icon_is_the_languages_question_mark(embed, lang, mark):
+    widget = embed(lang=lang, launcher_icon="help")
+    content = widget.launcher.evaluate("n => getComputedStyle(n, '::before').content")
+    assert content == f'"{mark}"'
