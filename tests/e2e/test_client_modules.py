@@ -100,6 +100,52 @@ def test_announcer_batches_whole_sentences_and_keeps_cues_apart(page: Page, modu
     assert result == ["Generating.", "One.", "Two three.", "Four. Next block.", "Done."]
 
 
+# The same in Arabic and Hebrew (docs/accessibility.md A71): sentences end at ؟ and . , the
+# Arabic comma ، ends nothing; with Intl.Segmenter and without it (the fallback, A72).
+ANNOUNCER_STEPS = {
+    "ar": (["مرحبًا. هل أنت", "مرحبًا. هل أنت بخير؟ نعم، شكر", "مرحبًا. هل أنت بخير؟ نعم، شكرًا."], "التالي."),
+    "he": (["שלום. מה", "שלום. מה שלומך? טוב, תוד", "שלום. מה שלומך? טוב, תודה."], "הבא."),
+}
+
+
+@pytest.mark.parametrize("segmenter", [True, False], ids=["segmenter", "fallback"])
+@pytest.mark.parametrize("lang", ["ar", "he"])
+def test_announcer_batches_whole_sentences_in_arabic_and_hebrew(page: Page, modules, lang, segmenter):
+    steps, next_block = ANNOUNCER_STEPS[lang]
+    result = page.evaluate(
+        """async ([base, lang, steps, nextBlock, segmenter]) => {
+            const kept = Intl.Segmenter;
+            if (!segmenter) delete Intl.Segmenter;
+            try {
+                const { Announcer } = await import(base + 'announcer.js');
+                const region = document.createElement('div');
+                document.body.append(region);
+                let now = 0;
+                const said = [];
+                const a = new Announcer(region, { lang, minIntervalMs: 1000, now: () => now, onAnnounce: (d) => { said.push(d.text); } });
+                const view = (blocks) => ({ blocks: (from) => blocks.slice(from) });
+                a.start('…');
+                a.update(view([{ plain: steps[0], closed: false }]));
+                now = 1000; a._flush();
+                a.update(view([{ plain: steps[1], closed: false }]));
+                now = 2000; a._flush();
+                a.finish(view([{ plain: steps[2], closed: true }, { plain: nextBlock, closed: true }]), '✓');
+                now = 3000; a._flush();
+                now = 4000; a._flush();
+                return said;
+            } finally {
+                Intl.Segmenter = kept;
+            }
+        }""",
+        [modules, lang, steps, next_block, segmenter],
+    )
+    first, second, third = {
+        "ar": ("مرحبًا.", "هل أنت بخير؟", "نعم، شكرًا."),
+        "he": ("שלום.", "מה שלומך?", "טוב, תודה."),
+    }[lang]
+    assert result == ["…", first, second, f"{third} {next_block}", "✓"]
+
+
 # -- i18n: plural forms (Intl.PluralRules), the strings the panel ships -------------------------
 
 PLURAL_CASES = {
@@ -113,14 +159,46 @@ PLURAL_CASES = {
         ((3, 5), "Tabla, 3 columnas, 5 filas."),
         ((2, 1_000_000), "Tabla, 2 columnas, 1000000 de filas."),
     ],
+    "fr": [
+        ((1, 0), "Tableau, 1 colonne, 0 ligne."),  # French: 0 and 1 are singular (CLDR)
+        ((2, 1_000_000), "Tableau, 2 colonnes, 1000000 de lignes."),
+    ],
+    "de": [((1, 1), "Tabelle, 1 Spalte, 1 Zeile."), ((3, 5), "Tabelle, 3 Spalten, 5 Zeilen.")],
+    "pt": [((1, 1), "Tabela, 1 coluna, 1 linha."), ((3, 5), "Tabela, 3 colunas, 5 linhas.")],
+    "ar": [
+        ((1, 1), "جدول، عمود واحد، صف واحد."),
+        ((2, 3), "جدول، عمودان، 3 صفوف."),
+        ((11, 100), "جدول، 11 عمودًا، 100 صف."),
+        ((3, 0), "جدول، 3 أعمدة، 0 صف."),
+    ],
+    "he": [
+        ((1, 1), "טבלה, עמודה אחת, שורה אחת."),
+        ((2, 2), "טבלה, שתי עמודות, שתי שורות."),
+        ((3, 10), "טבלה, 3 עמודות, 10 שורות."),
+    ],
 }
 CODE_CASES = {
     "en": [(("python", 1), "Code block, python, 1 line."), (("", 2), "Code block, 2 lines.")],
     "es": [(("python", 1), "Bloque de código, python, 1 línea."), (("", 2), "Bloque de código, 2 líneas.")],
+    "fr": [(("python", 1), "Bloc de code, python, 1 ligne."), (("", 2), "Bloc de code, 2 lignes.")],
+    "de": [(("python", 1), "Codeblock, python, 1 Zeile."), (("", 2), "Codeblock, 2 Zeilen.")],
+    "pt": [(("python", 1), "Bloco de código, python, 1 linha."), (("", 2), "Bloco de código, 2 linhas.")],
+    "ar": [(("python", 2), "كتلة برمجية، python، سطران."), (("", 1), "كتلة برمجية، سطر واحد.")],
+    "he": [(("python", 2), "קטע קוד, python, שתי שורות."), (("", 3), "קטע קוד, 3 שורות.")],
+}
+# What "Wait {seconds}" says for 1 and 30 seconds.
+WAITS = {
+    "en": ("1 second,", "30 seconds,"),
+    "es": ("1 segundo y", "30 segundos y"),
+    "fr": ("1 seconde,", "30 secondes,"),
+    "de": ("1 Sekunde und", "30 Sekunden und"),
+    "pt": ("1 segundo e", "30 segundos e"),
+    "ar": ("ثانية واحدة،", "30 ثانية،"),
+    "he": ("שנייה אחת ואז", "30 שניות ואז"),
 }
 
 
-@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("lang", list(PLURAL_CASES))
 def test_summaries_and_waits_use_the_languages_plural_forms(page: Page, modules, live_server, lang):
     strings = ui_strings()[lang]
     result = page.evaluate(
@@ -137,7 +215,7 @@ def test_summaries_and_waits_use_the_languages_plural_forms(page: Page, modules,
     )
     assert result["tables"] == [c[1] for c in PLURAL_CASES[lang]]
     assert result["codes"] == [c[1] for c in CODE_CASES[lang]]
-    one, many = ("1 second,", "30 seconds,") if lang == "en" else ("1 segundo y", "30 segundos y")
+    one, many = WAITS[lang]
     assert one in result["waits"][0] and many in result["waits"][1]
 
 
