@@ -202,3 +202,17 @@ def test_the_loader_carries_every_languages_launcher_strings(client):
     body = client.get("/widget.js").get_data(as_text=True)
     for lang in REQUIRED_LANGUAGES:
         assert STRINGS[lang]["launcherLabel"] in body, lang
+
+
+def test_hebrew_has_no_slash_gender_forms():
+    """'את/ה', 'מקליד/ה': screen readers read the slash; the strings use neutral phrasings."""
+
+    def texts(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [t for v in value.values() for t in texts(v)]
+        if isinstance(value, list):
+            return [t for v in value for t in texts(v)]
+        return [value]
+
+    slashed = [t for t in texts(STRINGS["he"]) if re.search(r"[\u0590-\u05ff]/[\u0590-\u05ff]", t)]
+    assert not slashed
