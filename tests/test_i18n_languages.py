@@ -216,3 +216,11 @@ def test_hebrew_has_no_slash_gender_forms():
 
     slashed = [t for t in texts(STRINGS["he"]) if re.search(r"[\u0590-\u05ff]/[\u0590-\u05ff]", t)]
     assert not slashed
+
+
+@pytest.mark.parametrize("lang", sorted(STRINGS))
+@pytest.mark.parametrize(("visible", "name"), [("launcher", "launcherLabel"), ("stop", "stopLabel")])
+def test_a_controls_name_contains_its_visible_words(lang, visible, name):
+    """WCAG 2.2 2.5.3 Label in Name: the launcher's and Stop's names hold their visible text as words."""
+    words = re.findall(r"\w+", STRINGS[lang][name].lower())
+    assert all(word in words for word in re.findall(r"\w+", STRINGS[lang][visible].lower()))
