@@ -284,6 +284,14 @@ def test_A87_host_css_cannot_change_the_launcher(page: Page, host_site, chat_ser
     )
     box = widget.launcher.bounding_box()
     assert box is not None and box["width"] >= 44 and box["height"] >= 44
+    # Where it belongs: 16 px from the viewport's bottom right corner, whole and unclipped.
+    viewport = page.viewport_size
+    assert viewport is not None
+    assert (round(box["x"] + box["width"]), round(box["y"] + box["height"])) == (
+        viewport["width"] - 16,
+        viewport["height"] - 16,
+    )
+    expect(widget.launcher).to_be_in_viewport(ratio=1)
     assert widget.launcher.evaluate("(n) => getComputedStyle(n).fontSize") == "16px"
     page.keyboard.press("Tab")
     for _ in range(10):
