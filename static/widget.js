@@ -76,11 +76,8 @@
   );
   const onAccent = luminance > 0.18 ? '#000' : '#fff';
   const dark = themeOption('colorScheme', '') === 'dark';
-  // Under 4.5:1 on the panel's background (#fff: luminance above 0.1833; #121212 in a dark
-  // panel: below 0.2022), the panel uses a shade of the same hue that passes and its console
-  // names it (theme.py adjust_for_contrast). With `auto`, the dark scheme's shade is expected.
-  if (accent !== '#0b57d0' && (dark ? luminance < 0.2022 : luminance > 0.1833))
-    warn(`accent ${accent} has under 4.5:1 on the panel (WCAG 2.2): a passing shade is used`);
+  // An accent under 4.5:1 on the panel's background: the panel uses a shade of its hue that
+  // passes, and the panel's console names it (theme.py adjust_for_contrast, docs/theming.md).
   let size = ['none', 'small', 'medium', 'large'].indexOf(themeOption('radius', 'medium'));
   if (size < 0) size = 2;
   // Quotes dropped: a font list is names, commas and spaces; anything else (or "system", a name
@@ -99,59 +96,40 @@
     return;
   }
 
-  let frame = null;
   let launcher = null;
   let panel = null;
   let isOpen = false;
-  let frameLoaded = false;
   // data-launcher="none": the site opens the chat with its own button (ChatWidget.open()).
   const withLauncher = option('launcher', '') !== 'none';
   let opener = null; // what had focus when the chat opened: it gets it back (A82)
-  let unread = 0; // answers and agent messages that came while closed (A80, A81)
-  let unreadNames = {}; // "{label}, {count} unread messages" by plural category, from the panel
   let launcherName = '';
+  let attached = null; // the iframe's half (static/widget/embed.js), imported on first open
   // The full-screen panel of phones (the CSS media query below).
   const phone = matchMedia('(max-width:480px),(max-height:480px)');
   const viewport = window.visualViewport;
   let rootStyleBefore = null; // <html>'s own inline style, restored exactly on close (A86)
 
-  function panelUrl() {
-    const url = new URL('/panel', chatOrigin);
-    url.searchParams.set('lang', lang);
-    url.searchParams.set('title', title);
-    url.searchParams.set('host', location.origin);
-    if (target) url.searchParams.set('inline', '1');
-    if (accent !== '#0b57d0') url.searchParams.set('accent', accent);
-    for (const name of [
-      'faults',
-      'incompleteAfter',
-      'announceInterval',
-      'reducedMotion',
-      'starters',
-      'greeting',
-      'headingLevel',
-      'radius',
-      'density',
-      'font',
-      'colorScheme',
-    ]) {
-      const value = option(name, '');
-      if (value) url.searchParams.set(name, value);
-    }
-    return url.href;
-  }
-
-  function makeFrame() {
-    frame = document.createElement('iframe');
-    frame.src = panelUrl();
-    frame.title = title;
-    frame.setAttribute('referrerpolicy', 'origin');
-    frame.addEventListener('load', () => {
-      frameLoaded = true;
-      // Only a panel the user opened takes focus; an inline one never does.
-      if (isOpen && !target) notifyOpened();
-    });
-    return frame;
+  // The iframe, its messages and the unread count live in static/widget/embed.js, imported
+  // on first open (an inline panel: at once), so that host pages pay only for the launcher.
+  function withPanel(then) {
+    attached ||= import(new URL('/static/widget/embed.js', chatOrigin).href).then((embed) =>
+      embed.attach(
+        {
+          chatOrigin,
+          lang,
+          title,
+          inline: !!target,
+          accent: accent === '#0b57d0' ? '' : accent,
+          option,
+          launcher,
+          launcherName,
+          isOpen: () => isOpen,
+          close,
+        },
+        target || panel,
+      ),
+    );
+    attached.then(then);
   }
 
   function emit(name) {
@@ -193,16 +171,11 @@
     host.lang = lang;
     host.dir = rtl ? 'rtl' : 'ltr';
     const root = host.attachShadow({ mode: 'open' });
-    try {
-      const sheet = new CSSStyleSheet();
-      sheet.replaceSync(CSS);
-      root.adoptedStyleSheets = [sheet]; // not subject to the host's style-src CSP
-    } catch {
-      // No constructable style sheets: a <style> element does the same.
-      const style = document.createElement('style');
-      style.textContent = CSS;
-      root.appendChild(style);
-    }
+    // A constructed sheet is not subject to the host's style-src CSP, as a <style> would be
+    // (every browser the widget supports has them: docs/embedding.md).
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
     launcher = document.createElement('button');
     launcher.type = 'button';
     launcher.className = `launcher icon-${icon}`;
@@ -269,37 +242,14 @@
     });
   }
 
-  function showUnread() {
-    if (!launcher) return;
-    if (unread) launcher.dataset.unread = unread;
-    else delete launcher.dataset.unread;
-    const name = unreadNames[new Intl.PluralRules(lang).select(unread)];
-    launcher.setAttribute(
-      'aria-label',
-      unread && name
-        ? name.replace('{label}', launcherName).replace('{count}', unread)
-        : launcherName,
-    );
-  }
-
   function open() {
     if (isOpen || !emit('show')) return;
     opener = document.activeElement;
-    if (!frame) panel.appendChild(makeFrame()); // lazily: nothing loads until first open
     panel.hidden = false;
     isOpen = true;
     if (launcher) launcher.setAttribute('aria-expanded', 'true');
-    unread = 0;
-    showUnread();
     fit();
-    frame.focus();
-    if (frameLoaded) notifyOpened();
-  }
-
-  // Tells the panel to put focus in its composer (before load, the frame
-  // still holds about:blank of the host's origin: wait for 'load').
-  function notifyOpened() {
-    frame.contentWindow.postMessage({ type: 'chatwidget:opened' }, chatOrigin);
+    withPanel((opened) => isOpen && opened()); // lazily: nothing loads until first open
   }
 
   function close() {
@@ -314,24 +264,10 @@
     } else if (opener?.focus) opener.focus();
   }
 
-  window.addEventListener('message', (event) => {
-    if (!frame || event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
-    const type = event.data?.type;
-    if (type === 'chatwidget:close' && panel) close();
-    // A new answer or agent message (chat.js notifyHost) while the panel is closed.
-    if (type === 'chatwidget:unread' && !isOpen) {
-      unreadNames = event.data.names || {};
-      unread += 1;
-      showUnread();
-    }
-  });
-
   function start() {
     if (target) {
       isOpen = true;
-      const inline = makeFrame();
-      inline.style.cssText = 'display:block;width:100%;height:100%;min-height:480px;border:0';
-      target.appendChild(inline);
+      withPanel(() => {});
     } else {
       mountFloating();
     }

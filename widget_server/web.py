@@ -260,9 +260,18 @@ def loader() -> Response:
     return response
 
 
+# The loader's second half, which host pages of any origin import on first open
+# (static/widget.js): a module script is fetched in CORS mode (HTML, "fetch a single module
+# script"), so it needs Access-Control-Allow-Origin; public, sent without credentials.
+_HOST_PAGE_MODULES = frozenset({"/static/widget/embed.js"})
+
+
 def security_headers(response: Response) -> Response:
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+    if request.path in _HOST_PAGE_MODULES:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        response.headers["Cross-Origin-Resource-Policy"] = "cross-origin"  # host pages with COEP
     return response
 
 
