@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.redis_support import RedisServer
 from widget_server.backends.base import create_backend
 from widget_server.config import load_settings
 from widget_server.handoff import create_handoff_store
@@ -53,32 +51,15 @@ RESULTS = Path(__file__).resolve().parent / "results" / "handoff_desk.json"
 
 @contextmanager
 def redis_server() -> Iterator[str | None]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+    """A real redis-server on a free loopback port (the tests' own), or None without one."""
+    if shutil.which("redis-server") is None:
         yield None
         return
-    import redis
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with tempfile.TemporaryDirectory() as folder:
-        server = subprocess.Popen(
-            [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            client = redis.Redis(port=port)
-            for _ in range(100):
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            server.terminate()
-            server.wait()
+    server = RedisServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 def timed(call: Callable[[], Any]) -> float:

@@ -14,41 +14,19 @@ for the message, and a sys.getsizeof walk of its log; the budget's own estimate
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import tracemalloc
-from collections import deque
-from enum import Enum
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.memory_walk import deep_size  # the same walk the memory-bound tests use
+from tests.redis_support import RedisServer
 from widget_server.stores.base import Conversation
 from widget_server.stores.memory import MemoryStore
 
 ANSWER = ("Arpeggios — «Am F C G» — spell the chord tones; scales fill the gaps. " * 60)[:4000]
 DELTA = 4
-
-
-def deep_size(root: object) -> int:
-    seen: set[int] = set()
-    total, stack = 0, [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or obj is None or isinstance(obj, (type, int, float, bool, Enum)):
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, dict):
-            stack.extend([*obj.keys(), *obj.values()])
-        elif isinstance(obj, (list, tuple, set, frozenset, deque)):
-            stack.extend(obj)
-        elif hasattr(obj, "__dict__"):
-            stack.append(vars(obj))
-    return total
 
 
 def play(store, mid: str) -> None:
@@ -78,44 +56,28 @@ def memory_figures() -> dict[str, int]:
 
 
 def redis_figures() -> dict[str, int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+    if shutil.which("redis-server") is None:
         return {}
     import redis
 
     from widget_server.stores.redis import RedisStore
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     figures = {}
-    with tempfile.TemporaryDirectory() as folder:
-        server = subprocess.Popen(
-            [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", folder],
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            client = redis.Redis(port=port)
-            for _ in range(100):
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
-            for label, grace in (("whole log", 3600.0), ("compacted", 0.0)):
-                store = RedisStore(f"redis://127.0.0.1:{port}/0", finished_log_grace=grace)
-                store.create_conversation(Conversation("c_1", "hash", 0.0))
-                mid = f"m_{int(grace)}"
-                play(store, mid)
-                key = f"cw:msg:{mid}"
-                usage = sum(
-                    client.memory_usage(k) or 0 for k in (key, key + ":text", key + ":events", key + ":actions")
-                )
-                figures[f"redis, {label}, MEMORY USAGE"] = usage
-                store.close()
-        finally:
-            server.terminate()
-            server.wait()
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        for label, grace in (("whole log", 3600.0), ("compacted", 0.0)):
+            store = RedisStore(server.url, finished_log_grace=grace)
+            store.create_conversation(Conversation("c_1", "hash", 0.0))
+            mid = f"m_{int(grace)}"
+            play(store, mid)
+            key = f"cw:msg:{mid}"
+            usage = sum(client.memory_usage(k) or 0 for k in (key, key + ":text", key + ":events", key + ":actions"))
+            figures[f"redis, {label}, MEMORY USAGE"] = usage
+            store.close()
+        client.close()
+    finally:
+        server.stop()
     return figures
 
 

@@ -30,9 +30,9 @@ from widget_server.service import ChatService
 from widget_server.stores import create_store
 
 from ..helpers import assert_json_error
+from ..memory_walk import deep_size
 from ..test_handoff_service import make_service  # noqa: F401 - a fixture: pytest finds it by this name
 from ..test_scale_out import metric_value
-from .test_memory_bounds import _deep_size
 
 BUDGET = 65536  # the setting's minimum
 
@@ -90,7 +90,7 @@ def ended_handoff(service: HandoffService, chat: ChatService, text: str = TEXT) 
 
 def held_bytes(store: MemoryHandoffStore) -> int:
     """What a sys.getsizeof walk finds in the store's records and logs (not its estimate)."""
-    return _deep_size(store._records) + _deep_size(store._logs) + _deep_size(store._log_bytes)
+    return deep_size(store._records) + deep_size(store._logs) + deep_size(store._log_bytes)
 
 
 def recount(store: MemoryHandoffStore) -> int:

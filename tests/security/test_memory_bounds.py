@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from enum import Enum
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ import pytest
 from widget_server.backends.demo import LONG_MARKDOWN
 
 from ..helpers import ChatClient, assert_digest, assert_sound_events, wait_until
+from ..memory_walk import deep_size
 
 pytestmark = pytest.mark.parametrize("store_kind", ["memory", "redis"])
 
@@ -107,29 +106,6 @@ def test_a_finished_answer_keeps_its_exact_events_for_the_grace_then_is_compacte
     assert_digest(rest.payloads[-1], first.text)
 
 
-def _deep_size(root: object) -> int:
-    """Bytes of every object reachable from `root` through containers and attributes, each once."""
-    seen: set[int] = set()
-    total = 0
-    stack = [root]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or obj is None or isinstance(obj, (type, int, float, bool, Enum)):
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, dict):
-            stack.extend(obj.keys())
-            stack.extend(obj.values())
-        elif isinstance(obj, (list, tuple, set, frozenset, deque)):
-            stack.extend(obj)
-        elif hasattr(obj, "__dict__"):
-            stack.append(vars(obj))
-        elif hasattr(obj, "__slots__"):
-            stack.extend(getattr(obj, slot) for slot in obj.__slots__ if hasattr(obj, slot))
-    return total
-
-
 def stored_bytes(server: Any, mid: str) -> int:
     """What the store holds for one message: a walk of its record (memory), MEMORY USAGE of its keys (Redis)."""
     store = server.service.store
@@ -138,7 +114,7 @@ def stored_bytes(server: Any, mid: str) -> int:
         usages = [store.redis.memory_usage(k) for k in (key, key + ":text", key + ":events", key + ":actions")]
         return sum(u or 0 for u in usages)
     record = store._messages[mid]
-    return _deep_size(record.log)
+    return deep_size(record.log)
 
 
 def _bound(text: str, store_kind: str) -> int:
