@@ -54,6 +54,31 @@ def seed_answers() -> dict:
 STORE_KINDS = ("memory", "redis")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Matrices in both browsers, without twice the time (docs/testing.md, "Matrices"): a test
+    marked `firefox_sample(name=[...])` runs in Firefox ESR only where each named parameter has
+    one of the values listed; Chromium runs every case. Deselected, not skipped: nothing was
+    left unsaid, the sample is the plan."""
+    kept, dropped = [], []
+    for item in items:
+        marker = item.get_closest_marker("firefox_sample")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if marker is not None and params.get("browser_name") == "firefox":
+            for name, values in marker.kwargs.items():
+                if name not in params:
+                    raise pytest.UsageError(f"{item.nodeid}: firefox_sample names {name!r}, not a parameter")
+                if params[name] not in values:
+                    dropped.append(item)
+                    break
+            else:
+                kept.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_generate_tests(metafunc):
     if metafunc.module.__name__.rsplit(".", 1)[-1].startswith("test_api_") and "store_kind" in metafunc.fixturenames:
         metafunc.parametrize("store_kind", STORE_KINDS, scope="module")

@@ -232,6 +232,7 @@ def test_a_low_contrast_accent_is_adjusted_and_the_console_says_so(embed, page):
     assert any(warnings[0] in m for m in messages), messages
 
 
+@pytest.mark.firefox_sample(name=["IKEA yellow", "Facebook blue", "near black"])
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name", BROWSER_COLOURS)
 def test_contrast_of_every_text_and_control(embed, name, scheme):
