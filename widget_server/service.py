@@ -84,6 +84,8 @@ class ChatService:
         self._open_streams = 0
         self._streams_by_conversation: dict[str, int] = {}
         self._streams_by_client: dict[str, int] = {}
+        # Notified as a stream's slot is released (delete_conversation waits on it).
+        self._stream_released = threading.Condition(self._lock)
 
     # -- conversations -----------------------------------------------------
 
@@ -326,6 +328,7 @@ class ChatService:
                     counts[key] = remaining
                 else:
                     counts.pop(key, None)
+            self._stream_released.notify_all()
 
     @property
     def open_streams(self) -> int:
@@ -411,6 +414,8 @@ class ChatService:
     # their cancel (a backend is woken at once; a run that ignores its token stops at its
     # next write, which the store refuses once the keys are gone).
     DELETE_RUN_WAIT_SECONDS = 5.0
+    # ... and for its open streams to read the cancelled ending (see delete_conversation).
+    DELETE_STREAM_DRAIN_SECONDS = 1.0
 
     def delete_conversation(self, conversation_id: str) -> None:
         """Cancel the conversation's running answers, then forget all of it at once
@@ -431,6 +436,18 @@ class ChatService:
             deadline = time.monotonic() + self.DELETE_RUN_WAIT_SECONDS
             for run in stopping:
                 run.finished.wait(max(0.0, deadline - time.monotonic()))
+            if stopping:
+                # Let this process's open streams of the conversation read the
+                # message.cancelled just written before its log goes: a reader
+                # woken after the delete would end without a terminal event
+                # (tests/test_api_delete_conversation.py). Bounded: a stream of
+                # another kind (the hand-off's) may stay open.
+                drained = min(deadline, time.monotonic() + self.DELETE_STREAM_DRAIN_SECONDS)
+                with self._stream_released:
+                    self._stream_released.wait_for(
+                        lambda: not self._streams_by_conversation.get(conversation_id),
+                        max(0.0, drained - time.monotonic()),
+                    )
             self.store.delete_conversation(conversation_id)
 
 
