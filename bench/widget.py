@@ -45,12 +45,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gzip
+import html
 import json
 import logging
 import math
 import os
 import platform
-import re
 import signal
 import socket
 import statistics
@@ -66,6 +66,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tests.e2e.hosting import HostSite  # noqa: E402
+from tests.test_budgets import ASSET_PATTERN, IMPORT_PATTERN, ready_parts  # noqa: E402  (the budget's own first open)
 from widget_server.backends.demo import BULK_CHUNK_CHARS, bulk_answer, group_chunks, split_words  # noqa: E402
 
 HOST = "127.0.0.1"  # loopback only, by construction
@@ -359,17 +360,19 @@ def r(value: float | None, digits: int = 4) -> float | None:
 
 # -- phase 1: bytes ----------------------------------------------------------
 
-_IMPORT = re.compile(r"""^\s*import\s[^'"]*['"](\./[^'"]+)['"]""", re.MULTILINE)
-_ASSET = re.compile(r"""(?:href|src)="(/static/[^"]+)\"""")
-
 
 def static_first_open(base: str, deadline: Deadline) -> dict[str, int]:
-    """Gzipped bytes of /panel and every asset it names, following JS imports (as tests/test_budgets.py)."""
+    """Gzipped bytes of what tests/test_budgets.py counts as the first open (its patterns)."""
     with httpx.Client(base_url=base, timeout=deadline.ms(10) / 1000) as client:
         panel = client.get("/panel", params={"lang": "en"})
         panel.raise_for_status()
         fetched = {"/panel": panel.content}
-        queue = _ASSET.findall(panel.text)
+        queue = [
+            "/static/widget/embed.js",
+            *ready_parts(),
+            "/static/widget/i18n/en.json",
+            *map(html.unescape, ASSET_PATTERN.findall(panel.text)),
+        ]
         while queue:
             path = queue.pop()
             if path in fetched:
@@ -379,7 +382,7 @@ def static_first_open(base: str, deadline: Deadline) -> dict[str, int]:
             fetched[path] = response.content
             if path.endswith(".js"):
                 folder = path.rsplit("/", 1)[0]
-                queue.extend(f"{folder}/{name[2:]}" for name in _IMPORT.findall(response.text))
+                queue.extend(f"{folder}/{name[2:]}" for name in IMPORT_PATTERN.findall(response.text))
     return {path: gz(body) for path, body in sorted(fetched.items())}
 
 

@@ -75,9 +75,12 @@ export class ChatPanel {
     });
     this.current = null; // the latest AnswerRun
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
+    // A hand-off only when there is one to resume (web.py puts it in the config): the
+    // hand-off's module stays out of the first open otherwise (tests/test_budgets.py).
     root.addEventListener('chatwidget:ready', () => {
-      for (const name of ['outbox', 'tab-sync', 'scroll-follow', 'handoff'])
-        import(`./${name}.js`).then((m) => m.init(this));
+      const parts = ['outbox', 'tab-sync', 'scroll-follow'];
+      if (config.handoff?.conversation_id) parts.push('handoff');
+      for (const name of parts) import(`./${name}.js`).then((m) => m.init(this));
     });
     // data-starters / data-greeting the server ignored
     for (const warning of config.warnings || []) console.warn('chat widget:', warning);
@@ -486,8 +489,8 @@ class AnswerRun {
           // persistence): say so, never show a raw 404.
           if (error.status === 404 && this.model.messageId) return this.fail({ code: 'lost' });
           // to the person (handoff.js)
-          if (error.code === 'handoff_active' && this.panel.handoff)
-            return this.panel.handoff.reroute(this);
+          if (error.code === 'handoff_active')
+            return (await import('./handoff.js')).reroute(this.panel, this);
           if (error.status < 500 && error.status !== 429) return this.failLocally(error.message);
           // A 503 or 429 on resume says when to come back: not sooner.
           if (error.retryAfter) retryAfterMs = error.retryAfter * 1000;

@@ -109,6 +109,12 @@ export async function init(panel) {
     await handoff.resume(going);
 }
 
+// chat.js: a message the assistant refused with 409 handoff_active (a hand-off asked for in
+// another tab or device) joins it and goes to the person.
+export function reroute(panel, run) {
+  return handoffOf(panel).reroute(run);
+}
+
 // chat.js restore(): a hand-off message of the conversation's history, in its place.
 export async function restoreTurn(panel, message) {
   const handoff = handoffOf(panel);
