@@ -51,6 +51,9 @@ def handoff_server(chat_server_factory, tmp_path):
 class Console:
     """The console page as an agent uses it."""
 
+    # The sign-in form's names, in the console's language (a subclass names another's).
+    SIGN_IN_LABEL, NAME_LABEL, PASSWORD_LABEL = "Sign in", "Name", "Password"
+
     def __init__(self, page: Page, base: str) -> None:
         self.page = page
         self.base = base
@@ -66,12 +69,12 @@ class Console:
         """By keyboard only: Tab to each field, type, Enter."""
         page = self.page
         page.goto(self.base + "/agent")
-        expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        expect(page.get_by_role("button", name=self.SIGN_IN_LABEL, exact=True)).to_be_visible()
         page.keyboard.press("Tab")
-        expect(page.get_by_label("Name", exact=True)).to_be_focused()
+        expect(page.get_by_label(self.NAME_LABEL, exact=True)).to_be_focused()
         page.keyboard.type(name)
         page.keyboard.press("Tab")
-        expect(page.get_by_label("Password", exact=True)).to_be_focused()
+        expect(page.get_by_label(self.PASSWORD_LABEL, exact=True)).to_be_focused()
         page.keyboard.type(password)
         page.keyboard.press("Enter")
 

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from widget_server.testing import ChatWidget
 
-from .test_agent_console import PASSWORD, Console, console_url, start_handoff_server, waiting_visitor
+from .test_agent_console import Console, console_url, start_handoff_server, waiting_visitor
 
 pytestmark = pytest.mark.e2e
 
@@ -41,22 +41,11 @@ def spanish_context(browser: Browser):
 class SpanishConsole(Console):
     """The console as a Spanish-speaking agent uses it: found by its Spanish names."""
 
+    SIGN_IN_LABEL, NAME_LABEL, PASSWORD_LABEL = "Iniciar sesión", "Nombre", "Contraseña"
+
     def __init__(self, page: Page, base: str) -> None:
         super().__init__(page, base)
         self.reply = page.get_by_role("textbox", name="Respuesta", exact=True)
-
-    def sign_in(self, name: str, password: str = PASSWORD) -> None:
-        """By keyboard only, with the Spanish labels: Tab to each field, type, Enter."""
-        page = self.page
-        page.goto(self.base + "/agent")
-        expect(page.get_by_role("button", name="Iniciar sesión", exact=True)).to_be_visible()
-        page.keyboard.press("Tab")
-        expect(page.get_by_label("Nombre", exact=True)).to_be_focused()
-        page.keyboard.type(name)
-        page.keyboard.press("Tab")
-        expect(page.get_by_label("Contraseña", exact=True)).to_be_focused()
-        page.keyboard.type(password)
-        page.keyboard.press("Enter")
 
 
 def test_a_spanish_browser_signs_in_claims_and_replies_in_spanish(handoff_server, spanish_context: BrowserContext):

@@ -95,6 +95,16 @@ def one_widget(page: Page) -> None:
     expect(page.locator("[data-chatwidget] .launcher")).to_have_count(1)
 
 
+def answers_then_closes(widget: ChatWidget, text: str) -> None:
+    """The chat opens, answers `text` to the end, and Escape closes it with focus back on the
+    launcher: the widget works whole on this page."""
+    widget.open()
+    widget.send(text)
+    assert widget.wait_until_complete() == "completed"
+    widget.page.keyboard.press("Escape")
+    expect(widget.launcher).to_be_focused()
+
+
 # -- body replacement and client-side routing ---------------------------------------------------
 
 
@@ -217,11 +227,7 @@ def test_strict_csp_with_trusted_types_no_violation(page: Page, context, host_si
     )
     page.goto(url)
     widget = ChatWidget(page)
-    widget.open()
-    widget.send("/echo Under **CSP**.")
-    assert widget.wait_until_complete() == "completed"
-    page.keyboard.press("Escape")
-    expect(widget.launcher).to_be_focused()
+    answers_then_closes(widget, "/echo Under **CSP**.")
     assert page.evaluate("() => window.__violations") == []
     # The listener hears what the policy blocks: a string into a Trusted Types sink
     # (Chromium), an inline style attribute (both): so the empty list above is real.
@@ -340,11 +346,7 @@ def test_pages_that_extend_built_in_prototypes(page: Page, context, host_site, c
     page.goto(publish(host_site, "/proto", body="<main><h1>Old</h1></main>" + loader_tag(chat_url)))
     assert page.evaluate("() => 'each' in [] && ({}).type === 'prototype.js-style'")
     widget = ChatWidget(page)
-    widget.open()
-    widget.send("/echo Prototypes are fine.")
-    assert widget.wait_until_complete() == "completed"
-    page.keyboard.press("Escape")
-    expect(widget.launcher).to_be_focused()
+    answers_then_closes(widget, "/echo Prototypes are fine.")
     expect(widget.launcher).to_have_attribute("aria-label", EN["launcherLabel"])
 
 
