@@ -101,7 +101,9 @@ def test_a_message_sent_in_one_tab_streams_in_the_other_and_is_generated_once(
 
 
 def test_stop_in_the_other_tab_stops_the_one_answer(embed, context, host_site, chat_server_factory, browser_name):
-    server = chat_server_factory(DEMO_DELAY_SECONDS=0.05)
+    # `/scenario slow` at 3 s a sentence (10 × the demo delay): 15 s in which Stop is pressed,
+    # however loaded the machine (at 1 s a sentence a loaded quick run once finished first).
+    server = chat_server_factory(DEMO_DELAY_SECONDS=0.3)
     backend = counting(server)
     one = embed(server)
     one.open()
