@@ -33,6 +33,24 @@ function element(tag, className, text) {
   return node;
 }
 
+// A sentence with a name or a visitor's text in it, each value in its own <bdi> (HTML "The bdi
+// element"): a Latin name in an Arabic sentence, or Hebrew text in an English one, keeps its own
+// direction without reordering the words around it (docs/accessibility.md A92). The values stay
+// text (textContent), and the node is rewritten only when its text changes, so a poll that
+// changed nothing touches nothing.
+function setIsolated(node, template, values = {}) {
+  if (node.textContent === format(template, values)) return;
+  const parts = [];
+  let start = 0;
+  for (const match of String(template).matchAll(/\{(\w+)\}/g)) {
+    if (!(match[1] in values)) continue;
+    parts.push(template.slice(start, match.index), element('bdi', '', String(values[match[1]])));
+    start = match.index + match[0].length;
+  }
+  parts.push(String(template).slice(start));
+  node.replaceChildren(...parts.filter((part) => part !== ''));
+}
+
 // Minutes since an ISO time, by this browser's clock (the server's `waited_seconds`, when it
 // sends it, is preferred: clocks differ).
 function minutesWaiting(entry, now) {
@@ -108,7 +126,7 @@ class AgentConsole {
     // The page's fixed words are rendered by the server in the same language
     // (templates/agent.html); this code writes only what changes.
     const agent = this.config.agent || {};
-    $('[data-agent-who]').textContent = format(this.s.signedInAs, {
+    setIsolated($('[data-agent-who]'), this.s.signedInAs, {
       name: agent.display_name || agent.name || '',
     });
     $('[data-agent-csrf]').value = this.config.csrfToken || '';
@@ -151,7 +169,7 @@ class AgentConsole {
     const note = element('p', 'console__session-ended');
     note.append(`${this.s.errorSession} `);
     const link = element('a', '', this.s.signInAgain);
-    link.href = '/agent';
+    link.href = location.pathname; // this page, the console: its sign-in when signed out
     note.append(link);
     this.root.prepend(note);
     this.alert.say(this.s.errorSession);
@@ -243,11 +261,12 @@ class AgentConsole {
     const waitText = `${position}. ${wait[0].toUpperCase()}${wait.slice(1)}`;
     const wait_ = $('.queue__wait', item);
     if (wait_.textContent !== waitText) wait_.textContent = waitText;
-    const last = entry.last_visitor_message
-      ? format(this.s.lastMessage, { text: entry.last_visitor_message })
-      : this.s.noMessageYet;
     const last_ = $('.queue__last', item);
-    if (last_.textContent !== last) last_.textContent = last;
+    if (entry.last_visitor_message) {
+      setIsolated(last_, this.s.lastMessage, { text: entry.last_visitor_message });
+    } else {
+      setIsolated(last_, this.s.noMessageYet);
+    }
     const label = format(this.s.claimLabel, { position, wait });
     const claim = $('[data-agent-claim]', item);
     if (claim.getAttribute('aria-label') !== label) claim.setAttribute('aria-label', label);
@@ -288,12 +307,13 @@ class AgentConsole {
         this.mineItems.set(id, item);
       }
       // The last visitor message, when the server lists one for a held conversation.
-      const last = entry.last_visitor_message
-        ? format(this.s.lastMessage, { text: entry.last_visitor_message })
-        : '';
       const lastNode = $('.queue__last', item);
-      lastNode.hidden = !last;
-      if (lastNode.textContent !== last) lastNode.textContent = last;
+      lastNode.hidden = !entry.last_visitor_message;
+      if (entry.last_visitor_message) {
+        setIsolated(lastNode, this.s.lastMessage, { text: entry.last_visitor_message });
+      } else {
+        lastNode.textContent = '';
+      }
       if (this.mineList.children[index] !== item) {
         this.mineList.insertBefore(item, this.mineList.children[index] || null);
       }
@@ -319,7 +339,7 @@ class AgentConsole {
         // won, in words, and the entry leaves the queue at once.
         const agent = error.details?.agent || error.details?.display_name;
         const text = agent ? format(this.s.alreadyTaken, { agent }) : this.s.alreadyTakenUnknown;
-        note.textContent = text;
+        setIsolated(note, agent ? this.s.alreadyTaken : this.s.alreadyTakenUnknown, { agent });
         note.hidden = false;
         this.removeMissing(
           this.queueItems,
@@ -412,18 +432,23 @@ class AgentConsole {
     const item = element('li', `transcript__item transcript__item--${role}`);
     if (id) item.dataset.messageId = id;
     const mine = role === 'agent' && message.agent === this.config.agent?.display_name;
-    const who =
-      role === 'visitor'
-        ? this.s.roleVisitor
-        : role === 'assistant'
-          ? this.s.roleAssistant
-          : mine
-            ? this.s.roleAgentYou
-            : message.agent || this.s.roleAgent;
-    item.append(
-      element('p', 'transcript__who', who),
-      element('p', 'transcript__text', message.text),
-    );
+    const who = element('p', 'transcript__who');
+    if (role === 'agent' && !mine && message.agent) {
+      who.append(element('bdi', '', message.agent)); // another agent's name, isolated (A92)
+    } else {
+      who.textContent =
+        role === 'visitor'
+          ? this.s.roleVisitor
+          : role === 'assistant'
+            ? this.s.roleAssistant
+            : mine
+              ? this.s.roleAgentYou
+              : this.s.roleAgent;
+    }
+    // Typed text reads in its own direction, whatever the console's (A92).
+    const text = element('p', 'transcript__text', message.text);
+    text.dir = 'auto';
+    item.append(who, text);
     $('[data-agent-transcript]').append(item);
     if (id) open.messages.set(id, item);
     if (verify && message.sha256) this.verify(item, message.text, message.sha256);
@@ -655,11 +680,10 @@ class AgentConsole {
   inboxItem(message) {
     const item = element('li', 'inbox__item');
     item.dataset.leftMessageId = message.left_message_id;
-    const from = message.email
-      ? format(this.s.inboxFrom, { email: message.email })
-      : this.s.inboxNoEmail;
+    const meta = element('p', 'inbox__from');
+    if (message.email) setIsolated(meta, this.s.inboxFrom, { email: message.email });
+    else meta.textContent = this.s.inboxNoEmail;
     const when = Date.parse(message.created_at);
-    const meta = element('p', 'inbox__from', from);
     if (Number.isFinite(when)) {
       const time = element('time', 'inbox__when', new Date(when).toLocaleString(this.lang));
       time.dateTime = message.created_at;
@@ -682,7 +706,9 @@ class AgentConsole {
       reply.setAttribute('aria-expanded', String(opening));
       if (opening) $('textarea', form).focus();
     });
-    item.append(meta, element('p', 'inbox__text', message.text), status, reply, form);
+    const text = element('p', 'inbox__text', message.text);
+    text.dir = 'auto'; // the visitor's text, in its own direction (A92)
+    item.append(meta, text, status, reply, form);
     return item;
   }
 
