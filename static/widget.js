@@ -23,7 +23,10 @@
   if (!script) return;
   // Filled in by the server from static/widget/i18n/*.json.
   const STRINGS = __CHATWIDGET_STRINGS__;
-  const chatOrigin = new URL(script.src, location.href).origin;
+  // The chat's URLs are relative to the loader's: /widget.js on a server of its own, or
+  // /chat/widget.js where a site mounts the chat in its own app (docs/serving.md).
+  const chatBase = new URL('.', new URL(script.src, location.href)).href;
+  const chatOrigin = new URL(chatBase).origin;
   const pageConfig = window.ChatWidgetConfig || {};
   const attributes = script.dataset;
   const option = (name, fallback) => {
@@ -112,10 +115,11 @@
   // The iframe, its messages and the unread count live in static/widget/embed.js, imported
   // on first open (an inline panel: at once), so that host pages pay only for the launcher.
   function withPanel(then) {
-    attached ||= import(new URL('/static/widget/embed.js', chatOrigin).href).then((embed) =>
+    attached ||= import(new URL('static/widget/embed.js', chatBase).href).then((embed) =>
       embed.attach(
         {
           chatOrigin,
+          chatBase,
           lang,
           title,
           inline: !!target,

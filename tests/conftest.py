@@ -52,6 +52,10 @@ def seed_answers() -> dict:
 # The API's integration tests (tests/test_api_*.py) run once per store: the
 # embedded memory store and a real redis-server, so both keep the same promises.
 STORE_KINDS = ("memory", "redis")
+# …and those that serve the chat over HTTP run once more mounted at /chat inside a site's own
+# Flask app (widget_server/mount.py `init_app`), on the memory store: the same behaviour and
+# tests as the stand-alone server (issue 14). (store kind, mount path), by id.
+SERVINGS = {"memory": ("memory", ""), "redis": ("redis", ""), "mounted": ("memory", "/chat")}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -80,8 +84,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_generate_tests(metafunc):
-    if metafunc.module.__name__.rsplit(".", 1)[-1].startswith("test_api_") and "store_kind" in metafunc.fixturenames:
-        metafunc.parametrize("store_kind", STORE_KINDS, scope="module")
+    if metafunc.module.__name__.rsplit(".", 1)[-1].startswith("test_api_") and "serving" in metafunc.fixturenames:
+        over_http = {"live_server", "live_server_factory"} & set(metafunc.fixturenames)
+        ids = list(SERVINGS) if over_http else list(STORE_KINDS)
+        metafunc.parametrize("serving", [SERVINGS[i] for i in ids], ids=ids, scope="module", indirect=True)
 
 
 @pytest.fixture(scope="session")
@@ -94,9 +100,20 @@ def redis_server():
 
 
 @pytest.fixture(scope="module")
-def store_kind() -> str:
-    """Tests outside tests/test_api_*.py use the memory store unless they say otherwise."""
-    return "memory"
+def serving(request) -> tuple[str, str]:
+    """(store kind, mount path): tests outside tests/test_api_*.py use the memory store, stand-alone,
+    unless they say otherwise."""
+    return getattr(request, "param", ("memory", ""))
+
+
+@pytest.fixture(scope="module")
+def store_kind(serving) -> str:
+    return serving[0]
+
+
+@pytest.fixture(scope="module")
+def url_prefix(serving) -> str:
+    return serving[1]
 
 
 @pytest.fixture
@@ -108,11 +125,11 @@ def store_config(request, store_kind) -> dict[str, Any]:
 
 
 @pytest.fixture
-def live_server_factory(store_config) -> Callable[..., LiveServer]:
+def live_server_factory(store_config, url_prefix) -> Callable[..., LiveServer]:
     servers: list[LiveServer] = []
 
     def start(**config: Any) -> LiveServer:
-        server = LiveServer({**TEST_CONFIG, **store_config, **config}).start()
+        server = LiveServer({**TEST_CONFIG, **store_config, **config}, url_prefix).start()
         servers.append(server)
         return server
 

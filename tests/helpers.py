@@ -15,24 +15,49 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from flask import Flask
 from werkzeug.serving import make_server
 
-from widget_server import create_app
+from widget_server import create_app, init_app
 from widget_server.backends.demo import load_seed_answers as load_seed_answers  # the copy the package ships
 from widget_server.sse import EventStreamParser, ServerSentEvent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class LiveServer:
-    """The real app served by Werkzeug's threaded server on a free loopback port."""
+def site_app() -> Flask:
+    """A site's own small Flask app, for the chat to be mounted in (widget_server/mount.py):
+    a page of its own and a 404 page of its own, which the chat must leave alone."""
+    site = Flask("site")
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        self.app = create_app(config or {}, environ={})
+    @site.get("/")
+    def home() -> str:
+        return "<!doctype html><title>The site</title><p>The site's own home page.</p>"
+
+    @site.errorhandler(404)
+    def not_found(_error: Exception) -> tuple[str, int]:
+        return "The site's own 404 page.", 404
+
+    return site
+
+
+class LiveServer:
+    """The real app served by Werkzeug's threaded server on a free loopback port; with
+    `url_prefix`, mounted at that path inside a site's own Flask app (`init_app`), and `url`
+    is the chat's base under it."""
+
+    def __init__(self, config: dict[str, Any] | None = None, url_prefix: str = "") -> None:
+        served: Flask
+        if url_prefix:
+            served = site_app()
+            self.app = init_app(served, url_prefix, environ={}, **(config or {})).app
+        else:
+            served = self.app = create_app(config or {}, environ={})
         self.service = self.app.extensions["widget_server.service"]
-        self._server = make_server("127.0.0.1", 0, self.app, threaded=True)
+        self._server = make_server("127.0.0.1", 0, served, threaded=True)
         self.port = self._server.server_port
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.url = self.origin + url_prefix
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def start(self) -> LiveServer:

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -252,7 +253,7 @@ def test_a_confirm_retried_after_its_connection_dropped_runs_once(server, chat_f
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(
             (
-                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                f"POST {urlsplit(server.url).path}{path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
                 f"Authorization: Bearer {chat.token}\r\nIdempotency-Key: flaky-1\r\n"
                 "Content-Length: 0\r\nConnection: close\r\n\r\n"
             ).encode()

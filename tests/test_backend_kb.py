@@ -365,7 +365,7 @@ def test_links_use_the_host_each_question_was_sent_to(live_server_factory, chat_
     assert stranger.status_code == 404
     result = chat.send("Which port does the server listen on?", "r-1")
     assert f"]({server.url}/kb/configuration.md)" in result.text
-    # The host comes with each question (the Turn's server_origin), not from an earlier one.
+    # The host comes with each question (the Turn's server_url), not from an earlier one.
     elsewhere = chat.send("Which port does the server listen on?", "r-2", headers={"Host": "chat.example:8443"})
     assert "](http://chat.example:8443/kb/configuration.md)" in elsewhere.text
     assert "evil.example" not in result.text + elsewhere.text
@@ -374,11 +374,11 @@ def test_links_use_the_host_each_question_was_sent_to(live_server_factory, chat_
 def test_the_backend_reads_the_host_from_the_turn():
     backend = KnowledgeBaseBackend.from_settings(load_settings({"BACKEND": "kb", "DEMO_DELAY_SECONDS": 0}, environ={}))
     question = "Which port does the server listen on?"
-    for server_origin in ("https://help.example", "http://127.0.0.1:8000"):
-        turn = Turn(question, conversation_id="c_1", message_id="m_1", server_origin=server_origin)
+    for server_url in ("https://help.example", "http://127.0.0.1:8000"):
+        turn = Turn(question, conversation_id="c_1", message_id="m_1", server_url=server_url)
         text = "".join(backend.stream(turn, CancelToken()))
-        assert f"]({server_origin}/kb/configuration.md)" in text
-        assert text == backend.answer(question, server_origin)
+        assert f"]({server_url}/kb/configuration.md)" in text
+        assert text == backend.answer(question, server_url)
 
 
 def test_the_backend_takes_its_settings_defaults_from_config():

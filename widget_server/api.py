@@ -146,7 +146,7 @@ def user_text(body: dict[str, Any]) -> str:
 def stream_new_answer(
     conversation_id: str, request_id: str, start: Callable[[ChatService, str], tuple[str, bool]]
 ) -> Response:
-    """Start an answer with `start(chat, server_origin)` (it claims `request_id` and returns
+    """Start an answer with `start(chat, server_url)` (it claims `request_id` and returns
     the answer's id) and stream it from its start, or from Last-Event-ID on a retry. The
     stream slot is taken before any work starts, and freed if `start` refuses."""
     faults = _faults()
@@ -164,7 +164,7 @@ def stream_new_answer(
     try:
         # The answer's links are absolute, on the scheme and host the question was sent to
         # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
-        message_id, _created = start(chat, request.host_url.rstrip("/"))
+        message_id, _created = start(chat, request.url_root.rstrip("/"))
         # A retry of the same request may say where it got to.
         after_seq = _resume_position(message_id, from_query=False)
         chat.check_resume_position(conversation_id, message_id, after_seq)
@@ -187,7 +187,7 @@ def post_message(conversation_id: str) -> Response:
     return stream_new_answer(
         conversation_id,
         request_id,
-        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_origin=origin),
+        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_url=origin),
     )
 
 

@@ -55,7 +55,7 @@ class PublicHost:
 
     With `PUBLIC_URL` set, the request's Host and scheme are replaced by `PUBLIC_URL`'s before
     Flask sees them, so every absolute URL the server writes (the panel's `apiBase`, the demo
-    page's snippet, the kb backend's links through `Turn.server_origin`, routing's redirects)
+    page's snippet, the kb backend's links through `Turn.server_url`, routing's redirects)
     is built on it. With `enforce` (ENV=production), a request whose Host names neither
     `PUBLIC_URL`'s host nor one of `TRUSTED_HOSTS` (ports are not compared) is refused
     first, with 400 `invalid_host`, before anything counts or reads it.
@@ -93,7 +93,11 @@ class PublicHost:
         return self.app(environ, start_response)
 
 
-def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
+def create_app(
+    config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None, url_prefix: str = ""
+) -> Flask:
+    """The chat server. `url_prefix` is the path a host app mounts it at (mount.py `init_app`,
+    which dispatches requests under it here with that path in SCRIPT_NAME): "" stand-alone."""
     settings = load_settings(config, environ)
     app = Flask(
         __name__,
@@ -102,6 +106,8 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
         template_folder=str(resource_dir("templates")),
     )
     app.config["WIDGET_SERVER"] = settings
+    # What links written outside a request (the agents' mail) put after PUBLIC_URL.
+    app.config["WIDGET_SERVER_URL_PREFIX"] = url_prefix
     # Werkzeug refuses larger bodies with 413 before we read them.
     app.config["MAX_CONTENT_LENGTH"] = settings["MAX_BODY_BYTES"]
     if isinstance(app.json, DefaultJSONProvider):

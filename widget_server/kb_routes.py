@@ -6,7 +6,7 @@ construction), from the text read at start. With another backend every `/kb/` pa
 
 The answers' links to these documents are absolute: on `PUBLIC_URL` when it is set (always
 in production; app.py `PublicHost` puts it in place of the request's Host), else on the host
-each question was sent to. The backend reads it from the question's Turn (`server_origin`,
+each question was sent to. The backend reads it from the question's Turn (`server_url`,
 docs/backends.md).
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, jsonify
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from .errors import ErrorCode
 from .handoff import events as handoff_events
@@ -1096,7 +1096,9 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
 def openapi_json() -> Response:
     document: dict[str, Any] | None = current_app.extensions.get("widget_server.openapi")
     if document is None:
-        document = current_app.extensions["widget_server.openapi"] = build_document()
+        # Mounted under a path in a site's app (mount.py), the paths below are under it: a
+        # relative server URL is resolved against this document's own (OpenAPI 3.1 §4.8.5).
+        document = current_app.extensions["widget_server.openapi"] = build_document(request.script_root or None)
     return jsonify(document)
 
 

@@ -92,7 +92,7 @@ def fingerprint(revision: Revision) -> str:
 
 
 def replace(
-    chat: ChatService, conversation_id: str, request_id: str, revision: Revision, *, server_origin: str = ""
+    chat: ChatService, conversation_id: str, request_id: str, revision: Revision, *, server_url: str = ""
 ) -> tuple[str, bool]:
     """Claim `request_id` for `revision` and start its answer, as ChatService.submit does for
     a send. Returns the new answer's id and whether this call created it (False: a retry).
@@ -106,4 +106,4 @@ def replace(
         except RevisionRefused as refusal:  # the turn changed since check_target: a racing revision or send
             raise refused(refusal.reason, revision) from None
 
-    return chat.start_claimed(conversation_id, request_id, claim, server_origin=server_origin)
+    return chat.start_claimed(conversation_id, request_id, claim, server_url=server_url)

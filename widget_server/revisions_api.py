@@ -25,7 +25,7 @@ def _stream_revision(conversation_id: str, request_id: str, revision: Revision) 
     return stream_new_answer(
         conversation_id,
         request_id,
-        lambda chat, origin: revisions.replace(chat, conversation_id, request_id, revision, server_origin=origin),
+        lambda chat, origin: revisions.replace(chat, conversation_id, request_id, revision, server_url=origin),
     )
 
 

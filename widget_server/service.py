@@ -136,13 +136,13 @@ class ChatService:
 
     # -- submitting --------------------------------------------------------
 
-    def submit(self, conversation_id: str, request_id: str, text: str, *, server_origin: str = "") -> tuple[str, bool]:
+    def submit(self, conversation_id: str, request_id: str, text: str, *, server_url: str = "") -> tuple[str, bool]:
         """Claim `request_id`; start generating only if the claim is new.
 
         The running limit is checked again here, atomically with the claim
         (the transport checks it first only to refuse early, before taking
-        a stream slot). `server_origin` is the scheme://host the question was
-        sent to; the backend reads it from the Turn.
+        a stream slot). `server_url` is the scheme://host (and mount path) the
+        question was sent to; the backend reads it from the Turn.
         """
         return self.start_claimed(
             conversation_id,
@@ -155,7 +155,7 @@ class ChatService:
                 new_id(USER_MESSAGE_PREFIX),
                 new_id(ASSISTANT_MESSAGE_PREFIX),
             ),
-            server_origin=server_origin,
+            server_url=server_url,
         )
 
     @contextlib.contextmanager
@@ -337,14 +337,14 @@ class ChatService:
     # -- claims that start an answer: sends and revisions (widget_server/revisions.py)
 
     def start_claimed(
-        self, conversation_id: str, request_id: str, claim: Callable[[], Claim], *, server_origin: str = ""
+        self, conversation_id: str, request_id: str, claim: Callable[[], Claim], *, server_url: str = ""
     ) -> tuple[str, bool]:
         """Run `claim` (a store claim of a new exchange); start generating only if it is new.
 
         The running limit is checked again here, atomically with the claim
         (the transport checks it first only to refuse early, before taking
-        a stream slot). `server_origin` is the scheme://host the question was
-        sent to; the backend reads it from the Turn.
+        a stream slot). `server_url` is the scheme://host (and mount path) the
+        question was sent to; the backend reads it from the Turn.
         """
         try:
             with self._claim_lock(conversation_id):
@@ -371,7 +371,7 @@ class ChatService:
                     claimed.history,
                     conversation_id,
                     message_id,
-                    server_origin=server_origin,
+                    server_url=server_url,
                     offers_handoff=self.handoff_enabled(),
                 ),
                 time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],

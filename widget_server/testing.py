@@ -234,7 +234,7 @@ class ChatWidget:
         """The panel's Frame (for `evaluate`)."""
         for frame in self.page.frames:
             parts = urlsplit(frame.url)
-            if parts.path == "/panel" and (self.chat_origin is None or _origin(frame.url) == self.chat_origin):
+            if parts.path.endswith("/panel") and (self.chat_origin is None or _origin(frame.url) == self.chat_origin):
                 return frame
         raise AssertionError("the chat panel's frame is not loaded")
 

@@ -45,7 +45,8 @@ def _frame_ancestors() -> str:
 
 
 # Absolute URLs here use `request.host_url`: `PUBLIC_URL` when it is set (app.py `PublicHost`
-# puts it in place of the request's Host and scheme), else the host the request named.
+# puts it in place of the request's Host and scheme), else the host the request named; and
+# `request.url_root`, the same plus the path a host app mounted the chat at (mount.py).
 
 
 def _host_origins() -> list[str]:
@@ -159,7 +160,7 @@ def _render_panel(standalone: bool) -> Response:
     config = {
         "lang": lang,
         "strings": {key: value for key, value in t.items() if key not in LAZY_STRING_GROUPS},
-        "apiBase": request.host_url.rstrip("/") + "/api/v1",
+        "apiBase": request.url_root + "api/v1",
         "standalone": standalone,
         "hostOrigin": host_origin,
         "hostOrigins": host_origins,
@@ -206,7 +207,7 @@ def _render_panel(standalone: bool) -> Response:
 
 @bp.get("/")
 def index() -> Response:
-    response = Response(render_template("index.html", origin=request.host_url.rstrip("/")), mimetype="text/html")
+    response = Response(render_template("index.html", chat_url=request.url_root.rstrip("/")), mimetype="text/html")
     # The panel's policy (no inline code; framed by nobody), plus the panel's own iframe.
     response.headers["Content-Security-Policy"] = content_security_policy("'none'") + "; frame-src 'self'"
     response.headers["Referrer-Policy"] = "no-referrer"

@@ -19,12 +19,12 @@ const PANEL_OPTIONS = [
   'colorScheme',
 ];
 
-// `shell` is the loader's side: { chatOrigin, lang, title, inline, accent, option(name),
+// `shell` is the loader's side: { chatOrigin, chatBase, lang, title, inline, accent, option(name),
 // launcher (null without one), launcherName, isOpen(), close() }. `container` receives the
 // iframe. Returns `opened()`, which the loader calls each time the chat opens.
 export function attach(shell, container) {
   const { chatOrigin, launcher } = shell;
-  const url = new URL('/panel', chatOrigin);
+  const url = new URL('panel', shell.chatBase); // beside the loader: /panel, or /chat/panel
   const params = url.searchParams;
   params.set('lang', shell.lang);
   params.set('title', shell.title);

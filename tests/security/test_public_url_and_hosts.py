@@ -109,7 +109,7 @@ def test_absolute_urls_come_from_public_url_never_from_the_host_header(live_serv
         redirect = http.get("/static//site.css")
         assert redirect.status_code == 308
         assert redirect.headers["location"] == f"{PUBLIC}/static/site.css"
-        # The kb backend's source links, made from the Turn's server_origin.
+        # The kb backend's source links, made from the Turn's server_url.
         chat = ChatClient(server.url)
         chat.http.headers.update(headers)
         try:

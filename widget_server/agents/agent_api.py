@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request
+from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request, url_for
 
 from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..config import ConfigError
@@ -173,8 +173,9 @@ def _set_cookie(response: Response, name: str, value: str, max_age: int | None) 
 
 
 def _see_console() -> Response:
-    """303 See Other to /agent: after a form's POST, the browser GETs the console."""
-    return Response(status=303, headers={"Location": "/agent", "Cache-Control": "no-store"})
+    """303 See Other to /agent: after a form's POST, the browser GETs the console (under the
+    path the chat is mounted at, widget_server/mount.py)."""
+    return Response(status=303, headers={"Location": url_for("agent_api.console"), "Cache-Control": "no-store"})
 
 
 # -- languages ---------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ def console() -> Response:
     config = {
         "csrfToken": found.session.csrf_token,
         "agent": found.agent.public(),
-        "apiBase": "/agent/api",
+        "apiBase": request.script_root + "/agent/api",  # under a mount's prefix (mount.py)
         "lang": lang,
         "strings": console_languages().get(lang, {}),
     }
@@ -515,7 +516,7 @@ def init_app(app: Flask, chat_store: Store) -> None:
         accounts.current()  # a corrupt file stops the server at start, with the file named
     except AccountsError as error:
         raise ConfigError(f"AGENTS_FILE: {error}") from None
-    mail = Mailer(values, app.extensions["widget_server.metrics"])
+    mail = Mailer(values, app.extensions["widget_server.metrics"], app.config["WIDGET_SERVER_URL_PREFIX"])
     app.extensions[ACCOUNTS_KEY] = accounts
     app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values["AGENT_SESSION_SECONDS"])
     app.extensions[MAILER_KEY] = mail

@@ -44,7 +44,7 @@ class Mail:
 class Mailer:
     """Sends mail with the SMTP_* settings; `enabled` only when SMTP_HOST, SMTP_FROM are set."""
 
-    def __init__(self, settings: dict[str, Any], metrics: Metrics = NO_METRICS) -> None:
+    def __init__(self, settings: dict[str, Any], metrics: Metrics = NO_METRICS, url_prefix: str = "") -> None:
         self.host: str = settings["SMTP_HOST"]
         self.port: int = settings["SMTP_PORT"]
         self.sender: str = settings["SMTP_FROM"]
@@ -53,7 +53,8 @@ class Mailer:
         self.password: str = settings["SMTP_PASSWORD"]
         self.starttls: bool = settings["SMTP_STARTTLS"]
         self.timeout: float = settings["SMTP_TIMEOUT_SECONDS"]
-        self.console_url: str = (settings.get("PUBLIC_URL") or "").rstrip("/") + "/agent"
+        # The console's address: under the path the chat is mounted at in a host app (mount.py).
+        self.console_url: str = (settings.get("PUBLIC_URL") or "").rstrip("/") + url_prefix + "/agent"
         self.sent = 0
         self.failed = 0
         self._counter: Any = None

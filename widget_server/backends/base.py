@@ -50,14 +50,21 @@ class Turn:
     message_id: str = ""
     # The scheme://host[:port] the question was sent to, without a final "/": PUBLIC_URL when
     # it is set, else the request's Host (as the panel's own API base; docs/security.md,
-    # "Production defaults"): where a link to this server must point. "" when the turn did
+    # "Production defaults"), followed by the path a host app mounted the chat at, if any
+    # (widget_server/mount.py): where a link to this server must point. "" when the turn did
     # not come from an HTTP request.
-    server_origin: str = ""
+    server_url: str = ""
     # Whether this server can hand the conversation to a person now (HANDOFF, as
     # HandoffService.enabled decides it): a backend may then propose the `handoff` action
     # (docs/backends.md, "Offering a person"). The service layer decides; a backend never
     # reads the agents itself (tests/test_architecture.py).
     offers_handoff: bool = False
+
+    @property
+    def server_origin(self) -> str:
+        """`server_url`'s earlier name, kept for backends written before chat could be mounted
+        under a path (docs/backends.md)."""
+        return self.server_url
 
 
 class CancelToken:

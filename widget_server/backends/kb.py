@@ -13,7 +13,7 @@ It never writes anything else: every other word comes from the documents.
 
 Links: with `KB_BASE_URL`, to the owner's own site; without it, to this server's read-only
 `/kb/<path>` route (kb_routes.py), as an absolute URL on the host the question was sent to,
-the Turn's `server_origin` (the widget only renders absolute links).
+the Turn's `server_url` (the widget only renders absolute links).
 
 "I don't know" also offers a person (issue #13): an `ActionProposal("handoff")` after its
 text, which the widget shows as a "Talk to a person" button, only while hand-off is on for
@@ -581,19 +581,19 @@ class KnowledgeBaseBackend:
 
     # -- links --------------------------------------------------------------------------
 
-    def link(self, doc: str, anchor: str = "", server_origin: str = "") -> str:
+    def link(self, doc: str, anchor: str = "", server_url: str = "") -> str:
         """Where a document (a section of it) is read: KB_BASE_URL + path (`{path}` in it is
         replaced by the path without `.md`), with the section's anchor; or this server's
         `/kb/<path>` (plain text, so no anchor)."""
         if not self.base_url:
-            return f"{server_origin}/kb/{quote(doc)}"
+            return f"{server_url}/kb/{quote(doc)}"
         if "{path}" in self.base_url:
             url = self.base_url.replace("{path}", quote(doc[:-3] if doc.lower().endswith(".md") else doc))
         else:
             url = self.base_url + ("" if self.base_url.endswith("/") else "/") + quote(doc)
         return f"{url}#{anchor}" if anchor else url
 
-    def _resolver(self, doc: str, server_origin: str) -> Callable[[str], str | None]:
+    def _resolver(self, doc: str, server_url: str) -> Callable[[str], str | None]:
         def resolve(target: str) -> str | None:
             target = re.sub(r"[\x00-\x20\x7f]", "", target)
             parts = urlsplit(target)
@@ -602,27 +602,23 @@ class KnowledgeBaseBackend:
             if target.startswith("//"):
                 return None
             if not parts.path:  # "#anchor": the same document
-                return (
-                    self.link(doc, parts.fragment, server_origin)
-                    if parts.fragment
-                    else self.link(doc, "", server_origin)
-                )
+                return self.link(doc, parts.fragment, server_url) if parts.fragment else self.link(doc, "", server_url)
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(doc), unquote(parts.path)))
             if joined in self.kb.documents:
-                return self.link(joined, parts.fragment, server_origin)
+                return self.link(joined, parts.fragment, server_url)
             if self.base_url:
-                return urljoin(self.link(doc, "", server_origin), target)
+                return urljoin(self.link(doc, "", server_url), target)
             return None  # a file this server does not serve
 
         return resolve
 
     # -- answering ------------------------------------------------------------------------
 
-    def answer(self, question: str, server_origin: str = "") -> str:
+    def answer(self, question: str, server_url: str = "") -> str:
         """The whole answer to `question`, as Markdown."""
-        return self._answer(question, server_origin)[0]
+        return self._answer(question, server_url)[0]
 
-    def _answer(self, question: str, server_origin: str = "") -> tuple[str, bool]:
+    def _answer(self, question: str, server_url: str = "") -> tuple[str, bool]:
         """The answer, and whether it is "I don't know"."""
         language = detect_language(question)
         texts = TEXTS[language]
@@ -642,14 +638,14 @@ class KnowledgeBaseBackend:
             chosen.append(passage)
         parts = [texts["lead"]]
         for passage in chosen:
-            quoted = safe_markdown(trim_passage(passage.blocks), self._resolver(passage.doc, server_origin))
+            quoted = safe_markdown(trim_passage(passage.blocks), self._resolver(passage.doc, server_url))
             parts.append(_quote(quoted))
-            link = self.link(passage.doc, passage.anchor, server_origin)
+            link = self.link(passage.doc, passage.anchor, server_url)
             parts.append(f"{texts['source']}: [{_link_text(passage.title)}]({link})")
         return "\n\n".join(parts) + "\n", False
 
     def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]:
-        text, unknown = self._answer(turn.text, turn.server_origin)
+        text, unknown = self._answer(turn.text, turn.server_url)
         for index, chunk in enumerate(group_chunks(split_words(text), CHUNK_CHARS)):
             if index and self.delay and cancel.wait(self.delay):
                 return
