@@ -127,7 +127,8 @@ export class ActionCard {
     } catch (error) {
       // Not sent, or refused: say so once, assertively; the buttons come
       // back, and a new press reuses the same key (still at most once).
-      const text = format(strings.actionSendFailed, { reason: error.message });
+      const { reasonFor } = await import('./refusals.js');
+      const text = format(strings.actionSendFailed, { reason: await reasonFor(this.panel, error) });
       this.showStatus(text);
       this.setBusy(false);
       this.panel.showAlert(text);

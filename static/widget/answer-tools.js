@@ -19,6 +19,7 @@ import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
+import { reasonFor } from './refusals.js';
 
 // The rows above are drawn once the stylesheet is in: never unstyled buttons
 // for a frame (a failed load still draws them, with the panel's own styles).
@@ -334,7 +335,9 @@ class AnswerTools {
       } catch {
         /* no JSON body: the status says what happened */
       }
-      throw new ApiError(response.status, data);
+      const error = new ApiError(response.status, data);
+      error.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
+      throw error;
     }
   }
 
@@ -349,7 +352,7 @@ class AnswerTools {
       if (next) await this.sendFeedback('PUT', { rating: next });
       else await this.sendFeedback('DELETE');
     } catch (error) {
-      panel.showAlert(format(words.feedbackFailed, { reason: error.message }));
+      panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
       return;
     } finally {
       this.busy = false;
@@ -421,7 +424,7 @@ class AnswerTools {
     try {
       await this.sendFeedback('PUT', { rating: this.rating, comment });
     } catch (error) {
-      panel.showAlert(format(words.feedbackFailed, { reason: error.message }));
+      panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
       return;
     } finally {
       this.busy = false;
@@ -618,9 +621,9 @@ class EditControl {
     let messageId;
     try {
       messageId = (await panel.client.history()).findLast((m) => m.role === 'user')?.message_id;
-      if (!messageId) throw new Error(strings.errors.lost);
+      if (!messageId) throw Object.assign(new Error('no message to edit'), { code: 'lost' });
     } catch (error) {
-      panel.showAlert(format(strings.sendFailed, { reason: error.message }));
+      panel.showAlert(format(strings.sendFailed, { reason: await reasonFor(panel, error) }));
       return;
     }
     const answer = this.item.nextElementSibling;

@@ -429,7 +429,8 @@ class AnswerRun {
       try {
         await panel.ensureConversation();
       } catch (error) {
-        return this.failLocally(format(this.strings.sendFailed, { reason: error.message }));
+        const reason = await this.refusal(error);
+        return this.failLocally(format(this.strings.sendFailed, { reason }));
       }
     }
     try {
@@ -483,7 +484,7 @@ class AnswerRun {
       } catch (error) {
         if (error instanceof ApiError) {
           if ((error.status === 429 || error.status === 503) && !this.model.messageId) {
-            return this.failLocally(this.refusal(error));
+            return this.failLocally(await this.refusal(error));
           }
           // The answer is gone from the server (a store restarted without
           // persistence): say so, never show a raw 404.
@@ -491,7 +492,8 @@ class AnswerRun {
           // to the person (handoff.js)
           if (error.code === 'handoff_active')
             return (await import('./handoff.js')).reroute(this.panel, this);
-          if (error.status < 500 && error.status !== 429) return this.failLocally(error.message);
+          if (error.status < 500 && error.status !== 429)
+            return this.failLocally(await this.refusal(error));
           // A 503 or 429 on resume says when to come back: not sooner.
           if (error.retryAfter) retryAfterMs = error.retryAfter * 1000;
         }
@@ -516,8 +518,9 @@ class AnswerRun {
     await this.finish();
   }
 
-  // What to tell the user when the server refuses to start an answer.
-  refusal(error) {
+  // What to tell the user when the server refuses to start an answer: the panel's own words
+  // for sending, else the reason in the panel's language (refusals.js, loaded on first use).
+  async refusal(error) {
     const strings = this.strings;
     if (error.code === 'too_many_running') return strings.busy;
     if (error.code === 'rate_limited')
@@ -526,7 +529,7 @@ class AnswerRun {
       });
     if (error.code === 'store_unavailable' || error.code === 'server_busy')
       return strings.errors.unavailable;
-    return error.message;
+    return (await import('./refusals.js')).reasonFor(this.panel, error);
   }
 
   takeSnapshotWish() {

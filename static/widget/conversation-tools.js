@@ -4,9 +4,10 @@
 // Download transcript). Loaded on the first press of a header button (chat.js), so none of
 // it is part of the panel's first open (tests/test_budgets.py).
 
-import { ChatClient } from './client.js';
+import { ApiError, ChatClient } from './client.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { reasonFor } from './refusals.js';
 
 const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
 const ANNOUNCE_COOKIE = 'chatwidget_announce'; // web.py reads it into the panel's config
@@ -152,8 +153,9 @@ async function startOver(panel, strings, remove) {
         headers: client.actionHeaders(),
       });
       if (!response.ok && response.status !== 404) {
-        const body = await response.json().catch(() => null);
-        throw new Error(body?.error?.message || `HTTP ${response.status}`);
+        const refused = new ApiError(response.status, await response.json().catch(() => null));
+        refused.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
+        throw refused;
       }
     } else if (client.conversationId) {
       // A new conversation at once: its response replaces the cookie that names the old
@@ -161,7 +163,7 @@ async function startOver(panel, strings, remove) {
       fresh = await new ChatClient({ apiBase: panel.config.apiBase }).createConversation();
     }
   } catch (error) {
-    panel.showAlert(format(strings.failed, { reason: error.message }));
+    panel.showAlert(format(strings.failed, { reason: await reasonFor(panel, error) }));
     return false;
   }
   panel.forget();
@@ -288,7 +290,7 @@ async function download(panel, strings) {
       );
     }
   } catch (error) {
-    panel.showAlert(format(strings.downloadFailed, { reason: error.message }));
+    panel.showAlert(format(strings.downloadFailed, { reason: await reasonFor(panel, error) }));
     return;
   }
   if (!markdown) {

@@ -19,6 +19,7 @@
 import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 import { createEventStreamParser } from './sse.js';
 
@@ -82,7 +83,9 @@ async function errorOf(response) {
   } catch {
     /* no JSON body: the status says it */
   }
-  return new ApiError(response.status, body);
+  const error = new ApiError(response.status, body);
+  error.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
+  return error;
 }
 
 const sha256OfText = (text) => sha256Hex(new TextEncoder().encode(text));
@@ -248,7 +251,7 @@ class Handoff {
       body = await response.json();
     } catch (error) {
       this.state = 'none';
-      panel.showAlert(format(this.strings.failed, { reason: error.message }));
+      panel.showAlert(format(this.strings.failed, { reason: await reasonFor(panel, error) }));
       return;
     }
     this.state = 'none';
@@ -396,7 +399,7 @@ class Handoff {
       if (!response.ok && response.status !== 404 && response.status !== 409)
         throw await errorOf(response);
     } catch (error) {
-      this.panel.showAlert(format(strings.failed, { reason: error.message }));
+      this.panel.showAlert(format(strings.failed, { reason: await reasonFor(this.panel, error) }));
       return;
     }
     this.focus(this.panel.input);
@@ -753,7 +756,7 @@ class Handoff {
           await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
           continue;
         }
-        return this.sendFailed(pending, error.message);
+        return this.sendFailed(pending, error);
       }
       if (response.ok) {
         const body = await response.json();
@@ -777,14 +780,15 @@ class Handoff {
         await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
         continue;
       }
-      return this.sendFailed(pending, error.message);
+      return this.sendFailed(pending, error);
     }
   }
 
-  sendFailed(pending, reason) {
+  async sendFailed(pending, error) {
     const index = this.pendingSends.indexOf(pending);
     if (index >= 0) this.pendingSends.splice(index, 1);
     pending.item.dataset.state = 'failed';
+    const reason = await reasonFor(this.panel, error);
     this.panel.showAlert(format(this.strings.sendFailed, { reason }));
   }
 
@@ -927,7 +931,7 @@ class Handoff {
         email.input.focus();
         panel.showAlert(strings.emailInvalid);
       } else {
-        panel.showAlert(format(strings.leaveFailed, { reason: error.message }));
+        panel.showAlert(format(strings.leaveFailed, { reason: await reasonFor(panel, error) }));
       }
       return;
     }

@@ -5,19 +5,26 @@
 // The UI strings of the panel's language, fetched once for every lazy part together: the
 // groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
 // static/widget/i18n/<lang>.json the server reads (docs/accessibility.md A3). A failed
-// fetch (offline) is forgotten, so the next use tries again.
-let fileOfStrings = null;
+// fetch (offline) is forgotten, so the next use tries again. `folder`: a group too big to ride
+// in that file, fetched on every first open (tests/test_budgets.py), has its own file per
+// language, e.g. i18n/refusals/<lang>.json (refusals.js).
+const filesOfStrings = new Map();
 
 // Resolves to the group's strings, or null when they cannot be had right now.
-export function lazyStrings(panel, group) {
+export function lazyStrings(panel, group, folder = '') {
   if (panel.strings[group]) return Promise.resolve(panel.strings[group]);
-  fileOfStrings ||= fetch(new URL(`./i18n/${panel.config.lang}.json`, import.meta.url))
-    .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
-    .catch(() => {
-      fileOfStrings = null;
-      return {};
-    });
-  return fileOfStrings.then((all) => all[group] || null);
+  const url = new URL(`./i18n/${folder}${panel.config.lang}.json`, import.meta.url).href;
+  if (!filesOfStrings.has(url))
+    filesOfStrings.set(
+      url,
+      fetch(url)
+        .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+        .catch(() => {
+          filesOfStrings.delete(url);
+          return {};
+        }),
+    );
+  return filesOfStrings.get(url).then((all) => all[group] || null);
 }
 
 // A part's own stylesheet (the panel's CSP allows same-origin stylesheets, never inline
