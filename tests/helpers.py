@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from flask import Flask
+from flask import Flask, render_template_string
 from werkzeug.serving import make_server
 
 from widget_server import create_app, init_app
@@ -33,6 +33,16 @@ def site_app() -> Flask:
     @site.get("/")
     def home() -> str:
         return "<!doctype html><title>The site</title><p>The site's own home page.</p>"
+
+    @site.get("/help")
+    def help_page() -> str:
+        # The loader as a site's template names it (mount.py `chat_loader_url`), announcing at
+        # the panel's 100 ms floor as the e2e `embed` fixture does.
+        return render_template_string(
+            '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Help</title></head>'
+            "<body><main><h1>Help</h1><p>Ask us anything.</p></main>"
+            '<script src="{{ chat_loader_url() }}" defer data-announce-interval="100"></script></body></html>'
+        )
 
     @site.errorhandler(404)
     def not_found(_error: Exception) -> tuple[str, int]:

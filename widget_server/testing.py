@@ -195,8 +195,8 @@ class ChatWidget:
 
     Locators are lazy, so one `ChatWidget(page)` can be made before the page
     is loaded and keeps working across navigations and reloads. Give
-    `chat_url` (the chat server's URL as the page names it) to ignore any
-    other frame whose path happens to be /panel.
+    `chat_url` (the chat server's URL as the page names it, with the path a site
+    mounted it at, if any) to ignore any other frame whose path happens to be /panel.
     """
 
     def __init__(self, page: Any, *, lang: str = "en", chat_url: str | None = None) -> None:
@@ -204,7 +204,9 @@ class ChatWidget:
         self.lang = lang
         self.chat_origin = _origin(chat_url) if chat_url else None
         self.launcher = page.locator("[data-chatwidget] .launcher")
-        self.iframe = page.locator(f"iframe[src^='{self.chat_origin}/panel?']" if self.chat_origin else PANEL_IFRAME)
+        # The chat's base, path included where a site mounts it under one (/chat, docs/serving.md).
+        chat_base = chat_url.rstrip("/") if chat_url else None
+        self.iframe = page.locator(f"iframe[src^='{chat_base}/panel?']" if chat_base else PANEL_IFRAME)
         self.frame = self.iframe.content_frame
         self.panel = self.frame.locator("[data-chat-panel]")
         self.ready = self.frame.locator("[data-chat-panel][data-ready='true']")
