@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from widget_server.errors import ApiError
 
 from .test_handoff_widget import HANDOFF, assertive, conversation_of, fmt, talk_to_a_person
+from .test_refusal_language import refusals
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +54,8 @@ def test_a_full_store_is_said_as_an_error_not_an_answer(embed, chat_server_facto
     widget = embed(server)
     widget.open()
     talk_to_a_person(widget)
-    said = fmt(HANDOFF["failed"], reason=str(refusal))
+    # Worded from the code in the panel's language (static/widget/refusals.js), not the message.
+    said = fmt(HANDOFF["failed"], reason=refusals("en")[refusal.code])
     widget.wait_for_announcement(said)
     assert assertive(widget) == [said]
     expect(widget.frame.get_by_role("form", name=HANDOFF["formTitle"])).to_have_count(0)
