@@ -114,11 +114,20 @@ def _bind_address(host: str, port: int) -> str:
 
 
 def _service(worker: _Worker) -> ChatService | None:
-    """The worker's chat service, once it has loaded the app (gunicorn's `worker.wsgi`)."""
+    """The worker's chat service, once it has loaded the app (gunicorn's `worker.wsgi`): the
+    chat's own app, a site's Flask app the chat is mounted in (`init_app`: a `MountedChat`),
+    or a werkzeug `DispatcherMiddleware` with the chat among its mounts (a Django site's
+    wsgi.py; docs/serving.md, "Django", run with `widget_server.gunicorn_conf`)."""
     app = getattr(worker, "wsgi", None)
-    extensions = getattr(app, "extensions", None) or {}
-    service: ChatService | None = extensions.get("widget_server.service")
-    return service
+    for candidate in [app, *getattr(app, "mounts", {}).values()]:
+        extensions = getattr(candidate, "extensions", None) or {}
+        service: ChatService | None = extensions.get("widget_server.service")
+        mounted = extensions.get("widget_server")
+        if service is None and mounted is not None:
+            service = mounted.service
+        if service is not None:
+            return service
+    return None
 
 
 def _install_signal_handlers(worker: _Worker) -> None:
