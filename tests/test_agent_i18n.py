@@ -17,6 +17,7 @@ from widget_server.agents.agent_api import LANGUAGE_COOKIE
 
 from .agent_support import AGENTS, set_cookies, sign_in, sign_in_form, write_agents
 from .conftest import TEST_CONFIG
+from .test_i18n_languages import PLURAL_CATEGORIES as CLDR_PLURALS
 
 REPO = Path(__file__).resolve().parent.parent
 FOLDER = REPO / "static" / "agent" / "i18n"
@@ -49,8 +50,31 @@ def placeholders(value: object) -> set[str]:
     return {name for text in texts for name in PLACEHOLDER.findall(str(text))}
 
 
-def test_the_console_speaks_english_and_spanish():
-    assert {"en", "es"} <= set(LANGUAGES)
+def test_the_console_speaks_the_widgets_languages():
+    # Issue 14: the panel's seven languages (tests/test_i18n_languages.py), the console too.
+    assert {"en", "es", "fr", "de", "pt", "ar", "he"} <= set(LANGUAGES)
+    assert set(LANGUAGES) <= set(CLDR_PLURALS), "a new language needs its CLDR plural categories listed"
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_plurals_have_the_forms_the_language_needs(lang):
+    """Each plural object has only categories Intl.PluralRules gives the language (CLDR), and
+    every one of them, save `many` in Spanish, French and Portuguese: that is for millions
+    ("1 000 000 de visiteurs"), which fall back to `other` (static/widget/i18n.js plural())."""
+    needed = CLDR_PLURALS[lang] - ({"many"} if lang in {"es", "fr", "pt"} else set())
+    for key, value in leaves(LANGUAGES[lang]).items():
+        if not is_plural(value):
+            continue
+        assert set(value) <= CLDR_PLURALS[lang], f"{lang}.json {key}: {sorted(value)} (CLDR: {CLDR_PLURALS[lang]})"
+        assert needed <= set(value), f"{lang}.json {key} lacks {sorted(needed - set(value))}"
+
+
+@pytest.mark.parametrize("lang", ["he"])
+def test_hebrew_has_no_slash_gender_forms(lang):
+    # A screen reader reads "מחובר/ת" with its slash; the strings use forms that need none.
+    for key, value in leaves(LANGUAGES[lang]).items():
+        for text in value.values() if isinstance(value, dict) else [value]:
+            assert not re.search(r"[\u0590-\u05ff]/[\u0590-\u05ff]", text), f"{lang}.json {key}: {text}"
 
 
 @pytest.mark.parametrize("lang", sorted(set(LANGUAGES) - {"en"}))
@@ -112,7 +136,7 @@ def client(app):
 
 
 def page_lang(response) -> str:
-    match = re.search(r'<html lang="([^"]+)">', response.get_data(as_text=True))
+    match = re.search(r'<html lang="([^"]+)"', response.get_data(as_text=True))
     assert match, "no <html lang>"
     return match[1]
 
@@ -124,8 +148,12 @@ def text_of(response) -> str:
 def test_without_a_choice_the_browser_language_else_english(client):
     assert page_lang(client.get("/agent")) == "en"
     assert page_lang(client.get("/agent", headers={"Accept-Language": "es-MX,es;q=0.9,en;q=0.5"})) == "es"
-    assert page_lang(client.get("/agent", headers={"Accept-Language": "fr-FR,de;q=0.8"})) == "en"
-    assert page_lang(client.get("/agent", headers={"Accept-Language": "fr, en-GB;q=0.5, es;q=0.4"})) == "en"
+    assert page_lang(client.get("/agent", headers={"Accept-Language": "ja-JP,ko;q=0.8"})) == "en"
+    assert page_lang(client.get("/agent", headers={"Accept-Language": "ja, en-GB;q=0.5, es;q=0.4"})) == "en"
+    assert page_lang(client.get("/agent", headers={"Accept-Language": "fr-FR,de;q=0.8"})) == "fr"
+    assert page_lang(client.get("/agent", headers={"Accept-Language": "pt-BR"})) == "pt"
+    # Hebrew by its retired code too (BCP 47 maps `iw` to `he`, widget_server/i18n.py).
+    assert page_lang(client.get("/agent", headers={"Accept-Language": "iw-IL,en;q=0.5"})) == "he"
     spanish = client.get("/agent", headers={"Accept-Language": "es"})
     assert spanish.headers["Content-Language"] == "es"
     assert "Accept-Language" in spanish.headers["Vary"]
@@ -198,3 +226,21 @@ def test_sign_in_rate_limit_is_said_in_the_chosen_language(tmp_path):
     seconds = limited.headers["Retry-After"]
     expected = LANGUAGES["es"]["signInRateLimited"].replace("{seconds}", seconds)
     assert expected in text_of(limited)
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_each_language_gives_both_pages_their_direction(client, lang):
+    """`<html lang dir>`: right to left for Arabic and Hebrew (docs/accessibility.md A91); the
+    control lists every language in itself, each option marked with its own `lang` (A93)."""
+    direction = "rtl" if lang in {"ar", "he"} else "ltr"
+    sign_in_page = client.get(f"/agent?lang={lang}")
+    assert f'<html lang="{lang}" dir="{direction}">' in sign_in_page.get_data(as_text=True)
+    sign_in(client)
+    console = text_of(client.get("/agent"))
+    assert f'<html lang="{lang}" dir="{direction}">' in console
+    options = re.findall(r'<option value="(\w+)" lang="(\w+)"(?: selected)?>([^<]+)</option>', console)
+    assert [(code, name) for code, _, name in options] == [
+        (code, words["languageName"]) for code, words in LANGUAGES.items()
+    ]
+    assert all(code == tag for code, tag, _ in options)
+    assert f'<option value="{lang}" lang="{lang}" selected>' in console

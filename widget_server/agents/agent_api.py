@@ -29,7 +29,7 @@ from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..config import ConfigError
 from ..errors import ApiError
 from ..handoff.visitor_api import ConversationEventStream
-from ..i18n import DEFAULT_LANGUAGE
+from ..i18n import DEFAULT_LANGUAGE, base_language, text_direction
 from ..protocol import is_id
 from ..ratelimits import current_limits
 from ..stores.base import Store
@@ -211,8 +211,10 @@ def chosen_language() -> str:
     # lookup: `es-MX` is served `es`). Not werkzeug's best_match alone: it takes an exact
     # match of lower quality (`es;q=0.4`) over a higher one that only matches by its prefix
     # (`en-GB;q=0.5`).
+    # The widget's own reading of a tag (widget_server/i18n.py): `he-IL` and the retired `iw`
+    # are both Hebrew.
     for tag, quality in request.accept_languages:
-        primary = tag.lower().replace("_", "-").split("-")[0]
+        primary = base_language(tag)
         if quality > 0 and primary in languages:
             return primary
     return DEFAULT_LANGUAGE
@@ -232,7 +234,8 @@ def _page(template: str, status: int = 200, **context: Any) -> Response:
     languages = console_languages()
     strings = languages.get(lang, {})
     names = [(code, words.get("languageName", code)) for code, words in languages.items()]
-    html = render_template(template, lang=lang, s=strings, languages=names, **context)
+    # `dir`: Arabic and Hebrew pages are right to left (docs/accessibility.md A91), as the panel.
+    html = render_template(template, lang=lang, dir=text_direction(lang), s=strings, languages=names, **context)
     response = _page_headers(Response(html, status=status, mimetype="text/html"))
     response.headers["Content-Language"] = lang
     response.vary.update(("Accept-Language", "Cookie"))
