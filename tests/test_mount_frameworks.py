@@ -92,6 +92,8 @@ class Served:
     """A documented command run as a process in its own session, on a free loopback port
     (read back from the server's own "listening" line)."""
 
+    kind = ""  # which of SITES (the tests' parameter)
+
     def __init__(self, words: list[str], env: dict[str, str], cwd: Path, listening: str) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="mount-frameworks-", suffix=".log", delete=False)  # noqa: SIM115
         environ = {key: value for key, value in os.environ.items() if not key.startswith("WIDGET_SERVER_")}
@@ -141,7 +143,13 @@ def django_site(root: Path, env: dict[str, str] | None = None) -> Served:
         "ALLOWED_HOSTS = ['127.0.0.1']\n"
         "ROOT_URLCONF = 'mysite.urls'\n"
         "INSTALLED_APPS = []\n"
-        "MIDDLEWARE = ['django.middleware.security.SecurityMiddleware', 'django.middleware.common.CommonMiddleware']\n"
+        # Django's X-Frame-Options: DENY would keep the panel out of every page's iframe if
+        # it reached the chat (the docs: Django's middleware never sees /chat).
+        "MIDDLEWARE = [\n"
+        "    'django.middleware.security.SecurityMiddleware',\n"
+        "    'django.middleware.common.CommonMiddleware',\n"
+        "    'django.middleware.clickjacking.XFrameOptionsMiddleware',\n"
+        "]\n"
         "USE_TZ = True\n"
     )
     (package / "urls.py").write_text(
@@ -154,6 +162,24 @@ def django_site(root: Path, env: dict[str, str] | None = None) -> Served:
     assert words[0] == "gunicorn" and DOC_ADDRESS in words, words
     words = [word.replace(DOC_ADDRESS, "127.0.0.1:0") for word in words]
     return Served(words, {**doc_env, **(env or {})}, root, GUNICORN_LISTENING)
+
+
+def flask_site(root: Path, env: dict[str, str] | None = None) -> Served:
+    """A Flask site with the chat mounted by `init_app`, run by the command the Django section
+    gives for one."""
+    (root / "shop.py").write_text(
+        "from flask import Flask\n\n"
+        "import widget_server\n\n"
+        "app = Flask(__name__)\n\n\n"
+        "@app.get('/')\n"
+        "def home() -> str:\n"
+        '    return "The site\'s own home page."\n\n\n'
+        "widget_server.init_app(app, url_prefix='/chat')\n"
+    )
+    command = re.search(r"`(gunicorn -c python:widget_server\.gunicorn_conf 'shop:app')`", doc_section("### Django"))
+    assert command, "the Django section no longer gives the command for a Flask site"
+    words = [*shlex.split(command.group(1)), "-b", "127.0.0.1:0"]
+    return Served(words, env or {}, root, GUNICORN_LISTENING)
 
 
 def fastapi_site(root: Path) -> Served:
@@ -183,7 +209,7 @@ SITES = {"django": django_site, "fastapi": fastapi_site, "chat-service": chat_se
 @pytest.fixture(params=sorted(SITES))
 def site(request, tmp_path):
     served = SITES[request.param](tmp_path)
-    served.kind = request.param  # type: ignore[attr-defined]
+    served.kind = request.param
     yield served
     served.stop()
 
@@ -195,6 +221,8 @@ def test_the_site_and_the_chat_under_its_path(site):
             assert home.status_code == 200 and "The site's own home page." in home.text, home.text
             # None of the chat's headers on the site's own page.
             assert "Content-Security-Policy" not in home.headers
+            if site.kind == "django":
+                assert home.headers["X-Frame-Options"] == "DENY"
         else:
             # The chat's own service answers under its path only: gunicorn refuses any other
             # path, given SCRIPT_NAME.
@@ -202,7 +230,8 @@ def test_the_site_and_the_chat_under_its_path(site):
         panel = http.get(f"{PREFIX}/panel", params={"lang": "en"})
         assert panel.status_code == 200, panel.text
         assert f'"apiBase": "{site.origin}{PREFIX}/api/v1"' in panel.text
-        assert "Content-Security-Policy" in panel.headers
+        assert "frame-ancestors" in panel.headers["Content-Security-Policy"]
+        assert "X-Frame-Options" not in panel.headers  # none of the site's, either
         assert http.get(f"{PREFIX}/widget.js").headers["Content-Type"].startswith("text/javascript")
         assert http.get(f"{PREFIX}/openapi.json").json()["servers"] == [{"url": PREFIX}]
 
@@ -253,8 +282,10 @@ def test_a_reader_that_leaves_frees_its_stream_slot_only_where_the_server_shows_
         chat.close()
 
 
-def test_sigterm_on_the_django_site_ends_the_stream_resumably_and_the_answer_finishes(tmp_path, redis_server):
-    """`widget_server.gunicorn_conf`'s hooks find the chat inside Django's wsgi.py: on Redis
+@pytest.mark.parametrize("make_site", [django_site, flask_site], ids=["django", "flask"])
+def test_sigterm_on_a_site_ends_the_stream_resumably_and_the_answer_finishes(make_site, tmp_path, redis_server):
+    """`widget_server.gunicorn_conf`'s hooks find the chat inside Django's wsgi.py
+    (a DispatcherMiddleware) and inside a Flask site (`init_app`'s MountedChat): on Redis
     SIGTERM ends the open stream at once without a terminal event, the worker lets the
     answer finish into Redis, and a resume on another server gets exactly the rest."""
     redis_server.flush()
@@ -266,9 +297,14 @@ def test_sigterm_on_the_django_site_ends_the_stream_resumably_and_the_answer_fin
     }
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    a, b = django_site(tmp_path / "a", settings), django_site(tmp_path / "b", settings)
+    servers = [make_site(tmp_path / "a", settings)]
+    clients: list[ChatClient] = []
     try:
-        on_a = ChatClient(a.origin + PREFIX).new_conversation()
+        servers.append(make_site(tmp_path / "b", settings))
+        a, b = servers
+        on_a = ChatClient(a.origin + PREFIX)
+        clients.append(on_a)
+        on_a.new_conversation()
         question = "which arpeggio fits Am F C G"
         streaming = threading.Event()
         result: dict[str, object] = {}
@@ -297,6 +333,7 @@ def test_sigterm_on_the_django_site_ends_the_stream_resumably_and_the_answer_fin
         assert a.process.wait(timeout=20) == 0, a.log()
         # The answer finished into Redis: a resume on B from the last event read gets the rest.
         on_b = ChatClient(b.origin + PREFIX)
+        clients.append(on_b)
         on_b.conversation_id, on_b.token = on_a.conversation_id, on_a.token
         rest = on_b.resume(first.message_id, first.events[-1].id)
         assert rest.kinds[-1] == "message.completed", rest.kinds
@@ -305,8 +342,8 @@ def test_sigterm_on_the_django_site_ends_the_stream_resumably_and_the_answer_fin
         )
         assert first.text + rest.text == load_seed_answers()["improvisation"]["answer"]
         assert_digest(rest.payloads[-1], first.text + rest.text)
-        on_a.close()
-        on_b.close()
     finally:
-        a.stop()
-        b.stop()
+        for client in clients:
+            client.close()
+        for server in servers:
+            server.stop()
