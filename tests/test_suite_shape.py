@@ -19,6 +19,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 SLOW_MODULES = {
     "test_install.py",
     "test_scale_out.py",
+    "test_mount_frameworks.py",
     "e2e/test_scale_out_widget.py",
     "e2e/test_orca.py",
 }
