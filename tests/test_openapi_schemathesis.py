@@ -115,6 +115,12 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     try:
         first = chat.send("/scenario action", "schemathesis-seed")
         second = chat.send("/scenario action", "schemathesis-seed-2")
+        # An attachment for the download and delete cases (docs/protocol.md, "Attachments").
+        attachment = chat.http.post(
+            f"/api/v1/conversations/{chat.conversation_id}/attachments",
+            files={"file": ("seed.txt", b"seed\n")},
+            headers={"Authorization": f"Bearer {chat.token}"},
+        )
     finally:
         chat.close()
     assert first.status == 200 and first.kinds[-1] == "message.completed"
@@ -123,6 +129,7 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
         "conversation_id": chat.conversation_id,
         "message_id": first.message_id,
         "action_id": first.payloads[-1]["actions"][0]["action_id"],
+        "attachment_id": attachment.json()["attachment_id"],
     }
     # Dismissing aims at another answer's action, so confirming can still succeed.
     dismiss_ids = {"message_id": second.message_id, "action_id": second.payloads[-1]["actions"][0]["action_id"]}
@@ -163,7 +170,13 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     assert len(operations) == sum(len(methods) for methods in build_document()["paths"].values())
     # Deleting the conversation ends it for every later case: it goes last, so the other
     # operations reach it alive (its own later cases get the documented 404).
-    operations.sort(key=lambda operation: operation.label == "DELETE /api/v1/conversations/{conversation_id}")
+    # Deleting the attachment goes just before, after its downloads.
+    operations.sort(
+        key=lambda operation: (
+            operation.label == "DELETE /api/v1/conversations/{conversation_id}",
+            operation.label == "DELETE /api/v1/conversations/{conversation_id}/attachments/{attachment_id}",
+        )
+    )
 
     sent = collections.Counter()
     statuses: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
@@ -196,6 +209,7 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
         expected = {
             "POST /api/v1/conversations": 201,
             "POST /api/v1/conversations/{conversation_id}/handoff/left-messages": 201,
+            "POST /api/v1/conversations/{conversation_id}/attachments": 201,
             # Nobody is ever present here, so no hand-off is going on: a message to the person
             # is the documented 409 `handoff_not_active` (tests/test_api_handoff.py sends them).
             "POST /api/v1/conversations/{conversation_id}/handoff/messages": 409,

@@ -26,6 +26,8 @@ from . import (
     web,
 )
 from .agents import agent_api
+from .attachments import api as attachments_api
+from .attachments import create_attachment_store
 from .backends.base import create_backend
 from .config import load_settings
 from .handoff import create_handoff_store
@@ -154,4 +156,6 @@ def create_app(
     # /agent: the agents' console, sign-in and API; after the hand-off service, whose hooks it sets.
     agent_api.init_app(app, store)
     app.register_blueprint(handoff_visitor_api.bp)  # hand-off: request, messages, the conversation stream
+    # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
+    attachments_api.init_app(app, create_attachment_store(settings, store), chat.deleted_listeners)
     return app

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import theme
+from .attachments.sniff import parse_types
 from .handoff.hours import ALWAYS_OPEN, parse_hours, parse_timezone
 
 ENV_PREFIX = "WIDGET_SERVER_"
@@ -183,6 +184,14 @@ def _parse_hosts(raw: Any) -> tuple[str, ...]:
 # An address as mail headers carry it: local@domain, with nothing that could end a header or
 # start another address (agents/mail.py builds the headers; EmailMessage also refuses breaks).
 _EMAIL = re.compile(r"[^@\s<>,;:\"()\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def parse_attachment_types(raw: Any) -> tuple[str, ...]:
+    """ATTACHMENT_TYPES: known type names (attachments/sniff.py), at least one."""
+    names = parse_types(raw)
+    if not names:
+        raise ValueError("name at least one type")
+    return names
 
 
 def parse_email(raw: Any) -> str:
@@ -699,6 +708,79 @@ SETTINGS: tuple[Setting, ...] = (
         "Memory store only: about how many bytes hand-offs may hold (records, event logs, the queue, the inbox); beyond it hand-offs that are over are evicted, oldest first, and when only queued or assigned ones are left a new request or message gets 503 `handoff_store_full`.",
         65536,
         1 << 40,
+    ),
+    # Attachments (widget_server/attachments/; docs/protocol.md, "Attachments").
+    Setting(
+        "ATTACHMENT_MAX_BYTES",
+        _parse_int,
+        10_000_000,
+        "Largest attachment, in bytes (larger: 413 `attachment_too_large`).",
+        1,
+        1_000_000_000,
+    ),
+    Setting(
+        "ATTACHMENTS_MAX_BYTES_PER_CONVERSATION",
+        _parse_int,
+        50_000_000,
+        "Bytes all of a conversation's attachments may hold together (more: 413 `attachments_budget_exceeded`; deleting one frees its bytes).",
+        1,
+        1 << 40,
+    ),
+    Setting(
+        "ATTACHMENTS_PER_MESSAGE",
+        _parse_int,
+        5,
+        "Most attachments one message may carry.",
+        1,
+        100,
+    ),
+    Setting(
+        "ATTACHMENT_TYPES",
+        parse_attachment_types,
+        ("png", "jpeg", "webp", "gif", "pdf", "text", "csv"),
+        "Attachment types accepted, as recognised from the content (never the name or the client's Content-Type): any of `png`, `jpeg`, `webp`, `gif`, `pdf`, `text` (UTF-8 without binary control bytes), `csv` (text with a `.csv` name that parses as CSV with a constant number of columns); space- or comma-separated. Others: 415 `attachment_type`.",
+    ),
+    Setting(
+        "ATTACHMENT_IMAGE_MAX_PIXELS",
+        _parse_int,
+        40_000_000,
+        "Most pixels (width × height, read from the image's header) an image attachment may declare (more: 413 `attachment_image_too_large`; a decompression bomb is refused before anything decodes it).",
+        1,
+        1 << 40,
+    ),
+    Setting(
+        "ATTACHMENT_STORE",
+        _parse_str,
+        "auto",
+        "Where attachments live: `auto` (the chat store's Redis with a Redis STORE, else the ATTACHMENTS_DIR directory), or a plugin: an entry point name of the group `widget_server.attachment_stores`, or `package.module:Class`.",
+    ),
+    Setting(
+        "ATTACHMENTS_DIR",
+        _parse_str,
+        "",
+        "The directory attachments are kept in beside the memory store (created if missing; must be empty or one this server made; its conversations' files are removed at start). Empty: a new temporary directory per process, removed at exit.",
+    ),
+    Setting(
+        "ATTACHMENTS_DIR_MAX_BYTES",
+        _parse_int,
+        1 << 30,
+        "Directory store: bytes all attachments together may hold (more: 503 `attachment_store_full` until conversations expire or are deleted).",
+        1,
+        1 << 50,
+    ),
+    Setting(
+        "ATTACHMENT_UPLOAD_TIMEOUT_SECONDS",
+        _parse_float,
+        120.0,
+        "Longest time an upload's body may take to arrive, whole (then: 408 `body_timeout`, the connection closed).",
+        0.5,
+        3600,
+    ),
+    Setting(
+        "RATE_LIMIT_ATTACHMENTS",
+        _parse_rate_limits,
+        "20/minute;200/day",
+        "Attachment uploads per conversation (a retry with the same idempotency key counts too).",
     ),
 )
 

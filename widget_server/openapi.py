@@ -17,6 +17,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
+from .attachments.sniff import MEDIA_TYPES
 from .errors import ErrorCode
 from .handoff import events as handoff_events
 from .messages import EventKind, MessageState
@@ -782,6 +783,111 @@ _HANDOFF_PATHS = {
 }
 
 
+def _attachment_errors(*statuses: int) -> dict[str, Any]:
+    descriptions = {
+        400: "A malformed upload: no file part `file` (`missing_file`), an empty file (`empty_file`), an unreadable "
+        "multipart body or two files (`invalid_upload`), another field (`unknown_field`), a bad idempotency key "
+        "(`invalid_idempotency_key`, `idempotency_key_mismatch`).",
+        404: "Unknown conversation, a missing or wrong token, or an attachment that is not this conversation's "
+        "(unknown, another conversation's, or a malformed id: the same 404).",
+        408: "The upload's body did not arrive within ATTACHMENT_UPLOAD_TIMEOUT_SECONDS (`body_timeout`).",
+        409: "The idempotency key already uploaded another file in this conversation (`request_id_conflict`).",
+        413: "The file is larger than ATTACHMENT_MAX_BYTES (`attachment_too_large`, details.limit), does not fit "
+        "the conversation's budget (`attachments_budget_exceeded`, details.limit and details.used), or is an image "
+        "of more than ATTACHMENT_IMAGE_MAX_PIXELS pixels (`attachment_image_too_large`).",
+        415: "The content is none of the allowed types (`attachment_type`, details.allowed), or the body is not "
+        "multipart/form-data (`unsupported_media_type`).",
+        503: "The store is unreachable (`store_unavailable`), or the directory store is full (`attachment_store_full`).",
+    }
+    descriptions[403] = _ORIGIN_REFUSED
+    return {
+        str(status): _error_response(descriptions[status], retry_after=status == 503)
+        for status in sorted({*statuses, 403})
+    }
+
+
+_ATTACHMENT_ID = {"name": "attachment_id", "in": "path", "required": True, "schema": _ID_SCHEMA}
+_DOWNLOAD_HEADERS = {
+    "Content-Disposition": {
+        "description": "`inline` for png, jpeg, webp and gif; `attachment` otherwise; with filename and filename*.",
+        "schema": {"type": "string", "pattern": '^(inline|attachment); filename="[^"]*"; filename\\*=UTF-8\'\''},
+    },
+    "X-Content-Type-Options": {"schema": {"type": "string", "const": "nosniff"}},
+    "Content-Security-Policy": {"schema": {"type": "string", "const": "sandbox"}},
+    "Cache-Control": {"schema": {"type": "string", "const": "private, no-store"}},
+}
+_ATTACHMENT_PATHS = {
+    "/api/v1/conversations/{conversation_id}/attachments": {
+        "post": {
+            "operationId": "uploadAttachment",
+            "summary": "Upload one file for this conversation; its type is read from its content.",
+            "description": "multipart/form-data with one file part `file` and, optionally, a text field "
+            "`request_id`. Idempotent on the key (`Idempotency-Key` or `request_id`): a retry with the same file "
+            "stores nothing and answers the first upload again. The body may be up to ATTACHMENT_MAX_BYTES plus "
+            '16 KiB (not MAX_BODY_BYTES). See docs/protocol.md, "Attachments".',
+            "security": _BEARER,
+            "parameters": [
+                _CONVERSATION_ID,
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+                },
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["file"],
+                            "properties": {
+                                "file": {"type": "string", "contentMediaType": "application/octet-stream"},
+                                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+                            },
+                        },
+                        "encoding": {"file": {"contentType": "application/octet-stream"}},
+                        "example": {"file": "Error 504 at checkout, 10:42.\n"},
+                    }
+                },
+            },
+            "responses": {
+                "201": {
+                    "description": "Stored (or, for a retry of its idempotency key, stored before).",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Attachment"}}},
+                },
+                **_attachment_errors(400, 404, 408, 409, 413, 415, 503),
+            },
+        }
+    },
+    "/api/v1/conversations/{conversation_id}/attachments/{attachment_id}": {
+        "get": {
+            "operationId": "downloadAttachment",
+            "summary": "The attachment's bytes, exactly as uploaded, with headers that keep them inert.",
+            "security": _BEARER,
+            "parameters": [_CONVERSATION_ID, _ATTACHMENT_ID],
+            "responses": {
+                "200": {
+                    "description": "The bytes, with the sniffed Content-Type.",
+                    "headers": _DOWNLOAD_HEADERS,
+                    "content": {media_type: {"schema": {}} for media_type in MEDIA_TYPES.values()},
+                },
+                **_attachment_errors(404),
+            },
+        },
+        "delete": {
+            "operationId": "deleteAttachment",
+            "summary": "Remove the attachment; its bytes no longer count against the conversation's budget.",
+            "security": _BEARER,
+            "parameters": [_CONVERSATION_ID, _ATTACHMENT_ID],
+            "responses": {"204": {"description": "Deleted."}, **_attachment_errors(404)},
+        },
+    },
+}
+
+
 def build_document(server_url: str | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
         "openapi": "3.2.0",
@@ -953,6 +1059,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
             **_FEEDBACK_PATHS,
             **_REVISION_PATHS,
             **_HANDOFF_PATHS,
+            **_ATTACHMENT_PATHS,
         },
         "components": {
             "securitySchemes": {
@@ -965,6 +1072,18 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 },
             },
             "schemas": {
+                "Attachment": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["attachment_id", "name", "type", "size", "sha256"],
+                    "properties": {
+                        "attachment_id": _ID_SCHEMA,
+                        "name": {"type": "string", "minLength": 1, "maxLength": 120},
+                        "type": {"enum": list(MEDIA_TYPES)},
+                        "size": {"type": "integer", "minimum": 1},
+                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    },
+                },
                 "ClientReport": {
                     "type": "object",
                     "additionalProperties": False,

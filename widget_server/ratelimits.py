@@ -102,7 +102,24 @@ _AGENT_SIGN_IN = Limit(
     "Too many sign-in attempts. Wait {seconds} s, then try again.",
 )
 
-_LIMITS = (_ALL_API, _NEW_CONVERSATIONS, _MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _UNAUTHORIZED, _AGENT_SIGN_IN)
+# Attachment uploads (widget_server/attachments/api.py), per conversation: its byte budget
+# bounds what it holds, this how fast it may upload, delete and upload again.
+_ATTACHMENTS = Limit(
+    "attachments",
+    "RATE_LIMIT_ATTACHMENTS",
+    "conversation",
+    "This conversation has reached its limit of attachments for now. Wait {seconds} s, then try again.",
+)
+
+_LIMITS = (
+    _ALL_API,
+    _NEW_CONVERSATIONS,
+    _MESSAGES_CLIENT,
+    _MESSAGES_CONVERSATION,
+    _UNAUTHORIZED,
+    _AGENT_SIGN_IN,
+    _ATTACHMENTS,
+)
 
 # Endpoint → the limits it counts against, besides the all-API one.
 _ENDPOINT_LIMITS = {
@@ -116,6 +133,7 @@ _ENDPOINT_LIMITS = {
     "handoff_visitor.request_handoff": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "handoff_visitor.post_handoff_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "handoff_visitor.post_left_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    "attachments.upload_attachment": (_ATTACHMENTS,),
 }
 
 

@@ -71,6 +71,9 @@ class ChatService:
         # Whether a turn may offer a person (Turn.offers_handoff): app.py wires it to
         # HandoffService.enabled; without hand-off, never.
         self.handoff_enabled: Callable[[], bool] = lambda: False
+        # Called with a deleted conversation's id once the store has forgotten it: what is
+        # kept beside the store goes too (app.py connects the attachment store).
+        self.deleted_listeners: list[Callable[[str], None]] = []
         self._lock = threading.Lock()
         # Serialise "may this conversation start another answer?" with the
         # claim that starts it, so racing new requests cannot all pass the
@@ -449,6 +452,8 @@ class ChatService:
                         max(0.0, drained - time.monotonic()),
                     )
             self.store.delete_conversation(conversation_id)
+            for listener in self.deleted_listeners:
+                listener(conversation_id)
 
 
 class StreamSlot:

@@ -9,8 +9,10 @@ imports another's private helpers.
 from __future__ import annotations
 
 import _socket
+import io
 import json
 import socket
+import tempfile
 import threading
 from collections.abc import Callable
 from typing import IO, Any, ClassVar
@@ -190,17 +192,27 @@ def _too_large(limit: int) -> ApiError:
     return ApiError(413, "body_too_large", f"The request body is larger than the limit of {limit} bytes.")
 
 
-def _read_up_to(stream: IO[bytes], most: int) -> bytes:
-    """At most `most` bytes of `stream`, fewer only at its end."""
+def _read_up_to(stream: IO[bytes], most: int, sink: IO[bytes] | None = None) -> bytes:
+    """At most `most` bytes of `stream`, fewer only at its end; with a `sink`, written there
+    instead (b"" returned)."""
     parts: list[bytes] = []
     size = 0
     while size < most:
         data = stream.read(min(65536, most - size))
         if not data:
             break
-        parts.append(data)
+        if sink is None:
+            parts.append(data)
+        else:
+            sink.write(data)
         size += len(data)
     return b"".join(parts)
+
+
+# Endpoints whose body may be larger than MAX_BODY_BYTES (an attachment's upload): the
+# before-request read leaves it, and the view, once it has authorised the request and the
+# rate limits have counted it, reads it with `read_large_body` and its own limit.
+LARGE_BODY_ENDPOINTS: set[str] = set()
 
 
 def read_bounded_body() -> None:
@@ -214,18 +226,35 @@ def read_bounded_body() -> None:
     if not chunked and not length:
         environ[BODY_KEY] = b""
         return
+    if request.endpoint in LARGE_BODY_ENDPOINTS:
+        # Until the view has read it whole, the connection cannot carry another request: a
+        # refusal before that (a wrong token, a rate limit) closes it.
+        environ[CLOSE_KEY] = True
+        return
     limit: int = settings()["MAX_BODY_BYTES"]
+    timeout: float = settings()["BODY_READ_TIMEOUT_SECONDS"]
+    environ[BODY_KEY] = _read_body(limit, timeout, _too_large)
+
+
+def _read_body(
+    limit: int, timeout: float, too_large: Callable[[int], ApiError], sink: IO[bytes] | None = None
+) -> bytes:
+    environ = request.environ
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    length = request.content_length
     if not chunked and length is not None and length > limit:
-        raise _too_large(limit)  # refused before a byte of it is read
+        raise too_large(limit)  # refused before a byte of it is read
     # A chunked body ends where the server's input stream ends (both servers then set
     # wsgi.input_terminated); werkzeug's request.stream would stop quietly at the limit.
     stream: IO[bytes] = environ["wsgi.input"] if chunked and "wsgi.input_terminated" in environ else request.stream
-    timeout: float = settings()["BODY_READ_TIMEOUT_SECONDS"]
+    size = 0
+    body = b""
     with _ReadDeadline(timeout) as deadline:
         try:
-            body = _read_up_to(stream, limit + 1)
-            if len(body) > limit:
-                _read_up_to(stream, _DRAIN_BYTES)
+            body = _read_up_to(stream, limit + 1, sink)
+            size = len(body) if sink is None else sink.tell()
+            if size > limit:
+                _read_up_to(stream, _DRAIN_BYTES, io.BytesIO() if sink is not None else None)
         except Exception:
             if not deadline.expired.is_set():
                 raise
@@ -236,9 +265,31 @@ def read_bounded_body() -> None:
             "body_timeout",
             f"The request body did not arrive within {timeout:g} seconds. Send it again, whole.",
         )
-    if len(body) > limit:
-        raise _too_large(limit)
-    environ[BODY_KEY] = body
+    if size > limit:
+        raise too_large(limit)
+    return body
+
+
+def read_large_body(limit: int, timeout: float, too_large: Callable[[int], ApiError]) -> IO[bytes]:
+    """The body of a LARGE_BODY_ENDPOINTS request, read whole into a temporary file (in memory
+    up to MAX_BODY_BYTES, on disk beyond), with read_bounded_body's guarantees and its own
+    `limit` (refused with `too_large(limit)`, the connection closed) and `timeout` (408)."""
+    request.max_content_length = limit  # werkzeug's own check, per request (Flask 3.1)
+    # Returned open: the caller closes it (the view's `with`).
+    sink = tempfile.SpooledTemporaryFile(max_size=settings()["MAX_BODY_BYTES"])  # noqa: SIM115
+    try:
+        _read_body(limit, timeout, lambda most: _closing(too_large(most)), sink)
+    except BaseException:
+        sink.close()
+        raise
+    request.environ.pop(CLOSE_KEY, None)  # read whole: the connection may carry the next request
+    sink.seek(0)
+    return sink
+
+
+def _closing(error: ApiError) -> ApiError:
+    request.environ[CLOSE_KEY] = True
+    return error
 
 
 def _close_if_cut(response: Response) -> Response:

@@ -89,6 +89,10 @@ class MemoryStore(Store):
         self._messages: dict[str, _MessageRecord] = {}
         self._actions: dict[str, ActionRecord] = {}
         self._action_changed = threading.Condition(self._lock)
+        # Called with the id of each conversation the store forgets (expired, evicted by the
+        # byte budget, or deleted), under its lock: what is kept beside it (the attachments'
+        # directory, attachments/directory_store.py) goes with the conversation.
+        self.forget_listeners: list[Callable[[str], None]] = []
 
     # -- conversations -----------------------------------------------------
 
@@ -136,6 +140,8 @@ class MemoryStore(Store):
 
     def _forget(self, conversation_id: str) -> None:
         record = self._conversations.pop(conversation_id)
+        for listener in self.forget_listeners:
+            listener(conversation_id)
         self.stored_bytes -= record.stored_bytes
         for exchange in record.exchanges:
             message = self._messages.pop(exchange.assistant_message_id, None)

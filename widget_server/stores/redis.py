@@ -332,7 +332,9 @@ return 1
 
 # The keys of a conversation and of each of its messages, besides `conv:{cid}` and `msg:{mid}`
 # (the module docstring lists them): what delete_conversation removes.
-CONVERSATION_KEY_SUFFIXES = (":exchanges", ":requests", ":feedback")
+# `:attachments` and `:attachment_bytes`: the conversation's attachments (attachments/redis_store.py),
+# so they expire and are deleted with it.
+CONVERSATION_KEY_SUFFIXES = (":exchanges", ":requests", ":feedback", ":attachments", ":attachment_bytes")
 MESSAGE_KEY_SUFFIXES = (":text", ":events", ":actions", ":lease")
 
 # KEYS: msg, text  → {state, last_seq, text}

@@ -1,0 +1,56 @@
+"""Attachments (issue #15): files a visitor sends with a question, kept with the conversation.
+
+One concern per module (docs/architecture.md): `sniff.py` (pure: the type from the bytes,
+image dimensions from the headers), `names.py` (pure: the name shown and downloaded under,
+the Content-Disposition header), `store.py` (the attachment store's interface),
+`directory_store.py` and `redis_store.py` (the two stores that come with the server),
+`api.py` (the upload, download and delete routes).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from .store import ENTRY_POINT_GROUP
+
+if TYPE_CHECKING:
+    from .store import AttachmentStore
+
+
+def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> AttachmentStore:
+    """The attachment store beside the chat store (docs/serving.md, "Attachments").
+
+    ATTACHMENT_STORE `auto`: the chat store's Redis when it is Redis (every worker and host
+    sees the same files, under the conversation's TTL), else a local directory
+    (ATTACHMENTS_DIR) whose conversations go when the memory store forgets them. Any other
+    value names a plugin: an entry point of the group `widget_server.attachment_stores`, or
+    `package.module:Class`, built as `Class(settings, chat_store)` (store.py says what it owes).
+    """
+    name = settings["ATTACHMENT_STORE"]
+    if name != "auto":
+        return _plugin(name)(settings, chat_store)
+    if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
+        from .redis_store import RedisAttachmentStore
+
+        return RedisAttachmentStore(chat_store.redis)
+    from .directory_store import DirectoryAttachmentStore
+
+    store = DirectoryAttachmentStore(settings["ATTACHMENTS_DIR"], settings["ATTACHMENTS_DIR_MAX_BYTES"])
+    listeners = getattr(chat_store, "forget_listeners", None)
+    if listeners is not None:
+        listeners.append(store.delete_conversation)  # expired, evicted or deleted: its files go
+    return store
+
+
+def _plugin(name: str) -> Any:
+    import importlib
+
+    if ":" in name:
+        module_name, _, attribute = name.partition(":")
+        return getattr(importlib.import_module(module_name), attribute)
+    registered = {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in registered:
+        known = ", ".join(sorted(registered)) or "none installed"
+        raise ValueError(f"ATTACHMENT_STORE: unknown attachment store {name!r} (auto, or one of: {known})")
+    return registered[name].load()

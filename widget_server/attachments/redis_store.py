@@ -1,0 +1,132 @@
+"""Attachments in the chat store's Redis: shared by every worker and host, chosen with it.
+
+Two keys per conversation, named after the conversation's own key (stores/redis.py):
+
+  cw:conv:{cid}:attachments       hash  `m:{aid}` → the meta JSON, `k:{key}` → the attachment
+                                        an idempotency key made, `used` → bytes held
+  cw:conv:{cid}:attachment_bytes  hash  `{aid}` → the bytes
+
+Both are among the conversation's key suffixes (stores/redis.py `CONVERSATION_KEY_SUFFIXES`),
+so the chat store refreshes their TTL whenever it refreshes the conversation's (they expire
+with it, to the millisecond of its last use) and its delete script removes them with every
+other key of the conversation, at once. A put is one Lua script: it checks that the
+conversation still exists, looks up the idempotency key, checks the byte budget and writes,
+so two uploads racing for the last bytes of a budget cannot both pass, on any host.
+
+Bytes are bounded by ATTACHMENT_MAX_BYTES per file and the conversation's budget; the
+server's Redis `maxmemory` bounds the whole (docs/serving.md, "Attachments").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, BinaryIO
+
+from ..stores.redis import PREFIX, unavailable_on_connection_errors
+from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone
+
+META_SUFFIX = ":attachments"
+BYTES_SUFFIX = ":attachment_bytes"
+
+# KEYS: conv, meta hash, bytes hash
+# ARGV: attachment_id, meta_json, bytes, size, budget, idempotency key ('' for none)
+# → {'created'} | {'existing', meta_json} | {'budget', used} | {'gone'}
+_PUT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
+if ARGV[6] ~= '' then
+  local known = redis.call('HGET', KEYS[2], 'k:' .. ARGV[6])
+  if known then
+    local meta = redis.call('HGET', KEYS[2], 'm:' .. known)
+    if meta then return {'existing', meta} end
+  end
+end
+local used = tonumber(redis.call('HGET', KEYS[2], 'used') or '0')
+if used + tonumber(ARGV[4]) > tonumber(ARGV[5]) then return {'budget', tostring(used)} end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], 'm:' .. ARGV[1], ARGV[2], 'used', used + tonumber(ARGV[4]))
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'k:' .. ARGV[6], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return {'created'}
+"""
+
+# KEYS: meta hash, bytes hash; ARGV: attachment_id → 1, or 0 if unknown
+_DELETE = """
+local raw = redis.call('HGET', KEYS[1], 'm:' .. ARGV[1])
+if not raw then return 0 end
+local meta = cjson.decode(raw)
+redis.call('HDEL', KEYS[1], 'm:' .. ARGV[1])
+if meta['idempotency_key'] ~= '' then redis.call('HDEL', KEYS[1], 'k:' .. meta['idempotency_key']) end
+redis.call('HINCRBY', KEYS[1], 'used', -meta['size'])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+@unavailable_on_connection_errors
+class RedisAttachmentStore(AttachmentStore):
+    def __init__(self, client: Any) -> None:
+        self.redis = client
+        self._put = client.register_script(_PUT)
+        self._delete = client.register_script(_DELETE)
+
+    @staticmethod
+    def _conv(conversation_id: str) -> str:
+        return f"{PREFIX}conv:{conversation_id}"
+
+    def _keys(self, conversation_id: str) -> tuple[str, str]:
+        conv = self._conv(conversation_id)
+        return conv + META_SUFFIX, conv + BYTES_SUFFIX
+
+    def put(self, meta: AttachmentMeta, data: BinaryIO, budget: int) -> tuple[AttachmentMeta, bool]:
+        data.seek(0)
+        content = data.read(meta.size)  # at most ATTACHMENT_MAX_BYTES: Redis takes it in one command
+        if len(content) != meta.size:
+            raise ValueError("the upload is shorter than its size")
+        meta_key, bytes_key = self._keys(meta.conversation_id)
+        reply = self._put(
+            keys=[self._conv(meta.conversation_id), meta_key, bytes_key],
+            args=[
+                meta.attachment_id,
+                json.dumps(meta.to_record()),
+                content,
+                meta.size,
+                budget,
+                meta.idempotency_key,
+            ],
+        )
+        outcome = _text(reply[0])
+        if outcome == "gone":
+            raise ConversationGone(meta.conversation_id)
+        if outcome == "budget":
+            raise BudgetExceeded(int(_text(reply[1])), budget)
+        if outcome == "existing":
+            return AttachmentMeta.from_record(json.loads(reply[1])), False
+        return meta, True
+
+    def get(self, conversation_id: str, attachment_id: str) -> AttachmentMeta | None:
+        raw = self.redis.hget(self._keys(conversation_id)[0], f"m:{attachment_id}")
+        return AttachmentMeta.from_record(json.loads(raw)) if raw is not None else None
+
+    def open(self, conversation_id: str, attachment_id: str) -> BinaryIO | None:
+        content = self.redis.hget(self._keys(conversation_id)[1], attachment_id)
+        return io.BytesIO(content) if content is not None else None
+
+    def delete(self, conversation_id: str, attachment_id: str) -> bool:
+        return bool(self._delete(keys=list(self._keys(conversation_id)), args=[attachment_id]))
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        # The chat store's delete script removes these keys with the conversation's; this is
+        # for a caller that deletes only the attachments.
+        self.redis.delete(*self._keys(conversation_id))
+
+    def used_bytes(self, conversation_id: str) -> int:
+        return int(self.redis.hget(self._keys(conversation_id)[0], "used") or 0)
+
+
+def _text(reply: bytes | str) -> str:
+    return reply.decode() if isinstance(reply, bytes) else reply
