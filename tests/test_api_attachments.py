@@ -14,18 +14,27 @@ no file in the directory and no Redis key naming it (SCAN).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import socket
+import threading
+import time
+from typing import Any, BinaryIO
 
 import httpx
 import pytest
 import redis
 
+from widget_server.app import create_app
 from widget_server.attachments.directory_store import MARKER, DirectoryAttachmentStore
 from widget_server.attachments.redis_store import BYTES_SUFFIX, META_SUFFIX
+from widget_server.attachments.store import AttachmentMeta, AttachmentStore, BudgetExceeded
+from widget_server.config import ConfigError, load_settings
 
 from . import attachment_samples as samples
+from .conftest import TEST_CONFIG
 from .helpers import ChatClient, assert_json_error, wait_until
+from .processes import ServerProcess
 
 ALLOWED = ["png", "jpeg", "webp", "gif", "pdf", "text", "csv"]
 
@@ -398,7 +407,9 @@ def test_the_directory_store_refuses_a_foreign_folder_and_clears_its_own(tmp_pat
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("years of work")
-    with pytest.raises(ValueError, match="not an attachments directory"):
+    with pytest.raises(ConfigError, match="not an attachments folder"):
+        load_settings({"ATTACHMENTS_DIR": str(foreign)})  # at start: one line, exit 2 from the CLI
+    with pytest.raises(ConfigError, match="not an attachments folder"):
         DirectoryAttachmentStore(str(foreign), 1 << 20)
     assert (foreign / "thesis.tex").read_text() == "years of work"
 
@@ -427,3 +438,163 @@ def test_an_upload_cut_short_leaves_no_file(live_server, chat_factory, store_kin
     # The server read what came and found the body short: nothing stored, nothing left.
     assert wait_until(lambda: upload(chat, b"after\n").status_code == 201)
     assert attachment_store(live_server).used_bytes(chat.conversation_id) == len(b"after\n")
+
+
+def test_racing_uploads_cannot_overrun_the_budget(live_server_factory, chat_factory):
+    # Ten uploads of 900 bytes at once against a budget of 2500: the check and the write are
+    # one step (a Lua script on Redis, a lock in the directory store), so exactly two fit.
+    server = live_server_factory(ATTACHMENT_MAX_BYTES=1000, ATTACHMENTS_MAX_BYTES_PER_CONVERSATION=2500)
+    chat = chat_factory(server)
+    start = threading.Barrier(10)
+    statuses: list[int] = []
+
+    def send(index: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            start.wait()
+            response = client.post(
+                attachments_url(chat), files={"file": (f"{index}.txt", b"%d" % index * 900)}, headers=chat.auth
+            )
+            statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=send, args=(index,)) for index in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201] * 2 + [413] * 8
+    assert attachment_store(server).used_bytes(chat.conversation_id) == 1800
+
+
+def test_an_upload_that_trickles_in_is_cut_with_408(live_server_factory, chat_factory):
+    server = live_server_factory(ATTACHMENT_UPLOAD_TIMEOUT_SECONDS=1.0)
+    chat = chat_factory(server)
+    host, port = server.origin.removeprefix("http://").split(":")
+    path = server.url.removeprefix(server.origin) + attachments_url(chat)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {chat.token}\r\n"
+        "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000\r\n\r\n"
+    ).encode()
+    started = time.monotonic()
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(head)
+        sock.settimeout(0.3)
+        while time.monotonic() - started < 15 and not received:
+            try:
+                sock.sendall(b"a")
+                received = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+        sock.settimeout(5)
+        while received and (more := sock.recv(65536)):
+            received += more
+    assert time.monotonic() - started < 9  # cut near the 1 s timeout, not after the body's 300 s
+    assert received.startswith(b"HTTP/1.1 408"), received[:200]
+    assert b'"body_timeout"' in received
+    assert attachment_store(server).used_bytes(chat.conversation_id) == 0
+
+
+# -- a plugin store -------------------------------------------------------------------------
+
+
+class PluginStore(AttachmentStore):
+    """An attachment store as a plugin would be one (docs/serving.md, "Attachments"): named by
+    ATTACHMENT_STORE as `package.module:Class`, built as Class(settings, chat_store)."""
+
+    def __init__(self, settings: dict[str, Any], chat_store: Any) -> None:
+        self.settings = settings
+        self.files: dict[tuple[str, str], tuple[AttachmentMeta, bytes]] = {}
+        self.lock = threading.Lock()
+        self.deleted: list[str] = []
+
+    def put(self, meta: AttachmentMeta, data: BinaryIO, budget: int) -> tuple[AttachmentMeta, bool]:
+        data.seek(0)
+        content = data.read(meta.size)
+        with self.lock:
+            for known, _ in self.files.values():
+                if meta.idempotency_key and (known.conversation_id, known.idempotency_key) == (
+                    meta.conversation_id,
+                    meta.idempotency_key,
+                ):
+                    return known, False
+            used = self.used_bytes(meta.conversation_id)
+            if used + meta.size > budget:
+                raise BudgetExceeded(used, budget)
+            self.files[(meta.conversation_id, meta.attachment_id)] = (meta, content)
+        return meta, True
+
+    def get(self, conversation_id: str, attachment_id: str) -> AttachmentMeta | None:
+        found = self.files.get((conversation_id, attachment_id))
+        return found[0] if found else None
+
+    def open(self, conversation_id: str, attachment_id: str) -> BinaryIO | None:
+        found = self.files.get((conversation_id, attachment_id))
+        return io.BytesIO(found[1]) if found else None
+
+    def delete(self, conversation_id: str, attachment_id: str) -> bool:
+        return self.files.pop((conversation_id, attachment_id), None) is not None
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        self.deleted.append(conversation_id)
+        for key in [key for key in self.files if key[0] == conversation_id]:
+            del self.files[key]
+
+    def used_bytes(self, conversation_id: str) -> int:
+        return sum(meta.size for (cid, _), (meta, _) in list(self.files.items()) if cid == conversation_id)
+
+
+def test_a_plugin_store_named_by_the_setting_keeps_the_files(live_server_factory, chat_factory):
+    server = live_server_factory(ATTACHMENT_STORE=f"{__name__}:PluginStore")
+    store = attachment_store(server)
+    assert isinstance(store, PluginStore)
+    chat = chat_factory(server)
+    data = samples.png(6, 6)
+    body = upload(chat, data, "plugged.png").json()
+    assert store.files[(chat.conversation_id, body["attachment_id"])][1] == data
+    assert download(chat, body["attachment_id"]).content == data
+    assert chat.http.delete(f"/api/v1/conversations/{chat.conversation_id}", headers=chat.auth).status_code == 204
+    assert chat.conversation_id in store.deleted and store.files == {}
+
+
+def test_an_unknown_attachment_store_stops_the_server_at_start():
+    with pytest.raises(ConfigError, match=r"ATTACHMENT_STORE.*no attachment store 's3'"):
+        load_settings({"ATTACHMENT_STORE": "s3"})
+    with pytest.raises(ConfigError, match="ATTACHMENT_STORE: cannot load"):
+        create_app({**TEST_CONFIG, "ATTACHMENT_STORE": "no_such_module:Store"}, environ={})
+
+
+# -- under widget-server (gunicorn, gevent) -------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("processes")
+def test_uploads_round_trip_under_widget_server_with_either_framing():
+    server = ServerProcess({**TEST_CONFIG, "ATTACHMENT_MAX_BYTES": 3_000_000}).start()
+    chat = ChatClient(server.url).new_conversation()
+    try:
+        data = b"".join(b"row %07d,%d\n" % (i, i * 7) for i in range(150_000))  # 2.3 MB
+        sent = upload(chat, data, "rows.csv")
+        assert sent.status_code == 201, sent.text
+        assert (sent.json()["type"], sent.json()["sha256"]) == ("csv", sha256(data))
+        assert sha256(download(chat, sent.json()["attachment_id"]).content) == sha256(data)
+
+        def pieces():
+            yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="rows.txt"\r\n\r\n'
+            for start in range(0, len(data), 100_000):
+                yield data[start : start + 100_000]
+            yield b"\r\n--b--\r\n"
+
+        chunked = chat.http.post(
+            attachments_url(chat),
+            content=pieces(),
+            headers={**chat.auth, "Content-Type": "multipart/form-data; boundary=b"},
+        )
+        assert chunked.status_code == 201, chunked.text
+        assert chunked.json()["sha256"] == sha256(data)
+        too_big = upload(chat, data + data, "twice.txt")
+        assert_json_error(too_big, 413, "attachment_too_large")
+    finally:
+        chat.close()
+        server.stop()

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 from . import theme
@@ -184,6 +185,42 @@ def _parse_hosts(raw: Any) -> tuple[str, ...]:
 # An address as mail headers carry it: local@domain, with nothing that could end a header or
 # start another address (agents/mail.py builds the headers; EmailMessage also refuses breaks).
 _EMAIL = re.compile(r"[^@\s<>,;:\"()\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+# The file the directory attachment store writes in its folder (attachments/directory_store.py),
+# which removes at start what it finds there: a folder without it must be empty, so that a
+# mistyped ATTACHMENTS_DIR never has someone's files removed.
+ATTACHMENTS_DIR_MARKER = ".widget-server-attachments"
+# Where attachment store plugins register (attachments/store.py).
+ATTACHMENT_STORES_ENTRY_POINTS = "widget_server.attachment_stores"
+
+
+def _parse_attachments_dir(raw: Any) -> str:
+    """Empty (a temporary folder per process), or a folder that is new, empty or the store's own."""
+    path = _parse_str(raw)
+    if not path:
+        return path
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ValueError("not a folder")
+    if os.path.isdir(full) and os.listdir(full) and not os.path.exists(os.path.join(full, ATTACHMENTS_DIR_MARKER)):
+        raise ValueError(
+            f"{full} is not empty and is not an attachments folder (no {ATTACHMENTS_DIR_MARKER} file); "
+            "the store removes what it finds there at start: name a new or empty folder"
+        )
+    return full
+
+
+def _parse_attachment_store(raw: Any) -> str:
+    """`auto`, `package.module:Class` (loaded when the app starts), or a registered plugin's name."""
+    name = _parse_str(raw) or "auto"
+    if name == "auto" or ":" in name:
+        return name
+    registered = sorted(point.name for point in entry_points(group=ATTACHMENT_STORES_ENTRY_POINTS))
+    if name not in registered:
+        known = ", ".join(registered) or "none installed"
+        raise ValueError(f"no attachment store {name!r}: auto, package.module:Class, or a registered one ({known})")
+    return name
 
 
 def parse_attachment_types(raw: Any) -> tuple[str, ...]:
@@ -750,13 +787,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "ATTACHMENT_STORE",
-        _parse_str,
+        _parse_attachment_store,
         "auto",
         "Where attachments live: `auto` (the chat store's Redis with a Redis STORE, else the ATTACHMENTS_DIR directory), or a plugin: an entry point name of the group `widget_server.attachment_stores`, or `package.module:Class`.",
     ),
     Setting(
         "ATTACHMENTS_DIR",
-        _parse_str,
+        _parse_attachments_dir,
         "",
         "The directory attachments are kept in beside the memory store (created if missing; must be empty or one this server made; its conversations' files are removed at start). Empty: a new temporary directory per process, removed at exit.",
     ),

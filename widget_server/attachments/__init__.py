@@ -12,8 +12,8 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from .store import ENTRY_POINT_GROUP
-
+# Nothing of the package is imported here at load: config.py imports `sniff`, and loading
+# that module runs this file first.
 if TYPE_CHECKING:
     from .store import AttachmentStore
 
@@ -46,11 +46,14 @@ def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> Attach
 def _plugin(name: str) -> Any:
     import importlib
 
-    if ":" in name:
-        module_name, _, attribute = name.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
-    registered = {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
-    if name not in registered:
-        known = ", ".join(sorted(registered)) or "none installed"
-        raise ValueError(f"ATTACHMENT_STORE: unknown attachment store {name!r} (auto, or one of: {known})")
-    return registered[name].load()
+    from ..config import ConfigError
+    from .store import ENTRY_POINT_GROUP
+
+    try:
+        if ":" in name:
+            module_name, _, attribute = name.partition(":")
+            return getattr(importlib.import_module(module_name), attribute)
+        (point,) = [point for point in entry_points(group=ENTRY_POINT_GROUP) if point.name == name]
+        return point.load()
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ConfigError(f"ATTACHMENT_STORE: cannot load the attachment store {name!r}: {error}") from None

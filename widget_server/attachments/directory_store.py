@@ -29,10 +29,11 @@ import weakref
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from ..config import ATTACHMENTS_DIR_MARKER as MARKER
+from ..config import ConfigError
 from ..protocol import is_id
 from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone, StoreFull
 
-MARKER = ".widget-server-attachments"
 _COPY_CHUNK = 1 << 16
 
 
@@ -50,7 +51,11 @@ class _Conversation:
 class DirectoryAttachmentStore(AttachmentStore):
     def __init__(self, root: str, max_bytes: int) -> None:
         self._owned = not root
-        self.root = tempfile.mkdtemp(prefix="widget-server-attachments-") if self._owned else os.path.abspath(root)
+        self.root = (
+            tempfile.mkdtemp(prefix="widget-server-attachments-")
+            if self._owned
+            else os.path.abspath(os.path.expanduser(root))
+        )
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._conversations: dict[str, _Conversation] = {}
@@ -64,9 +69,9 @@ class DirectoryAttachmentStore(AttachmentStore):
         marker = os.path.join(self.root, MARKER)
         if not os.path.exists(marker):
             if os.listdir(self.root):
-                raise ValueError(
-                    f"ATTACHMENTS_DIR {self.root} is not empty and is not an attachments directory "
-                    f"(no {MARKER} file): name an empty or new directory"
+                raise ConfigError(
+                    f"ATTACHMENTS_DIR: {self.root} is not empty and is not an attachments folder "
+                    f"(no {MARKER} file): name a new or empty folder"
                 )
             with open(marker, "w", encoding="utf-8") as file:
                 file.write("Attachments of widget-server conversations; removed when they expire.\n")

@@ -19,9 +19,11 @@ ATTACHMENT_STORE setting; it is built as `Class(settings, chat_store)` and must:
 
 - make `put`'s budget check and write atomic per conversation (a conditional write, or a
   lock held in a shared place);
-- expire a conversation's attachments no sooner than the conversation (its TTL is
-  `settings["CONVERSATION_TTL_SECONDS"]` after its last use; `touch` is called on use), and
-  remove them in `delete_conversation`, which the server calls when the conversation goes;
+- keep a conversation's attachments as long as the conversation: it expires
+  `settings["CONVERSATION_TTL_SECONDS"]` after its last use (an object store's lifecycle rule
+  of at least that since the conversation's last upload is one way; with the memory chat
+  store, `delete_conversation` is also called whenever it forgets a conversation), and remove
+  them in `delete_conversation`, which the server calls when the conversation is deleted;
 - give `open` a readable binary file of exactly the bytes `put` read.
 """
 
@@ -31,7 +33,9 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
 
-ENTRY_POINT_GROUP = "widget_server.attachment_stores"
+from ..config import ATTACHMENT_STORES_ENTRY_POINTS
+
+ENTRY_POINT_GROUP = ATTACHMENT_STORES_ENTRY_POINTS
 
 
 @dataclass(frozen=True)
@@ -108,9 +112,6 @@ class AttachmentStore(ABC):
     @abstractmethod
     def used_bytes(self, conversation_id: str) -> int:
         """The bytes the conversation's attachments hold (what its budget counts)."""
-
-    def touch(self, conversation_id: str) -> None:  # noqa: B027 - a store that expires with its chat store needs nothing
-        """The conversation was used: its attachments' expiry moves with it."""
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release files and connections."""
