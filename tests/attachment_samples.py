@@ -1,10 +1,13 @@
 """Real files of each attachment type, made in the tests (tests/test_attachments_sniff.py,
 tests/test_api_attachments.py).
 
-PNG and GIF are written byte by byte after their specifications (a valid file any viewer
-opens: the PNG's chunks carry their CRCs, its pixels are zlib-compressed scanlines; the GIF
-has a real LZW-coded frame). JPEG and WebP come from a real encoder: Chromium's
-`canvas.toDataURL`, in `encode_in_chromium`. A PDF is a minimal one-page document.
+PNG, GIF and JPEG are written byte by byte after their specifications, as files any viewer
+opens (the PNG's chunks carry their CRCs, its pixels are zlib-compressed scanlines; the GIF
+has a real LZW-coded frame; the JPEG is baseline with its own one-code Huffman tables); the
+WebP samples are the two 1×1 images feature detection has long used (Modernizr's).
+tests/test_attachments_sniff.py decodes each in Chromium (`test_the_samples_are_images_a_browser_decodes`,
+marked e2e). `encode_in_chromium` gets JPEG and WebP from a real encoder, for the e2e-marked
+tests. A PDF is a minimal one-page document.
 """
 
 from __future__ import annotations
@@ -39,6 +42,30 @@ def gif(width: int, height: int) -> bytes:
     return b"GIF89a" + screen + palette + frame + b";"
 
 
+def _segment(marker: int, payload: bytes) -> bytes:
+    return b"\xff" + bytes([marker]) + struct.pack(">H", len(payload) + 2) + payload
+
+
+def jpeg(width: int, height: int) -> bytes:
+    """A baseline greyscale JPEG (ITU T.81) of flat mid-grey 8×8 blocks: each block's DC
+    difference is 0 and its AC coefficients end at once (EOB), one 1-bit code each."""
+    app0 = _segment(0xE0, b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
+    dqt = _segment(0xDB, b"\x00" + bytes([1] * 64))
+    sof0 = _segment(0xC0, struct.pack(">BHHB", 8, height, width, 1) + b"\x01\x11\x00")
+    one_code = bytes([1] + [0] * 15) + b"\x00"  # one code of length 1, for symbol 0
+    dht = _segment(0xC4, b"\x00" + one_code + b"\x10" + one_code)  # DC table 0, AC table 0
+    sos = _segment(0xDA, b"\x01\x01\x00\x00\x3f\x00")
+    bits = "00" * (((width + 7) // 8) * ((height + 7) // 8))
+    bits += "1" * (-len(bits) % 8)  # padded with 1-bits (T.81 §F.1.2.3)
+    scan = bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)).replace(b"\xff", b"\xff\x00")
+    return b"\xff\xd8" + app0 + dqt + sof0 + dht + sos + scan + b"\xff\xd9"
+
+
+# 1×1 WebP images, lossy (a `VP8 ` chunk) and lossless (`VP8L`).
+WEBP_LOSSY = base64.b64decode("UklGRiIAAABXRUJQVlA4IBYAAAAwAQCdASoBAAEADsD+JaQAA3AAAAAA")
+WEBP_LOSSLESS = base64.b64decode("UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA==")
+
+
 def pdf() -> bytes:
     """A one-page PDF (ISO 32000): header, three objects, cross-reference table, trailer."""
     objects = [
@@ -69,6 +96,31 @@ def webp_vp8x(width: int, height: int) -> bytes:
     """An extended WebP's header (RFC 9649 §2.7): the canvas size, 24 bits each, minus one."""
     data = b"\x10\x00\x00\x00" + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
     return b"RIFF" + struct.pack("<I", 4 + 8 + len(data)) + b"WEBP" + b"VP8X" + struct.pack("<I", len(data)) + data
+
+
+def decode_in_chromium(files: dict[str, tuple[str, bytes]]) -> dict[str, list[int] | str]:
+    """{name: [naturalWidth, naturalHeight]} of each (media type, bytes) as Chromium decodes
+    it, or "error"."""
+    from playwright.sync_api import sync_playwright
+
+    from widget_server.testing import system_browser_launch_args
+
+    script = """url => new Promise(resolve => {
+      const image = new Image();
+      image.onload = () => resolve([image.naturalWidth, image.naturalHeight]);
+      image.onerror = () => resolve('error');
+      image.src = url;
+    })"""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(**system_browser_launch_args("chromium"))
+        try:
+            page = browser.new_page()
+            return {
+                name: page.evaluate(script, f"data:{kind};base64,{base64.b64encode(data).decode()}")
+                for name, (kind, data) in files.items()
+            }
+        finally:
+            browser.close()
 
 
 def encode_in_chromium(width: int, height: int) -> dict[str, bytes]:

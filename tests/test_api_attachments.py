@@ -39,11 +39,6 @@ from .processes import ServerProcess
 ALLOWED = ["png", "jpeg", "webp", "gif", "pdf", "text", "csv"]
 
 
-@pytest.fixture(scope="module")
-def encoded() -> dict[str, bytes]:
-    return samples.encode_in_chromium(37, 21)
-
-
 def attachments_url(chat: ChatClient) -> str:
     return f"/api/v1/conversations/{chat.conversation_id}/attachments"
 
@@ -98,13 +93,14 @@ def traces(server, store_kind: str, conversation_id: str) -> list[str]:
 # -- round trips ----------------------------------------------------------------------------
 
 
-def test_every_type_round_trips_byte_exact(live_server, chat_factory, encoded):
+def test_every_type_round_trips_byte_exact(live_server, chat_factory):
     chat = chat_factory(live_server)
     files = {
         "screenshot.png": (samples.png(16, 9), "png", "image/png"),
         "anim.gif": (samples.gif(3, 2), "gif", "image/gif"),
-        "photo.jpg": (encoded["jpeg"], "jpeg", "image/jpeg"),
-        "photo.webp": (encoded["webp"], "webp", "image/webp"),
+        "photo.jpg": (samples.jpeg(37, 21), "jpeg", "image/jpeg"),
+        "photo.webp": (samples.WEBP_LOSSY, "webp", "image/webp"),
+        "lossless.webp": (samples.WEBP_LOSSLESS, "webp", "image/webp"),
         "invoice.pdf": (samples.pdf(), "pdf", "application/pdf"),
         "error.log": ("Traceback: ошибка ✓\n".encode(), "text", "text/plain; charset=utf-8"),
         "export.csv": (b"id,total\n1,3.50\n2,4.00\n", "csv", "text/csv; charset=utf-8"),

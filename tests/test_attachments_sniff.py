@@ -1,8 +1,9 @@
 """An attachment's type comes from its bytes, its name is made safe (widget_server/attachments/
 sniff.py and names.py; docs/security.md, "Attachments").
 
-Every type on real files (tests/attachment_samples.py: PNG and GIF written after their
-specifications, JPEG and WebP from Chromium's encoder), spoofed names, truncated and
+Every type on real files (tests/attachment_samples.py: PNG, GIF and JPEG written after their
+specifications, WebP's classic 1×1 images, all decoded by Chromium in the e2e-marked test
+here; JPEG and WebP from Chromium's encoder too, e2e-marked), spoofed names, truncated and
 malformed headers, images declaring more pixels than ATTACHMENT_IMAGE_MAX_PIXELS (a
 decompression bomb is refused from its header, reading a few bytes), and names with paths,
 controls and bidirectional overrides.
@@ -70,11 +71,39 @@ def test_gif_and_its_logical_screen():
     assert (found.type, found.width, found.height, found.media_type) == ("gif", 7, 9, "image/gif")
 
 
+def test_jpeg_and_its_frame_header():
+    found = kind(samples.jpeg(37, 21))
+    assert (found.type, found.width, found.height, found.media_type) == ("jpeg", 37, 21, "image/jpeg")
+
+
+@pytest.mark.parametrize("data,chunk", [(samples.WEBP_LOSSY, b"VP8 "), (samples.WEBP_LOSSLESS, b"VP8L")])
+def test_webp_lossy_and_lossless(data, chunk):
+    assert data[12:16] == chunk
+    found = kind(data)
+    assert (found.type, found.width, found.height, found.media_type) == ("webp", 1, 1, "image/webp")
+
+
+@pytest.mark.e2e
+def test_the_samples_are_images_a_browser_decodes():
+    decoded = samples.decode_in_chromium(
+        {
+            "png": ("image/png", samples.png(5, 3)),
+            "gif": ("image/gif", samples.gif(7, 9)),
+            "jpeg": ("image/jpeg", samples.jpeg(37, 21)),
+            "webp lossy": ("image/webp", samples.WEBP_LOSSY),
+            "webp lossless": ("image/webp", samples.WEBP_LOSSLESS),
+        }
+    )
+    assert decoded == {"png": [5, 3], "gif": [7, 9], "jpeg": [37, 21], "webp lossy": [1, 1], "webp lossless": [1, 1]}
+
+
+@pytest.mark.e2e
 def test_jpeg_from_a_real_encoder(encoded):
     found = kind(encoded["jpeg"])
     assert (found.type, found.width, found.height, found.media_type) == ("jpeg", 37, 21, "image/jpeg")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("form", ["webp", "webp_simple"])
 def test_webp_extended_and_simple_from_a_real_encoder(encoded, form):
     data = encoded[form]
@@ -83,7 +112,7 @@ def test_webp_extended_and_simple_from_a_real_encoder(encoded, form):
     assert (found.type, found.width, found.height, found.media_type) == ("webp", 37, 21, "image/webp")
 
 
-def test_webp_lossless_header():
+def test_webp_lossless_header_of_any_size():
     found = kind(samples.webp_vp8l(300, 200))
     assert (found.type, found.width, found.height) == ("webp", 300, 200)
 
@@ -211,11 +240,11 @@ def _jpeg_declaring(encoded_jpeg: bytes, width: int, height: int) -> bytes:
     return encoded_jpeg[: at + 5] + struct.pack(">HH", height, width) + encoded_jpeg[at + 9 :]
 
 
-def test_images_declaring_more_pixels_than_allowed_are_refused(encoded):
+def test_images_declaring_more_pixels_than_allowed_are_refused():
     bombs = {
         "png": samples.png(10_000, 5_000, pixels=False),
         "gif": samples.gif(65_535, 65_535),
-        "jpeg": _jpeg_declaring(encoded["jpeg"], 60_000, 60_000),
+        "jpeg": _jpeg_declaring(samples.jpeg(8, 8), 60_000, 60_000),
         "webp": samples.webp_vp8x(16_384, 16_384),
     }
     for name, data in bombs.items():
@@ -246,20 +275,22 @@ def test_a_png_bomb_is_refused_from_its_header_without_inflating_it():
     assert file.read_bytes <= 64, "the header is read, not the pixels"
 
 
-def test_the_jpeg_walk_reads_segment_headers_not_their_contents(encoded):
+def test_the_jpeg_walk_reads_segment_headers_not_their_contents():
     # Padding segments (COM, 64 KiB each) before the frame: skipped by their length.
     comment = b"\xff\xfe" + struct.pack(">H", 65_535) + b"x" * 65_533
-    data = encoded["jpeg"][:2] + comment * 20 + encoded["jpeg"][2:]
+    jpeg = samples.jpeg(37, 21)
+    data = jpeg[:2] + comment * 20 + jpeg[2:]
     file = CountingFile(data)
     found = sniff(file, "big.jpg", ALL, MAX_PIXELS)
     assert (found.width, found.height) == (37, 21)
     assert file.read_bytes < 4096
 
 
-def test_the_jpeg_walk_is_bounded_in_segments(encoded):
+def test_the_jpeg_walk_is_bounded_in_segments():
     comment = b"\xff\xfe\x00\x04ab"
-    assert kind(encoded["jpeg"][:2] + comment * 200 + encoded["jpeg"][2:]).type == "jpeg"
-    assert refusal(encoded["jpeg"][:2] + comment * 300 + encoded["jpeg"][2:]).code == "attachment_type"
+    jpeg = samples.jpeg(8, 8)
+    assert kind(jpeg[:2] + comment * 200 + jpeg[2:]).type == "jpeg"
+    assert refusal(jpeg[:2] + comment * 300 + jpeg[2:]).code == "attachment_type"
 
 
 # -- ATTACHMENT_TYPES -----------------------------------------------------------------------

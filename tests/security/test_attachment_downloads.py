@@ -2,7 +2,7 @@
 
 Every type is served with its sniffed Content-Type, `nosniff`, `Content-Security-Policy:
 sandbox`, `Content-Disposition: attachment` (inline for raster images only), private and
-uncached. In Chromium: an uploaded HTML page (text, whatever its name) is downloaded, never
+uncached. In Chromium (marked e2e): an uploaded HTML page (text, whatever its name) is downloaded, never
 rendered, under its sanitised name; an image opened inline is a sandboxed document (an opaque
 origin, so nothing in it could reach the chat's token).
 """
@@ -76,6 +76,7 @@ def test_every_download_carries_the_headers_that_keep_it_inert(chat, name, data,
     assert "access-control-allow-origin" not in headers  # no other site may read it
 
 
+@pytest.mark.e2e
 def test_an_uploaded_html_page_is_downloaded_never_rendered(chat):
     from playwright.sync_api import sync_playwright
 
@@ -101,6 +102,7 @@ def test_an_uploaded_html_page_is_downloaded_never_rendered(chat):
             browser.close()
 
 
+@pytest.mark.e2e
 def test_an_image_opened_inline_is_a_sandboxed_document(chat):
     from playwright.sync_api import sync_playwright
 
