@@ -90,6 +90,22 @@ def traces(server, store_kind: str, conversation_id: str) -> list[str]:
     return left
 
 
+def attachment_traces(server, store_kind: str, conversation_id: str, attachment_id: str) -> list[str]:
+    """What is left of one attachment: its file, or on Redis the hash fields naming it (its
+    meta, the entry of its idempotency key, its chunks)."""
+    if store_kind != "redis":
+        return [trace for trace in traces(server, store_kind, conversation_id) if attachment_id in trace]
+    client = redis.Redis.from_url(server.app.config["WIDGET_SERVER"]["STORE"], decode_responses=True)
+    try:
+        conv = f"cw:conv:{conversation_id}"
+        meta = client.hgetall(conv + META_SUFFIX)
+        found = [f"{field}={value}" for field, value in meta.items() if attachment_id in field + value]
+        found += [field for field in client.hkeys(conv + BYTES_SUFFIX) if attachment_id in field]
+        return found
+    finally:
+        client.close()
+
+
 # -- round trips ----------------------------------------------------------------------------
 
 
@@ -301,9 +317,23 @@ def test_delete_removes_the_attachment(live_server, chat_factory, store_kind):
     assert_json_error(chat.http.get(url, headers=chat.auth), 404, "not_found")
     assert_json_error(chat.http.delete(url, headers=chat.auth), 404, "not_found")
     assert attachment_store(live_server).used_bytes(chat.conversation_id) == 0
-    assert not [
-        trace for trace in traces(live_server, store_kind, chat.conversation_id) if body["attachment_id"] in trace
-    ]
+    assert attachment_traces(live_server, store_kind, chat.conversation_id, body["attachment_id"]) == []
+
+
+def test_large_files_are_kept_and_deleted_whole(live_server_factory, chat_factory, store_kind):
+    # On Redis in chunks (a download holds one at a time): every chunk goes with the delete.
+    server = live_server_factory(ATTACHMENT_MAX_BYTES=2_000_000)
+    chat = chat_factory(server)
+    data = bytes(range(32, 127)) * 20_000 + b"\n"  # 1.9 MB of text
+    body = upload(chat, data, "big.txt", headers={"Idempotency-Key": "big-1"}).json()
+    assert sha256(download(chat, body["attachment_id"]).content) == sha256(data)
+    left = attachment_traces(server, store_kind, chat.conversation_id, body["attachment_id"])
+    # Redis: its meta, its key's entry and 8 chunks of 256 KiB; the directory: its file.
+    assert len(left) == (2 + 8 if store_kind == "redis" else 1), left
+    assert chat.http.delete(f"{attachments_url(chat)}/{body['attachment_id']}", headers=chat.auth).status_code == 204
+    assert attachment_traces(server, store_kind, chat.conversation_id, body["attachment_id"]) == []
+    again = upload(chat, data, "big.txt", headers={"Idempotency-Key": "big-1"}).json()  # the key was freed too
+    assert again["attachment_id"] != body["attachment_id"]
 
 
 # -- idempotency ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Two keys per conversation, named after the conversation's own key (stores/redis.
 
   cw:conv:{cid}:attachments       hash  `m:{aid}` → the meta JSON, `k:{key}` → the attachment
                                         an idempotency key made, `used` → bytes held
-  cw:conv:{cid}:attachment_bytes  hash  `{aid}` → the bytes
+  cw:conv:{cid}:attachment_bytes  hash  `{aid}:{n}` → the bytes, in chunks of CHUNK_BYTES
 
 Both are among the conversation's key suffixes (stores/redis.py `CONVERSATION_KEY_SUFFIXES`),
 so the chat store refreshes their TTL whenever it refreshes the conversation's (they expire
@@ -14,7 +14,9 @@ conversation still exists, looks up the idempotency key, checks the byte budget 
 so two uploads racing for the last bytes of a budget cannot both pass, on any host.
 
 Bytes are bounded by ATTACHMENT_MAX_BYTES per file and the conversation's budget; the
-server's Redis `maxmemory` bounds the whole (docs/serving.md, "Attachments").
+server's Redis `maxmemory` bounds the whole (docs/serving.md, "Attachments"). They are kept in
+chunks so that a download (`open`) holds one chunk at a time, however large the file and
+however many downloads run at once.
 """
 
 from __future__ import annotations
@@ -28,24 +30,25 @@ from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, Conversation
 
 META_SUFFIX = ":attachments"
 BYTES_SUFFIX = ":attachment_bytes"
+CHUNK_BYTES = 256 * 1024
 
 # KEYS: conv, meta hash, bytes hash
-# ARGV: attachment_id, meta_json, bytes, size, budget, idempotency key ('' for none)
+# ARGV: attachment_id, meta_json, size, budget, idempotency key ('' for none), then the chunks
 # → {'created'} | {'existing', meta_json} | {'budget', used} | {'gone'}
 _PUT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
-if ARGV[6] ~= '' then
-  local known = redis.call('HGET', KEYS[2], 'k:' .. ARGV[6])
+if ARGV[5] ~= '' then
+  local known = redis.call('HGET', KEYS[2], 'k:' .. ARGV[5])
   if known then
     local meta = redis.call('HGET', KEYS[2], 'm:' .. known)
     if meta then return {'existing', meta} end
   end
 end
 local used = tonumber(redis.call('HGET', KEYS[2], 'used') or '0')
-if used + tonumber(ARGV[4]) > tonumber(ARGV[5]) then return {'budget', tostring(used)} end
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-redis.call('HSET', KEYS[2], 'm:' .. ARGV[1], ARGV[2], 'used', used + tonumber(ARGV[4]))
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'k:' .. ARGV[6], ARGV[1]) end
+if used + tonumber(ARGV[3]) > tonumber(ARGV[4]) then return {'budget', tostring(used)} end
+for index = 6, #ARGV do redis.call('HSET', KEYS[3], ARGV[1] .. ':' .. (index - 6), ARGV[index]) end
+redis.call('HSET', KEYS[2], 'm:' .. ARGV[1], ARGV[2], 'used', used + tonumber(ARGV[3]))
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], 'k:' .. ARGV[5], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[2], ttl)
@@ -54,7 +57,7 @@ end
 return {'created'}
 """
 
-# KEYS: meta hash, bytes hash; ARGV: attachment_id → 1, or 0 if unknown
+# KEYS: meta hash, bytes hash; ARGV: attachment_id, CHUNK_BYTES → 1, or 0 if unknown
 _DELETE = """
 local raw = redis.call('HGET', KEYS[1], 'm:' .. ARGV[1])
 if not raw then return 0 end
@@ -62,7 +65,9 @@ local meta = cjson.decode(raw)
 redis.call('HDEL', KEYS[1], 'm:' .. ARGV[1])
 if meta['idempotency_key'] ~= '' then redis.call('HDEL', KEYS[1], 'k:' .. meta['idempotency_key']) end
 redis.call('HINCRBY', KEYS[1], 'used', -meta['size'])
-redis.call('HDEL', KEYS[2], ARGV[1])
+for index = 0, math.ceil(meta['size'] / tonumber(ARGV[2])) - 1 do
+  redis.call('HDEL', KEYS[2], ARGV[1] .. ':' .. index)
+end
 return 1
 """
 
@@ -84,8 +89,10 @@ class RedisAttachmentStore(AttachmentStore):
 
     def put(self, meta: AttachmentMeta, data: BinaryIO, budget: int) -> tuple[AttachmentMeta, bool]:
         data.seek(0)
-        content = data.read(meta.size)  # at most ATTACHMENT_MAX_BYTES: Redis takes it in one command
-        if len(content) != meta.size:
+        # At most ATTACHMENT_MAX_BYTES, stored in one script so the budget check and the write
+        # are one step.
+        chunks = [data.read(CHUNK_BYTES) for _ in range(-(-meta.size // CHUNK_BYTES))]
+        if sum(len(chunk) for chunk in chunks) != meta.size:
             raise ValueError("the upload is shorter than its size")
         meta_key, bytes_key = self._keys(meta.conversation_id)
         reply = self._put(
@@ -93,10 +100,10 @@ class RedisAttachmentStore(AttachmentStore):
             args=[
                 meta.attachment_id,
                 json.dumps(meta.to_record()),
-                content,
                 meta.size,
                 budget,
                 meta.idempotency_key,
+                *chunks,
             ],
         )
         outcome = _text(reply[0])
@@ -113,11 +120,14 @@ class RedisAttachmentStore(AttachmentStore):
         return AttachmentMeta.from_record(json.loads(raw)) if raw is not None else None
 
     def open(self, conversation_id: str, attachment_id: str) -> BinaryIO | None:
-        content = self.redis.hget(self._keys(conversation_id)[1], attachment_id)
-        return io.BytesIO(content) if content is not None else None
+        meta = self.get(conversation_id, attachment_id)
+        if meta is None:
+            return None
+        chunks = _Chunks(self, self._keys(conversation_id)[1], attachment_id, meta.size)
+        return io.BufferedReader(chunks, buffer_size=CHUNK_BYTES)
 
     def delete(self, conversation_id: str, attachment_id: str) -> bool:
-        return bool(self._delete(keys=list(self._keys(conversation_id)), args=[attachment_id]))
+        return bool(self._delete(keys=list(self._keys(conversation_id)), args=[attachment_id, CHUNK_BYTES]))
 
     def delete_conversation(self, conversation_id: str) -> None:
         # The chat store's delete script removes these keys with the conversation's; this is
@@ -126,6 +136,36 @@ class RedisAttachmentStore(AttachmentStore):
 
     def used_bytes(self, conversation_id: str) -> int:
         return int(self.redis.hget(self._keys(conversation_id)[0], "used") or 0)
+
+
+class _Chunks(io.RawIOBase):
+    """An attachment's bytes read one chunk (one HGET) at a time. If the attachment is deleted
+    while it is read, the read ends there (the response is then shorter than its length)."""
+
+    def __init__(self, store: RedisAttachmentStore, key: str, attachment_id: str, size: int) -> None:
+        self._store = store
+        self._key = key
+        self._attachment_id = attachment_id
+        self._left = size
+        self._index = 0
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._pending and self._left > 0:
+            chunk = self._store.redis.hget(self._key, f"{self._attachment_id}:{self._index}")
+            if chunk is None:  # deleted meanwhile
+                self._left = 0
+                return 0
+            self._index += 1
+            self._left -= len(chunk)
+            self._pending = chunk
+        count = min(len(buffer), len(self._pending))
+        buffer[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
 
 
 def _text(reply: bytes | str) -> str:
