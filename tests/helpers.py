@@ -21,6 +21,7 @@ from werkzeug.serving import make_server
 from widget_server import create_app, init_app
 from widget_server.backends.demo import load_seed_answers as load_seed_answers  # the copy the package ships
 from widget_server.sse import EventStreamParser, ServerSentEvent
+from widget_server.testing import SHUTDOWN_POLL_SECONDS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +69,9 @@ class LiveServer:
         self.port = self._server.server_port
         self.origin = f"http://127.0.0.1:{self.port}"
         self.url = self.origin + url_prefix
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, daemon=True
+        )
 
     def start(self) -> LiveServer:
         self._thread.start()

@@ -14,13 +14,17 @@ from typing import Any
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+from widget_server.testing import SHUTDOWN_POLL_SECONDS
+
 
 class HostSite:
     def __init__(self) -> None:
         self.pages: dict[str, str] = {}
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True)
         self.origin = f"http://localhost:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, daemon=True
+        )
         self._thread.start()
 
     @Request.application
