@@ -20,6 +20,7 @@ from widget_server.testing import SHUTDOWN_POLL_SECONDS
 class HostSite:
     def __init__(self) -> None:
         self.pages: dict[str, str] = {}
+        self.scripts: dict[str, bytes] = {}  # path → a classic script the pages load (real Turbo)
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True)
         self.origin = f"http://localhost:{self._server.server_port}"
         self._thread = threading.Thread(
@@ -29,6 +30,8 @@ class HostSite:
 
     @Request.application
     def _app(self, request: Request) -> Response:
+        if request.path in self.scripts:
+            return Response(self.scripts[request.path], mimetype="text/javascript")
         page = self.pages.get(request.path)
         if page is None:
             return Response("not found", status=404)

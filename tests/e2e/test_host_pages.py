@@ -9,7 +9,8 @@ visual viewport shrinks under the composer. The unread badge, data-launcher="non
 launcher's landmark are the accessibility contract's (test_accessibility_contract_host.py,
 docs/accessibility.md A79–A88), which uses the helpers here.
 
-Turbo itself is not installed (no network here): its Drive does, per navigation,
+tests/e2e/test_turbo.py runs Turbo itself (from npm); here its Drive's effect is replayed where
+a test needs it mid-answer at a chosen moment: per navigation it does
 `document.body.replaceWith(newBody)` after a fetch, then runs the new body's scripts
 again by recreating them (turbo/src/core/drive/page_renderer.js, `replaceBody` and
 `activateNewBodyScriptElements`); `swap_body` below does the same.
