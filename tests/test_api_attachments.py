@@ -449,15 +449,22 @@ def test_the_directory_store_refuses_a_foreign_folder_and_clears_its_own(tmp_pat
     store.close()
 
 
-def test_an_upload_cut_short_leaves_no_file(live_server, chat_factory, store_kind):
-    chat = chat_factory(live_server)
-    host, port = live_server.origin.removeprefix("http://").split(":")
-    path = live_server.url.removeprefix(live_server.origin) + attachments_url(chat)
+def raw_upload_head(server, chat, *, content_length: int) -> tuple[str, int, bytes]:
+    """(host, port, the request line and headers) of an upload written by hand on a socket,
+    announcing `content_length` bytes of a multipart body (boundary `b`)."""
+    host, port = server.origin.removeprefix("http://").split(":")
+    path = server.url.removeprefix(server.origin) + attachments_url(chat)
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {chat.token}\r\n"
-        "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n"
+        f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {content_length}\r\n\r\n"
     ).encode()
-    with socket.create_connection((host, int(port))) as sock:
+    return host, int(port), head
+
+
+def test_an_upload_cut_short_leaves_no_file(live_server, chat_factory, store_kind):
+    chat = chat_factory(live_server)
+    host, port, head = raw_upload_head(live_server, chat, content_length=100000)
+    with socket.create_connection((host, port)) as sock:
         sock.sendall(
             head + b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\r\n\r\n' + b"a" * 1000
         )
@@ -494,15 +501,10 @@ def test_racing_uploads_cannot_overrun_the_budget(live_server_factory, chat_fact
 def test_an_upload_that_trickles_in_is_cut_with_408(live_server_factory, chat_factory):
     server = live_server_factory(ATTACHMENT_UPLOAD_TIMEOUT_SECONDS=1.0)
     chat = chat_factory(server)
-    host, port = server.origin.removeprefix("http://").split(":")
-    path = server.url.removeprefix(server.origin) + attachments_url(chat)
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {chat.token}\r\n"
-        "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000\r\n\r\n"
-    ).encode()
+    host, port, head = raw_upload_head(server, chat, content_length=1000)
     started = time.monotonic()
     received = b""
-    with socket.create_connection((host, int(port)), timeout=20) as sock:
+    with socket.create_connection((host, port), timeout=20) as sock:
         sock.sendall(head)
         sock.settimeout(0.3)
         while time.monotonic() - started < 15 and not received:
