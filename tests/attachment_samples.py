@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
+from typing import Any
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -98,37 +99,24 @@ def webp_vp8x(width: int, height: int) -> bytes:
     return b"RIFF" + struct.pack("<I", 4 + 8 + len(data)) + b"WEBP" + b"VP8X" + struct.pack("<I", len(data)) + data
 
 
-def decode_in_chromium(files: dict[str, tuple[str, bytes]]) -> dict[str, list[int] | str]:
-    """{name: [naturalWidth, naturalHeight]} of each (media type, bytes) as Chromium decodes
-    it, or "error"."""
-    from playwright.sync_api import sync_playwright
-
-    from widget_server.testing import system_browser_launch_args
-
+def decode_in_browser(page: Any, files: dict[str, tuple[str, bytes]]) -> dict[str, list[int] | str]:
+    """{name: [naturalWidth, naturalHeight]} of each (media type, bytes) as the browser of
+    `page` (pytest-playwright's) decodes it, or "error"."""
     script = """url => new Promise(resolve => {
       const image = new Image();
       image.onload = () => resolve([image.naturalWidth, image.naturalHeight]);
       image.onerror = () => resolve('error');
       image.src = url;
     })"""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**system_browser_launch_args("chromium"))
-        try:
-            page = browser.new_page()
-            return {
-                name: page.evaluate(script, f"data:{kind};base64,{base64.b64encode(data).decode()}")
-                for name, (kind, data) in files.items()
-            }
-        finally:
-            browser.close()
+    return {
+        name: page.evaluate(script, f"data:{kind};base64,{base64.b64encode(data).decode()}")
+        for name, (kind, data) in files.items()
+    }
 
 
-def encode_in_chromium(width: int, height: int) -> dict[str, bytes]:
-    """{"jpeg": …, "webp": …}: a width × height canvas with a gradient, encoded by Chromium."""
-    from playwright.sync_api import sync_playwright
-
-    from widget_server.testing import system_browser_launch_args
-
+def encode_in_browser(page: Any, width: int, height: int) -> dict[str, bytes]:
+    """{"jpeg": …, "webp": …}: a width × height canvas with a gradient, encoded by the browser
+    of `page`."""
     script = """([width, height]) => {
       const canvas = document.createElement('canvas');
       canvas.width = width; canvas.height = height;
@@ -138,12 +126,7 @@ def encode_in_chromium(width: int, height: int) -> dict[str, bytes]:
       context.fillStyle = gradient; context.fillRect(0, 0, width, height);
       return [canvas.toDataURL('image/jpeg', 0.9), canvas.toDataURL('image/webp', 0.9)];
     }"""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**system_browser_launch_args("chromium"))
-        try:
-            jpeg, webp = browser.new_page().evaluate(script, [width, height])
-        finally:
-            browser.close()
+    jpeg, webp = page.evaluate(script, [width, height])
     return {
         "jpeg": base64.b64decode(jpeg.split(",", 1)[1]),
         "webp": base64.b64decode(webp.split(",", 1)[1]),

@@ -34,6 +34,15 @@ def pytest_configure(config):
 TEST_CONFIG = {"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING", "RATE_LIMITS": False}
 
 
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args, browser_name):
+    """Debian's browsers for any test that uses pytest-playwright's fixtures, inside tests/e2e or
+    not (docs/testing.md, "System browsers"), as the plugin's --chat-system-browsers does."""
+    from widget_server.pytest_plugin import system_browser_launch_args
+
+    return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
+
+
 @pytest.fixture
 def app():
     return create_app(TEST_CONFIG, environ={})

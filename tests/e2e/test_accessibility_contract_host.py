@@ -186,6 +186,9 @@ def test_A83_body_swap_keeps_launcher_panel_and_focus(page: Page, host_site, cha
     expect(widget.launcher).to_have_attribute("aria-expanded", "true")
     expect(widget.input).to_be_focused()  # focus stays where the visitor was typing
     assert widget.wait_until_complete() == "completed"
+    # The last sentence is said up to one announce interval after the state changes (the
+    # announcer's pace, A5): wait for it, then count.
+    widget.wait_for_announcement("This is the last sentence.")
     spoken = [entry["text"] for entry in widget.announcements()]
     assert spoken.count("This is the last sentence.") == 1 and len(spoken) == len(set(spoken)), spoken
     widget.assert_accessible()

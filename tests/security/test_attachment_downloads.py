@@ -14,8 +14,6 @@ import hashlib
 import httpx
 import pytest
 
-from widget_server.testing import system_browser_launch_args
-
 from .. import attachment_samples as samples
 from ..conftest import TEST_CONFIG
 from ..helpers import ChatClient, LiveServer
@@ -77,44 +75,41 @@ def test_every_download_carries_the_headers_that_keep_it_inert(chat, name, data,
 
 
 @pytest.mark.e2e
-def test_an_uploaded_html_page_is_downloaded_never_rendered(chat):
-    from playwright.sync_api import sync_playwright
-
+def test_an_uploaded_html_page_is_downloaded_never_rendered(chat, browser):
     attachment = _upload(chat, HTML, "../evil\u202elmth.txt")
     assert (attachment["type"], attachment["name"]) == ("text", "evillmth.txt")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**system_browser_launch_args("chromium"))
-        try:
-            context = browser.new_context(accept_downloads=True, extra_http_headers=chat.auth)
-            page = context.new_page()
-            dialogs: list[str] = []
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-            with page.expect_download() as download_info:
-                try:
-                    page.goto(_url(chat, attachment["attachment_id"]))
-                except Exception as error:  # Chromium aborts the navigation when it downloads
-                    assert "net::ERR_ABORTED" in str(error) or "Download is starting" in str(error)
-            download = download_info.value
-            assert download.suggested_filename == "evillmth.txt"
-            assert hashlib.sha256(download.path().read_bytes()).hexdigest() == attachment["sha256"]
-            assert dialogs == []
-        finally:
-            browser.close()
+    context = browser.new_context(accept_downloads=True, extra_http_headers=chat.auth)
+    try:
+        page = context.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        with page.expect_download() as download_info:
+            try:
+                page.goto(_url(chat, attachment["attachment_id"]))
+            except Exception as error:  # the browser aborts the navigation when it downloads
+                assert (
+                    "ERR_ABORTED" in str(error)
+                    or "Download is starting" in str(error)
+                    or "NS_BINDING_ABORTED" in str(error)
+                )
+        download = download_info.value
+        assert download.suggested_filename == "evillmth.txt"
+        assert hashlib.sha256(download.path().read_bytes()).hexdigest() == attachment["sha256"]
+        assert dialogs == []
+    finally:
+        context.close()
 
 
 @pytest.mark.e2e
-def test_an_image_opened_inline_is_a_sandboxed_document(chat):
-    from playwright.sync_api import sync_playwright
-
+def test_an_image_opened_inline_is_a_sandboxed_document(chat, browser):
     attachment = _upload(chat, samples.png(4, 4), "shot.png")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(**system_browser_launch_args("chromium"))
-        try:
-            page = browser.new_context(extra_http_headers=chat.auth).new_page()
-            response = page.goto(_url(chat, attachment["attachment_id"]))
-            assert response is not None and response.status == 200
-            assert page.locator("img").evaluate("image => [image.naturalWidth, image.naturalHeight]") == [4, 4]
-            # CSP sandbox: the document's origin is opaque, not the chat's.
-            assert page.evaluate("self.origin") == "null"
-        finally:
-            browser.close()
+    context = browser.new_context(extra_http_headers=chat.auth)
+    try:
+        page = context.new_page()
+        response = page.goto(_url(chat, attachment["attachment_id"]))
+        assert response is not None and response.status == 200
+        assert page.locator("img").evaluate("image => [image.naturalWidth, image.naturalHeight]") == [4, 4]
+        # CSP sandbox: the document's origin is opaque, not the chat's.
+        assert page.evaluate("self.origin") == "null"
+    finally:
+        context.close()
