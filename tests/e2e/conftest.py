@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from widget_server.pytest_plugin import system_browser_launch_args
-from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX  # noqa: F401  (tests/e2e/test_orca.py imports them from here)
+# CHROMIUM, CHROMIUM_ARGS and FIREFOX: tests/e2e/test_orca.py imports them from here.
+from widget_server.testing import CHROMIUM, CHROMIUM_ARGS, FIREFOX, ChatWidget  # noqa: F401
 
+from ..conftest import TEST_CONFIG
+from .hosting import HostSite
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args, browser_name):
-    # What the plugin's --chat-system-browsers does, always on for our own tests (docs/testing.md).
-    return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
-
-
-from widget_server.testing import ChatWidget  # noqa: E402
-
-from ..conftest import TEST_CONFIG  # noqa: E402
-from .hosting import HostSite  # noqa: E402
+# The system browsers' launch arguments: tests/conftest.py `browser_type_launch_args`, for
+# every test that uses pytest-playwright's fixtures.
 
 
 @pytest.fixture(scope="session")
