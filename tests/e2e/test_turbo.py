@@ -11,7 +11,6 @@ on without a second generation or a repeated announcement.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,13 +19,12 @@ from playwright.sync_api import Page, expect
 from widget_server.testing import ChatWidget
 
 from ..helpers import REPO_ROOT
-from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
-from .test_host_pages import history_of, one_widget
+from .conftest import chat_base_url
+from .test_host_pages import EN, history_of, loader_tag, one_widget
 
 pytestmark = pytest.mark.e2e
 
 TURBO_JS = REPO_ROOT / ".ci" / "js" / "node_modules" / "@hotwired" / "turbo" / "dist" / "turbo.es2017-umd.js"
-EN = json.loads((REPO_ROOT / "static" / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
 
 
 def turbo_script() -> bytes:
@@ -45,8 +43,7 @@ def turbo_page(title: str, link: tuple[str, str], chat_url: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>{title}</title><script src="/turbo.js"></script></head>'
         f'<body><main><h1>{title}</h1><p><a href="{href}">{text}</a></p></main>'
-        f'<script src="{chat_url}/widget.js" defer data-announce-interval="{ANNOUNCE_INTERVAL_MS}"></script>'
-        "</body></html>"
+        f"{loader_tag(chat_url)}</body></html>"
     )
 
 
@@ -79,6 +76,9 @@ def test_turbo_drive_visits_and_back_keep_the_chat_and_its_running_answer(
     assert widget.panel_frame().evaluate("() => window.__beforeVisit === true")
     assert widget.wait_until_complete() == "completed"
     assert [m["role"] for m in history_of(chat_server, widget)] == ["user", "assistant"]  # one generation
+    # The last sentence and the completion cue are said at the announcer's pace, after the
+    # state changes (A5): wait for the cue, then count.
+    widget.wait_for_announcement(EN["complete"])
     spoken = [entry["text"] for entry in widget.announcements()]
     assert len(spoken) == len(set(spoken)), spoken  # nothing said twice
     assert spoken.count(EN["complete"]) == 1
