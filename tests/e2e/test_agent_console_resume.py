@@ -159,6 +159,10 @@ def test_messages_written_while_the_conversation_opens_all_arrive_once_in_order(
     writer.start()
     start.set()
     reopen(console, visitor)
+    # Route handlers run only while this thread is inside a Playwright call: wait (through one)
+    # until the held stream request has been let through, or "The last one." below could be
+    # written before the three messages the handler writes, and not be the last.
+    expect(console.transcript.filter(has_text="Between read and stream 2")).to_have_count(1)
     writer.join()
     say("The last one.")
     expect(console.transcript.last).to_contain_text("The last one.")
