@@ -137,6 +137,8 @@ class FakeOpenAI:
     def choose(self, body: Any) -> Reply:
         try:
             user_text = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+            if isinstance(user_text, list):  # content parts (files): the first text part
+                user_text = next((part["text"] for part in user_text if part.get("type") == "text"), "")
         except (KeyError, IndexError, TypeError):
             return self.default
         return self.replies.get(user_text, self.default)

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
+from .attachments.sending import sent_attachments
 from .errors import ApiError
 from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
 from .messages import clean_text
@@ -122,8 +123,9 @@ def new_answer_body(*fields: str) -> dict[str, Any]:
     return body
 
 
-def user_text(body: dict[str, Any]) -> str:
-    """The body's `text`, as a user message must be (a send's, an edit's)."""
+def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
+    """The body's `text`, as a user message must be (a send's, an edit's). `may_be_empty`:
+    files come with it, so no words are needed (whitespace alone is then "")."""
     text = body.get("text")
     if not isinstance(text, str):
         raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
@@ -132,6 +134,8 @@ def user_text(body: dict[str, Any]) -> str:
     # a 500 when the text is hashed or sent back.
     text = clean_text(text)
     if not text.strip():
+        if may_be_empty:
+            return ""
         raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
     limit = settings()["MAX_TEXT_CHARS"]
     if len(text) > limit:
@@ -179,15 +183,17 @@ def stream_new_answer(
 @bp.post("/conversations/<conversation:conversation_id>/messages")
 def post_message(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text")
-    request_id, text = body["request_id"], user_text(body)
+    body = new_answer_body("request_id", "text", "attachments")
+    # With files, the words are optional (docs/protocol.md, "Sending files with a message").
+    request_id, text = body["request_id"], user_text(body, may_be_empty=bool(body.get("attachments")))
+    attachments = sent_attachments(body, conversation_id)
     # While a person is asked for or handles the conversation, the visitor's messages go to
     # them (…/handoff/messages), never to the backend: 409 `handoff_active`.
     handoff_service().check_not_active(conversation_id)
     return stream_new_answer(
         conversation_id,
         request_id,
-        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_url=origin),
+        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_url=origin, attachments=attachments),
     )
 
 

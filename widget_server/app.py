@@ -157,5 +157,7 @@ def create_app(
     agent_api.init_app(app, store)
     app.register_blueprint(handoff_visitor_api.bp)  # hand-off: request, messages, the conversation stream
     # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
-    attachments_api.init_app(app, create_attachment_store(settings, store), chat.deleted_listeners)
+    # The service reads a message's files through it (Turn.attachments, the history).
+    chat.attachment_store = create_attachment_store(settings, store)
+    attachments_api.init_app(app, chat.attachment_store, chat.deleted_listeners)
     return app

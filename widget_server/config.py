@@ -608,6 +608,15 @@ SETTINGS: tuple[Setting, ...] = (
         0.1,
         3600,
     ),
+    Setting(
+        "OPENAI_INLINE_TEXT_MAX_CHARS",
+        _parse_int,
+        100_000,
+        "`openai` backend: the most characters of a plain-text or CSV attachment sent inline with the question; "
+        "a longer file is cut there, and the model is told so.",
+        1000,
+        10_000_000,
+    ),
     # The `kb` backend (answers from a folder of Markdown documents; see docs/backends.md).
     Setting(
         "KB_DIR",

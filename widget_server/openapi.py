@@ -1084,6 +1084,19 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                     },
                 },
+                "SentAttachment": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["attachment_id", "name", "type", "size", "sha256"],
+                    "properties": {
+                        "attachment_id": _ID_SCHEMA,
+                        "name": {"type": "string", "minLength": 1, "maxLength": 120},
+                        "type": {"enum": list(MEDIA_TYPES)},
+                        "size": {"type": "integer", "minimum": 1},
+                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "description": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    },
+                },
                 "ClientReport": {
                     "type": "object",
                     "additionalProperties": False,
@@ -1149,9 +1162,34 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
                         "text": {
                             "type": "string",
-                            "minLength": 1,
-                            "description": "The user's message. Text of only whitespace is refused (400 `empty_text`); "
-                            "text longer than the server's MAX_TEXT_CHARS (default 4000) gets 413.",
+                            "description": "The user's message. Text of only whitespace is refused (400 `empty_text`) "
+                            "unless files come with it; text longer than the server's MAX_TEXT_CHARS (default 4000) "
+                            "gets 413.",
+                        },
+                        "attachments": {
+                            "type": "array",
+                            "maxItems": 100,
+                            "description": "Files of this conversation sent with the text (docs/protocol.md, "
+                            '"Sending files with a message"): at most ATTACHMENTS_PER_MESSAGE (default 5), each '
+                            "once; an id this conversation has no attachment under is 404 `attachment_not_found`.",
+                            "items": {
+                                "oneOf": [
+                                    _ID_SCHEMA,
+                                    {
+                                        "type": "object",
+                                        "required": ["attachment_id"],
+                                        "additionalProperties": False,
+                                        "properties": {
+                                            "attachment_id": _ID_SCHEMA,
+                                            "description": {
+                                                "type": "string",
+                                                "maxLength": 1000,
+                                                "description": "The visitor's text alternative for the file.",
+                                            },
+                                        },
+                                    },
+                                ]
+                            },
                         },
                     },
                 },
@@ -1167,6 +1205,11 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "text": {"type": "string"},
                         "state": {"enum": _STATES},
                         "agent": {"type": "string", "description": "`agent` entries: the agent's display name."},
+                        "attachments": {
+                            "type": "array",
+                            "description": "User entries whose turn carried files: each file, in order.",
+                            "items": {"$ref": "#/components/schemas/SentAttachment"},
+                        },
                         "feedback": {
                             "description": "Assistant entries only: the visitor's feedback on the answer, or null.",
                             "oneOf": [{"$ref": "#/components/schemas/Feedback"}, {"type": "null"}],

@@ -7,6 +7,7 @@ iterables for streams, so the Flask blueprint stays a thin adapter.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -15,10 +16,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import sse
-from .backends.base import Backend, Turn
+from .backends.base import Backend, Turn, TurnAttachment
 from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError, ErrorCode, ErrorInfo
 from .faults import NO_FAULTS, FaultPlan
 from .feedback import record_json as feedback_json
@@ -38,11 +39,15 @@ from .stores.base import (
     Exchange,
     MessageInfo,
     RequestConflict,
+    SentAttachment,
     Store,
     StoreUnavailable,
     UnknownMessage,
     listed_exchanges,
 )
+
+if TYPE_CHECKING:
+    from .attachments.store import AttachmentStore
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +60,13 @@ def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def request_fingerprint(text: str) -> str:
-    return hashlib.sha256(json.dumps({"text": text}, ensure_ascii=False).encode("utf-8")).hexdigest()
+def request_fingerprint(text: str, attachments: tuple[SentAttachment, ...] = ()) -> str:
+    """What a retry of a send must match: its text, and its files if it has any (a message
+    without files keeps the fingerprint it always had, so a retry across an upgrade matches)."""
+    body: dict[str, Any] = {"text": text}
+    if attachments:
+        body["attachments"] = [[attachment.attachment_id, attachment.description] for attachment in attachments]
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 class ChatService:
@@ -74,6 +84,9 @@ class ChatService:
         # Called with a deleted conversation's id once the store has forgotten it: what is
         # kept beside the store goes too (app.py connects the attachment store).
         self.deleted_listeners: list[Callable[[str], None]] = []
+        # Where the files sent with messages are (widget_server/attachments/; app.py sets it):
+        # the backend reads them through Turn.attachments, the history lists them.
+        self.attachment_store: AttachmentStore | None = None
         self._lock = threading.Lock()
         # Serialise "may this conversation start another answer?" with the
         # claim that starts it, so racing new requests cannot all pass the
@@ -139,13 +152,23 @@ class ChatService:
 
     # -- submitting --------------------------------------------------------
 
-    def submit(self, conversation_id: str, request_id: str, text: str, *, server_url: str = "") -> tuple[str, bool]:
+    def submit(
+        self,
+        conversation_id: str,
+        request_id: str,
+        text: str,
+        *,
+        server_url: str = "",
+        attachments: tuple[SentAttachment, ...] = (),
+    ) -> tuple[str, bool]:
         """Claim `request_id`; start generating only if the claim is new.
 
         The running limit is checked again here, atomically with the claim
         (the transport checks it first only to refuse early, before taking
         a stream slot). `server_url` is the scheme://host (and mount path) the
-        question was sent to; the backend reads it from the Turn.
+        question was sent to; the backend reads it from the Turn. `attachments`
+        are files of this conversation's attachment store (the transport has
+        checked that each exists here).
         """
         return self.start_claimed(
             conversation_id,
@@ -153,10 +176,11 @@ class ChatService:
             lambda: self.store.claim_request(
                 conversation_id,
                 request_id,
-                request_fingerprint(text),
+                request_fingerprint(text, attachments),
                 text,
                 new_id(USER_MESSAGE_PREFIX),
                 new_id(ASSISTANT_MESSAGE_PREFIX),
+                attachments,
             ),
             server_url=server_url,
         )
@@ -255,18 +279,47 @@ class ChatService:
         """
         messages: list[dict[str, Any]] = []
         for exchange, info in self.listed_exchanges(conversation_id):
-            messages.append(
-                {
-                    "message_id": exchange.user_message_id,
-                    "role": "user",
-                    "text": exchange.user_text,
-                    "state": "completed",
-                }
-            )
+            user: dict[str, Any] = {
+                "message_id": exchange.user_message_id,
+                "role": "user",
+                "text": exchange.user_text,
+                "state": "completed",
+            }
+            if exchange.attachments:  # docs/protocol.md, "Sending files with a message"
+                user["attachments"] = [
+                    found.to_json() for found in self.turn_attachments(conversation_id, exchange.attachments)
+                ]
+            messages.append(user)
             messages.append(
                 {"message_id": info.message_id, "role": "assistant", "text": info.text, "state": info.state.value}
             )
         return self._with_feedback(conversation_id, messages)
+
+    def turn_attachments(self, conversation_id: str, sent: tuple[SentAttachment, ...]) -> tuple[TurnAttachment, ...]:
+        """The files a turn carried, as its backend and its history see them. One gone from the
+        store is left out: the store forgets a conversation's files only with the conversation,
+        and a sent file cannot be deleted alone (attachments/api.py)."""
+        store = self.attachment_store
+        if store is None or not sent:
+            return ()
+        found: list[TurnAttachment] = []
+        for attachment in sent:
+            meta = store.get(conversation_id, attachment.attachment_id)
+            if meta is None:
+                log.warning("attachment %s of %s is gone from the store", attachment.attachment_id, conversation_id)
+                continue
+            found.append(
+                TurnAttachment(
+                    meta.attachment_id,
+                    meta.name,
+                    meta.type,
+                    meta.size,
+                    meta.sha256,
+                    attachment.description,
+                    opener=functools.partial(store.open, conversation_id, meta.attachment_id),
+                )
+            )
+        return tuple(found)
 
     def message_state(self, conversation_id: str, message_id: str) -> dict[str, Any]:
         info = self._message_in(conversation_id, message_id)
@@ -376,6 +429,7 @@ class ChatService:
                     message_id,
                     server_url=server_url,
                     offers_handoff=self.handoff_enabled(),
+                    attachments=self.turn_attachments(conversation_id, exchange.attachments),
                 ),
                 time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
                 on_finish=self._forget_run,

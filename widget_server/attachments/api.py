@@ -254,10 +254,31 @@ def download_attachment(conversation_id: str, attachment_id: str) -> Response:
     return response
 
 
+def sent_in_a_message(conversation_id: str, attachment_id: str) -> bool:
+    """Whether a message of the conversation carried the attachment."""
+    return any(
+        attachment.attachment_id == attachment_id
+        for exchange in chat_service().store.exchanges(conversation_id)
+        for attachment in exchange.attachments
+    )
+
+
 @bp.delete("/conversations/<conversation:conversation_id>/attachments/<attachment:attachment_id>")
 def delete_attachment(conversation_id: str, attachment_id: str) -> Response:
     authorize(conversation_id)
-    if not attachment_store().delete(conversation_id, attachment_id):
+    store = attachment_store()
+    if store.get(conversation_id, attachment_id) is None:
+        raise _not_found()
+    if sent_in_a_message(conversation_id, attachment_id):
+        # Its message's history and a regenerate still read it: it goes with the conversation
+        # ("Delete my conversation"), never from under a sent message.
+        raise ApiError(
+            409,
+            "attachment_in_message",
+            "This file was sent with a message, so it stays with the conversation. "
+            "Delete the conversation to remove it.",
+        )
+    if not store.delete(conversation_id, attachment_id):
         raise _not_found()
     return Response(status=204, headers={"Cache-Control": "no-store"})
 

@@ -32,12 +32,68 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
+
+from ..attachments.sniff import IMAGE_TYPES, MEDIA_TYPES
 
 ENTRY_POINT_GROUP = "widget_server.backends"
+
+
+@dataclass(frozen=True)
+class TurnAttachment:
+    """A file the user sent with this turn (docs/backends.md, "Files with a question").
+
+    `type` is what the server found in the bytes (`png`, `jpeg`, `webp`, `gif`, `pdf`, `text`
+    or `csv`, those of ATTACHMENT_TYPES), never the name's or the browser's claim, and
+    `media_type` its MIME type (`image/png`, `text/plain; charset=utf-8`); `name` is made
+    safe to show; `description` is the visitor's text alternative ("" for none); `sha256` is
+    the hex digest of the bytes `read()` returns. The bytes are read only when asked for, from
+    the conversation's attachment store; `read()` raises FileNotFoundError if they are gone
+    (the conversation was deleted meanwhile)."""
+
+    attachment_id: str
+    name: str
+    type: str
+    size: int
+    sha256: str
+    description: str = ""
+    opener: Callable[[], BinaryIO | None] = field(default=lambda: None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """As the history lists it (docs/protocol.md, "Sending files with a message")."""
+        listed: dict[str, Any] = {
+            "attachment_id": self.attachment_id,
+            "name": self.name,
+            "type": self.type,
+            "size": self.size,
+            "sha256": self.sha256,
+        }
+        if self.description:
+            listed["description"] = self.description
+        return listed
+
+    @property
+    def media_type(self) -> str:
+        return MEDIA_TYPES[self.type]
+
+    @property
+    def is_image(self) -> bool:
+        return self.type in IMAGE_TYPES
+
+    def open(self) -> BinaryIO:
+        """The bytes as a binary file the caller closes."""
+        data = self.opener()
+        if data is None:
+            raise FileNotFoundError(f"attachment {self.attachment_id} is gone")
+        return data
+
+    def read(self) -> bytes:
+        """All the bytes (at most ATTACHMENT_MAX_BYTES)."""
+        with self.open() as data:
+            return data.read()
 
 
 @dataclass(frozen=True)
@@ -59,6 +115,9 @@ class Turn:
     # (docs/backends.md, "Offering a person"). The service layer decides; a backend never
     # reads the agents itself (tests/test_architecture.py).
     offers_handoff: bool = False
+    # The files sent with this turn's text, in the order the visitor attached them (the text
+    # may then be ""). Earlier turns' files are not given again: `history` is text only.
+    attachments: tuple[TurnAttachment, ...] = ()
 
     @property
     def server_origin(self) -> str:

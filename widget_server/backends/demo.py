@@ -8,6 +8,7 @@ token-like scenarios, at word starts; joined chunks always equal the text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -404,6 +405,37 @@ for _scenario in (
     ACTION_SCENARIOS[_scenario.name] = _scenario
 
 
+# -- a scenario that reads the turn: what files came with it -------------------------
+# Kept out of SCENARIOS too: its answer depends on the files sent, so it has no fixed text
+# for the QA page's expected scripts to compute.
+
+ATTACHMENTS_SCENARIO = "attachments"
+ATTACHMENTS_SCENARIO_DESCRIPTION = (
+    "answers with each file sent with the message: its name, type, size and the SHA-256 of the bytes "
+    "this backend read (so a test or a tester can prove every byte arrived)"
+)
+
+
+def attachments_answer(turn: Turn) -> str:
+    """One line per file of the turn, from the bytes read now (docs/backends.md, "Files with
+    a question"): a reader compares the digest with the one of the file they attached."""
+    if not turn.attachments:
+        return "No files came with this message. Attach one or more files, then send `/scenario attachments`.\n"
+    count = len(turn.attachments)
+    lines = [f"I received {count} file{'s' if count != 1 else ''}:\n"]
+    for attachment in turn.attachments:
+        data = attachment.read()
+        digest = hashlib.sha256(data).hexdigest()
+        fence = "``" if "`" in attachment.name else "`"
+        line = f"- {fence}{attachment.name}{fence}: {attachment.type}, {len(data)} bytes, SHA-256 {digest}"
+        if attachment.description:
+            line += f", described as “{attachment.description}”"
+        if digest != attachment.sha256 or len(data) != attachment.size:
+            line += " (NOT the bytes uploaded)"
+        lines.append(line + ".\n")
+    return "\n".join(lines)
+
+
 def _normalise_question(text: str) -> str:
     return " ".join(text.lower().replace("?", " ").replace(".", " ").split())
 
@@ -436,6 +468,7 @@ class DemoBackend:
     def help_text(self) -> str:
         described = [(s.name, s.description) for s in SCENARIOS.values()]
         described += [(s.name, s.description) for s in ACTION_SCENARIOS.values()]
+        described.append((ATTACHMENTS_SCENARIO, ATTACHMENTS_SCENARIO_DESCRIPTION))
         lines = [f"- `{name}` — {description}." for name, description in described]
         return HELP_ANSWER_HEAD + "\n".join(lines) + "\n"
 
@@ -449,10 +482,12 @@ class DemoBackend:
             return self.paced(split_words(echoed), cancel)
         if command == "/help":
             return self.paced(split_sentences(self.help_text()), cancel)
+        if command == "/scenario" and argument.strip() == ATTACHMENTS_SCENARIO:
+            return self.paced(split_words(attachments_answer(turn)), cancel)
         if command == "/scenario":
             scenario = SCENARIOS.get(argument.strip()) or ACTION_SCENARIOS.get(argument.strip())
             if scenario is None:
-                known = ", ".join(f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS))
+                known = ", ".join(f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS, ATTACHMENTS_SCENARIO))
                 return self.paced(
                     [f"There is no scenario called `{argument.strip()}`. Known scenarios: {known}.\n"], cancel
                 )

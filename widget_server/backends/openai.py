@@ -67,6 +67,15 @@ TOO_LONG_MESSAGE = (
     "This conversation is too long for the answer service. Start a new conversation, or send a shorter message."
 )
 
+ATTACHMENT_REFUSED_MESSAGE = (
+    "The answer service could not take a file sent with this message. "
+    "Send the question without it, or the file in another format."
+)
+# A 4xx about a file the turn carried: an image the model cannot see, a format or size the
+# provider refuses (OpenAI: `invalid_image_format`, `image_parse_error`, "Invalid image", "does
+# not support image input"; others word it alike).
+_ATTACHMENT_REFUSAL = re.compile(r"image|file|attachment|pdf|multimodal|vision|content part", re.IGNORECASE)
+
 # Error codes and types providers use for a rejected, filtered request.
 _SAFETY_CODES = {"content_filter", "content_policy_violation", "content_filtered", "safety"}
 _CONTEXT_CODES = {
@@ -245,6 +254,7 @@ class OpenAIBackend:
         temperature: float | None = None,
         max_tokens: int = 0,
         timeout: float = 60.0,
+        inline_text_max_chars: int = 100_000,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
@@ -253,6 +263,7 @@ class OpenAIBackend:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout = timeout
+        self.inline_text_max_chars = inline_text_max_chars
         self.__api_key = api_key  # name-mangled; never logged, never in repr
         self.__key_pattern = _key_pattern(api_key)  # the key in every form `_redact` removes
         if self.__key_pattern is not None:
@@ -298,6 +309,7 @@ class OpenAIBackend:
             temperature=settings["OPENAI_TEMPERATURE"],
             max_tokens=settings["OPENAI_MAX_TOKENS"],
             timeout=settings["OPENAI_TIMEOUT_SECONDS"],
+            inline_text_max_chars=settings["OPENAI_INLINE_TEXT_MAX_CHARS"],
         )
         log.info("openai backend: %s, model %s, API key %s", backend.url, model, "set" if api_key else "not set")
         return backend
@@ -305,17 +317,48 @@ class OpenAIBackend:
     # -- the request ----------------------------------------------------------
 
     def request_body(self, turn: Turn) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
+        messages: list[dict[str, Any]] = []
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})
         messages.extend({"role": role, "content": text} for role, text in turn.history)
-        messages.append({"role": "user", "content": turn.text})
+        messages.append({"role": "user", "content": self.user_content(turn)})
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens:
             body["max_tokens"] = self.max_tokens
         return body
+
+    def user_content(self, turn: Turn) -> str | list[dict[str, Any]]:
+        """The turn's text; with files, content parts (the Chat Completions API's "Content
+        parts": `text`, `image_url`, `file`): its text, then each file introduced by its name
+        and the visitor's description, as an image (a base64 `data:` URL), a PDF (`file_data`)
+        or, for plain text and CSV, its text inline, cut at OPENAI_INLINE_TEXT_MAX_CHARS."""
+        if not turn.attachments:
+            return turn.text
+        parts: list[dict[str, Any]] = []
+        if turn.text:
+            parts.append({"type": "text", "text": turn.text})
+        for attachment in turn.attachments:
+            data = attachment.read()
+            label = f"Attached file: {attachment.name} ({attachment.type}, {attachment.size} bytes)"
+            if attachment.description:
+                label += f". The visitor describes it: {attachment.description}"
+            if attachment.type in ("text", "csv"):
+                text = data.decode("utf-8", errors="replace")
+                if len(text) > self.inline_text_max_chars:
+                    kept = self.inline_text_max_chars
+                    label += f". Only its first {kept} of {len(text)} characters follow"
+                    text = text[:kept]
+                parts.append({"type": "text", "text": f"{label}:\n\n{text}"})
+                continue
+            parts.append({"type": "text", "text": label})
+            data_url = f"data:{attachment.media_type};base64,{base64.b64encode(data).decode('ascii')}"
+            if attachment.is_image:
+                parts.append({"type": "image_url", "image_url": {"url": data_url}})
+            else:  # pdf: the API's file part (filename and file_data)
+                parts.append({"type": "file", "file": {"filename": attachment.name, "file_data": data_url}})
+        return parts
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
@@ -354,7 +397,7 @@ class OpenAIBackend:
                 # Belt and braces: the connection was captured when opened.
                 upstream.attach(response.extensions.get("network_stream"))
                 if response.status_code != 200:
-                    raise self._status_error(response)
+                    raise self._status_error(response, with_files=bool(turn.attachments))
                 content_type = response.headers.get("content-type", "")
                 if content_type and not content_type.lower().startswith("text/event-stream"):
                     raise self._not_a_stream(response, content_type)
@@ -471,11 +514,21 @@ class OpenAIBackend:
         except ValueError:
             return None, text
 
-    def _status_error(self, response: httpx.Response) -> ChatError:
+    def _status_error(self, response: httpx.Response, *, with_files: bool = False) -> ChatError:
         body, text = self._read_error_body(response)
         if body is None and text.strip():
             body = {"error": {"message": text.strip()}}
-        return self._classify(response.status_code, body, response.headers, where=f"HTTP {response.status_code}")
+        error = self._classify(response.status_code, body, response.headers, where=f"HTTP {response.status_code}")
+        if with_files and error.code is ErrorCode.VALIDATION and response.status_code in (400, 413, 415, 422):
+            message, kind, code = _error_fields(body)
+            if _ATTACHMENT_REFUSAL.search(f"{message} {kind} {code}") and not _CONTEXT_MESSAGE.search(message):
+                # The provider refused a file of the turn: say so, not "the request".
+                return ChatError(
+                    ErrorCode.VALIDATION,
+                    f"{error.detail}; the provider refused a file sent with the message",
+                    user_message=ATTACHMENT_REFUSED_MESSAGE,
+                )
+        return error
 
     def _not_a_stream(self, response: httpx.Response, content_type: str) -> ChatError:
         body, _ = self._read_error_body(response)

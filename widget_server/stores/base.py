@@ -25,6 +25,23 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class SentAttachment:
+    """A file a user turn carried (docs/protocol.md, "Sending files with a message"): its id in
+    the conversation's attachment store (widget_server/attachments/), and the visitor's
+    description of it, its text alternative ("" for none)."""
+
+    attachment_id: str
+    description: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"attachment_id": self.attachment_id, "description": self.description}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> SentAttachment:
+        return cls(str(value["attachment_id"]), str(value.get("description") or ""))
+
+
+@dataclass(frozen=True)
 class Exchange:
     """One user turn and the assistant message answering it."""
 
@@ -36,6 +53,8 @@ class Exchange:
     # The answer this exchange replaced (a regenerate or an edit: widget_server/revisions.py);
     # "" for a plain send. The replaced exchange stays in the store (listed_exchanges).
     replaces: str = ""
+    # The files the user turn carried; a regenerate or an edit keeps them (Revision.replacing).
+    attachments: tuple[SentAttachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,7 @@ class Store(ABC):
         user_text: str,
         new_user_message_id: str,
         new_assistant_message_id: str,
+        attachments: tuple[SentAttachment, ...] = (),
     ) -> Claim:
         """Record a new exchange, or return the one this request id made.
 
@@ -396,8 +416,15 @@ class Revision:
             user_message_id, user_text = self.user_message_id, self.user_text
         else:
             user_message_id, user_text = target.user_message_id, target.user_text
+        # An edit changes the words; the files the turn carried stay with it.
         return Exchange(
-            request_id, fingerprint, user_message_id, user_text, assistant_message_id, target.assistant_message_id
+            request_id,
+            fingerprint,
+            user_message_id,
+            user_text,
+            assistant_message_id,
+            target.assistant_message_id,
+            target.attachments,
         )
 
 

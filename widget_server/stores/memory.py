@@ -32,6 +32,7 @@ from .base import (
     RequestConflict,
     Revision,
     RevisionRefused,
+    SentAttachment,
     Store,
     UnknownMessage,
     backend_history,
@@ -187,6 +188,7 @@ class MemoryStore(Store):
         user_text: str,
         new_user_message_id: str,
         new_assistant_message_id: str,
+        attachments: tuple[SentAttachment, ...] = (),
     ) -> Claim:
         with self._lock:
             record = self._record(conversation_id)
@@ -198,7 +200,14 @@ class MemoryStore(Store):
                     raise RequestConflict(existing)
                 return Claim(existing, created=False)
             history = self._completed_history(record)
-            exchange = Exchange(request_id, fingerprint, new_user_message_id, user_text, new_assistant_message_id)
+            exchange = Exchange(
+                request_id,
+                fingerprint,
+                new_user_message_id,
+                user_text,
+                new_assistant_message_id,
+                attachments=attachments,
+            )
             self._add_exchange(conversation_id, record, exchange)
             return Claim(exchange, created=True, history=history)
 

@@ -73,6 +73,7 @@ from .base import (
     RequestConflict,
     Revision,
     RevisionRefused,
+    SentAttachment,
     Store,
     StoreUnavailable,
     UnknownMessage,
@@ -146,6 +147,7 @@ if ARGV[7] == 'assistant_message_id' then
   new['user_message_id'] = target['user_message_id']
   new['user_text'] = target['user_text']
 end
+new['attachments'] = target['attachments']  -- an edit keeps the turn's files (Revision.replacing)
 new['replaces'] = target['assistant_message_id']
 local encoded = cjson.encode(new)
 redis.call('RPUSH', KEYS[2], encoded)
@@ -533,8 +535,9 @@ class RedisStore(Store):
         user_text: str,
         new_user_message_id: str,
         new_assistant_message_id: str,
+        attachments: tuple[SentAttachment, ...] = (),
     ) -> Claim:
-        exchange = {
+        exchange: dict[str, Any] = {
             "conversation_id": conversation_id,
             "request_id": request_id,
             "fingerprint": fingerprint,
@@ -542,6 +545,8 @@ class RedisStore(Store):
             "user_text": user_text,
             "assistant_message_id": new_assistant_message_id,
         }
+        if attachments:  # only when there are: Lua's cjson writes an empty list back as {}
+            exchange["attachments"] = [attachment.to_json() for attachment in attachments]
         conv = self._conv(conversation_id)
         outcome, *rest = self._claim(
             keys=[
@@ -582,6 +587,7 @@ class RedisStore(Store):
             data["user_text"],
             data["assistant_message_id"],
             data.get("replaces", ""),
+            tuple(SentAttachment.from_json(item) for item in data.get("attachments") or ()),
         )
 
     def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:
