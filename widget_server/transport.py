@@ -316,7 +316,7 @@ def content_security_policy(frame_ancestors: str) -> str:
     """The pages' policy: our own scripts and styles only, no inline code, API calls to our
     own origin only, and embedding only by `frame_ancestors`."""
     return (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' blob:; "
         f"base-uri 'none'; form-action 'self'; frame-ancestors {frame_ancestors}"
     )
 

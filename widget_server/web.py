@@ -11,6 +11,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, render_template, request, url_for
 
 from . import theme
+from .attachments.sniff import MEDIA_TYPES
 from .config import parse_greeting, parse_starters
 from .errors import ApiError
 from .i18n import load_strings, pick_language, text_direction
@@ -26,6 +27,17 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js; outbox.js
 # while online, for a message typed offline; tab-sync.js; handoff.js).
 LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
+
+
+def _attachment_limits(values: dict[str, Any]) -> dict[str, Any]:
+    """What attachments.js checks before uploading (the server checks again, by content):
+    docs/protocol.md, "Attachments". Types as the media types a browser claims for a file."""
+    return {
+        "maxBytes": values["ATTACHMENT_MAX_BYTES"],
+        "perMessage": values["ATTACHMENTS_PER_MESSAGE"],
+        "types": [MEDIA_TYPES[name].split(";")[0] for name in values["ATTACHMENT_TYPES"]],
+        "budgetBytes": values["ATTACHMENTS_MAX_BYTES_PER_CONVERSATION"],
+    }
 
 
 def _static_folder() -> str:
@@ -181,6 +193,7 @@ def _render_panel(standalone: bool) -> Response:
         "greeting": greeting,
         "warnings": warnings,
         "handoff": _handoff(remembered),
+        "attachments": _attachment_limits(values),
     }
     html = render_template(
         "panel.html",

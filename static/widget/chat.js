@@ -15,6 +15,9 @@ import { AnswerModel } from './model.js';
 // restored conversation may have some: not part of the first open
 // (tests/test_budgets.py).
 const loadActions = () => import('./actions.js');
+// Attachments (attachments.js): loaded on the first press of Attach, drag of files over the
+// panel or paste of a file; a user turn with files loads it to show them.
+const attachments = () => import('./attachments.js');
 
 export class ChatWidgetError extends Error {
   constructor(message) {
@@ -109,6 +112,21 @@ export class ChatPanel {
       }
     });
     this.stopButton.addEventListener('click', () => this.stop());
+    const attach = (how, files) => attachments().then((module) => module.use(this, how, files));
+    this.root
+      .querySelector('[data-chat-attach]')
+      ?.addEventListener('click', () => attach('choose'));
+    this.root.addEventListener('dragenter', (event) => {
+      if (!this.attachments && event.dataTransfer?.types.includes('Files')) attach('drag');
+    });
+    // The files are taken during the event: its clipboard is empty after it.
+    this.input.addEventListener('paste', (event) => {
+      const files = [...(event.clipboardData?.files || [])];
+      if (files.length) {
+        event.preventDefault();
+        attach('paste', files);
+      }
+    });
     // Loaded on first press (tests/test_budgets.py).
     for (const button of this.root.querySelectorAll('[data-chat-tool]'))
       button.addEventListener('click', () =>
@@ -202,7 +220,7 @@ export class ChatPanel {
     }
     for (const message of messages) {
       if (message.role === 'user') {
-        this.addUserTurn(message.text);
+        this.addUserTurn(message.text, message.attachments);
       } else if (message.role !== 'assistant') {
         await (await import('./handoff.js')).restoreTurn(this, message); // agent, visitor
       } else if (message.state === 'completed') {
@@ -270,7 +288,7 @@ export class ChatPanel {
     return [visible, element(`h${this.headingLevel()}`, 'visually-hidden', heading)];
   }
 
-  addUserTurn(text) {
+  addUserTurn(text, files) {
     const item = element('li', 'turn turn--user');
     item.append(
       ...this.who(this.strings.you, this.strings.turnYou),
@@ -278,6 +296,7 @@ export class ChatPanel {
     );
     // The visitor's words take their own direction (docs/accessibility.md A66).
     item.lastChild.dir = 'auto';
+    if (files?.length) attachments().then((module) => module.showInTurn(this, item, files));
     this.transcript.append(item);
     this.empty.hidden = true;
     return item;
@@ -334,15 +353,19 @@ export class ChatPanel {
 
   async submit() {
     const text = this.input.value;
-    if (!text.trim() || this.handoff?.send(text)) return; // to a person (handoff.js)
+    // The uploaded files (attachments.js); null while one still uploads (it says so).
+    const files = this.attachments ? this.attachments.take() : [];
+    if (!files || (!text.trim() && !files.length) || this.handoff?.send(text)) return; // to a person (handoff.js)
     if (this.current?.inProgress) {
       this.showAlert(this.strings.busy);
       return;
     }
     this.input.value = '';
-    const item = this.addUserTurn(text);
+    const item = this.addUserTurn(text, files);
     this.scrollToEnd();
     const request = { requestId: newRequestId(), text };
+    if (files.length)
+      request.body = { request_id: request.requestId, text, attachments: files.map((f) => f.ref) };
     // Offline: outbox.js keeps it, to send once online.
     if (!this.hold?.(item, request)) this.startRun({ request });
   }

@@ -1,0 +1,525 @@
+// Attachments on the visitor's side (issue 15; docs/accessibility.md A94–A99): files chosen
+// with the Attach button, dropped on the panel or pasted into the composer are uploaded at
+// once (POST …/attachments, docs/protocol.md "Attachments"), listed with their progress and
+// Remove buttons, and sent with the next question by chat.js `submit()`. Loaded on the first
+// press of Attach, the first drag over the panel or the first paste of a file (chat.js), so
+// none of it is part of the panel's first open (tests/test_budgets.py).
+
+import { ApiError, newRequestId } from './client.js';
+import { format, plural } from './i18n.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { reasonFor } from './refusals.js';
+
+const stylesheetUrl = new URL('./attachments.css', import.meta.url).href;
+
+// The browser's claimed media type → the server's type name (widget_server/attachments/sniff.py
+// MEDIA_TYPES). Only a first check: the server judges by content and its 415 is shown the same way.
+const TYPE_NAMES = {
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'application/pdf': 'pdf',
+  'text/plain': 'text',
+  'text/csv': 'csv',
+};
+const IMAGE_TYPES = ['png', 'jpeg', 'webp', 'gif'];
+// A text file's claim varies by system (text/markdown, application/json, text/x-log, or none):
+// the server reads it as `text` when its bytes are UTF-8.
+const TEXT_LIKE = /^text\/|\/json$/;
+const DESCRIPTION_MAX_CHARS = 1000; // the message's limit per description (docs/protocol.md)
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function button(className, text, onClick) {
+  const node = element('button', className, text);
+  node.type = 'button';
+  node.addEventListener('click', onClick);
+  return node;
+}
+
+// Sizes in the visitor's language and decimal units, as the limits are set (10 MB = 10,000,000 B).
+export function formatSize(bytes, lang) {
+  const [unit, scale] =
+    bytes >= 1e6 ? ['megabyte', 1e6] : bytes >= 1e3 ? ['kilobyte', 1e3] : ['byte', 1];
+  return new Intl.NumberFormat(lang, {
+    style: 'unit',
+    unit,
+    maximumFractionDigits: 1,
+  }).format(bytes / scale);
+}
+
+// An image shown from bytes this panel holds (a blob: URL; the panel's CSP allows img-src
+// blob:, docs/security.md). The URL is revoked once the image has decoded: the picture stays.
+function blobImage(className, blob, alt) {
+  const image = element('img', className);
+  image.alt = alt;
+  const url = URL.createObjectURL(blob);
+  const revoke = () => URL.revokeObjectURL(url);
+  image.addEventListener('load', revoke, { once: true });
+  image.addEventListener('error', revoke, { once: true });
+  image.src = url;
+  return image;
+}
+
+const controllers = new WeakMap(); // panel → Attachments
+
+// chat.js: `how` is 'choose' (the Attach button), 'paste' (the pasted `files`) or 'drag'
+// (files first dragged over the panel: from then on this module follows the drag itself).
+export async function use(panel, how, files = []) {
+  const attachments = await controllerOf(panel);
+  if (!attachments) return; // offline before the strings came: the next use tries again
+  if (how === 'choose') attachments.choose();
+  else if (how === 'paste') attachments.add(files, true);
+  else if (how === 'drag' && !attachments.depth) attachments.showHint();
+}
+
+// chat.js restore() and submit(): a user turn's files, below its text.
+export async function showInTurn(panel, item, files) {
+  const attachments = await controllerOf(panel);
+  attachments?.showInTurn(item, files);
+}
+
+async function controllerOf(panel) {
+  const [strings] = await Promise.all([
+    lazyStrings(panel, 'attachments', 'attachments/'),
+    linkStylesheet(stylesheetUrl),
+  ]);
+  if (!strings) return null;
+  if (!controllers.has(panel)) controllers.set(panel, new Attachments(panel, strings));
+  return controllers.get(panel);
+}
+
+class Attachments {
+  constructor(panel, strings) {
+    this.panel = panel;
+    this.strings = strings;
+    this.lang = panel.config.lang;
+    this.limits = panel.config.attachments;
+    this.rows = [];
+    this.pasted = 0;
+    this.attachButton = panel.root.querySelector('[data-chat-attach]');
+    this.list = element('ul', 'chat-files');
+    this.list.setAttribute('aria-label', strings.listLabel);
+    this.list.hidden = true;
+    panel.form.append(this.list);
+    panel.attachments = this; // chat.js submit() takes the ready files
+    this.bindDrops();
+    // Start over (conversation-tools.js): the files belonged to the old conversation.
+    panel.root.addEventListener('chatwidget:conversation', () => {
+      for (const row of [...this.rows]) this.drop(row);
+    });
+    // The message that carries the files was accepted (its answer started): they are sent.
+    panel.root.addEventListener('chatwidget:event', (event) => {
+      if (event.detail.type !== 'message.started' || event.detail.outcome !== 'applied') return;
+      const sent = panel.current?.request?.body?.attachments;
+      if (!sent?.length) return;
+      const ids = new Set(sent.map((ref) => ref.attachment_id || ref));
+      const focusInList = this.list.contains(document.activeElement);
+      for (const row of [...this.rows])
+        if (ids.has(row.attachment?.attachment_id) || row.state === 'refused') this.drop(row);
+      if (focusInList) panel.input.focus();
+    });
+  }
+
+  // -- adding ------------------------------------------------------------------------------
+
+  // The <input type=file> is made here, `hidden` and never in the tab order: the Attach
+  // button is the one control (issue 15: a hidden input reachable by Tab is the defect).
+  choose() {
+    if (!this.picker) {
+      const picker = document.createElement('input');
+      picker.type = 'file';
+      picker.multiple = true;
+      picker.hidden = true;
+      picker.tabIndex = -1;
+      picker.accept = this.limits.types.join(',');
+      picker.addEventListener('change', () => {
+        this.add([...picker.files]);
+        picker.value = ''; // the same file again is a change
+      });
+      this.panel.form.append(picker);
+      this.picker = picker;
+    }
+    this.picker.click();
+  }
+
+  // Checks each file (count, size, claimed type; the server checks again by content), adds a
+  // row for each and uploads those that pass. What was refused is said once, together.
+  add(files, pasted = false) {
+    const strings = this.strings;
+    const refusals = [];
+    for (const original of files) {
+      let file = original;
+      // A pasted screenshot has no name of its own (Chromium calls every one image.png).
+      if (pasted && file.type.startsWith('image/')) {
+        const extension = file.type.slice(6).replace('jpeg', 'jpg').replace(/\W.*/, '');
+        file = new File([file], `pasted-image-${++this.pasted}.${extension}`, {
+          type: file.type,
+        });
+      }
+      const row = this.addRow(file);
+      const name = file.name;
+      const counted = this.rows.filter((other) => other !== row && other.state !== 'refused');
+      const claimed = file.type.split(';')[0];
+      const allowed = this.limits.types;
+      let refusal = '';
+      if (counted.length >= this.limits.perMessage)
+        refusal = format(plural(strings.tooMany, this.limits.perMessage, this.lang), { name });
+      else if (file.size > this.limits.maxBytes) refusal = this.tooBig(row);
+      else if (
+        claimed &&
+        !allowed.includes(claimed) &&
+        !(allowed.includes('text/plain') && TEXT_LIKE.test(claimed))
+      )
+        refusal = this.wrongType(name);
+      else if (
+        counted.reduce((sum, other) => sum + other.size, file.size) > this.limits.budgetBytes
+      )
+        refusal = format(strings.refused, { name, reason: strings.budget });
+      if (refusal) {
+        this.refuse(row, refusal, false);
+        refusals.push(refusal);
+      } else {
+        this.upload(row);
+      }
+    }
+    if (refusals.length) this.panel.showAlert(refusals.join(' '));
+  }
+
+  tooBig(row) {
+    return format(this.strings.tooBig, {
+      name: row.name,
+      size: formatSize(row.size, this.lang),
+      limit: formatSize(this.limits.maxBytes, this.lang),
+    });
+  }
+
+  wrongType(name) {
+    const typeNames = this.strings.typeNames;
+    const names = this.limits.types.map((type) => typeNames[TYPE_NAMES[type]] || type);
+    const types = new Intl.ListFormat(this.lang, {
+      type: 'conjunction',
+    }).format(names);
+    return format(this.strings.wrongType, { name, types });
+  }
+
+  // -- rows --------------------------------------------------------------------------------
+
+  addRow(file) {
+    const strings = this.strings;
+    const row = {
+      file,
+      name: file.name,
+      size: file.size,
+      type: TYPE_NAMES[file.type.split(';')[0]] || '',
+      key: newRequestId(), // the upload's Idempotency-Key, kept for a retry
+      state: 'new',
+      attachment: null,
+      item: element('li', 'chat-file'),
+    };
+    const item = row.item;
+    const name = element('bdi', 'chat-file__name', row.name);
+    row.details = element('span', 'chat-file__details');
+    row.status = element('p', 'chat-file__status');
+    row.remove = button('button button--secondary chat-file__remove', strings.remove, () =>
+      this.removeByHand(row),
+    );
+    row.remove.setAttribute('aria-label', format(strings.removeLabel, { name: row.name }));
+    row.nameNode = name;
+    const head = element('p', 'chat-file__head');
+    head.append(name, ' ', row.details);
+    if (IMAGE_TYPES.includes(row.type)) {
+      row.preview = blobImage('chat-file__preview', file, row.name);
+      // The visitor's own text alternative, sent with the message (docs/protocol.md).
+      const label = element('label', 'chat-file__describe');
+      const field = element('input', 'chat-file__description');
+      field.type = 'text';
+      field.maxLength = DESCRIPTION_MAX_CHARS;
+      field.addEventListener('input', () => {
+        row.preview.alt = field.value.trim() || row.name;
+      });
+      label.append(element('span', '', strings.describe), field);
+      row.description = field;
+      item.append(row.preview, head, row.status, label, row.remove);
+    } else {
+      item.append(head, row.status, row.remove);
+    }
+    this.describe(row);
+    this.rows.push(row);
+    this.list.append(item);
+    this.list.hidden = false;
+    return row;
+  }
+
+  describe(row) {
+    const type = this.strings.typeNames[row.type] || row.file.type || this.strings.typeUnknown;
+    row.details.textContent = `${type}, ${formatSize(row.size, this.lang)}`;
+  }
+
+  setState(row, state, statusText) {
+    row.state = state;
+    row.item.dataset.state = state;
+    row.status.textContent = statusText;
+  }
+
+  refuse(row, text, announce = true) {
+    this.setState(row, 'refused', text);
+    row.status.classList.add('chat-file__status--error');
+    if (announce) this.panel.showAlert(text);
+  }
+
+  // Remove: focus goes to the next row's Remove, else the previous row's, else Attach.
+  removeByHand(row) {
+    const index = this.rows.indexOf(row);
+    this.drop(row);
+    const next = this.rows[index] || this.rows[index - 1];
+    (next ? next.remove : this.attachButton || this.panel.input).focus();
+    // Uploaded but never sent: the server frees its bytes (best effort; it expires with
+    // the conversation anyway).
+    const id = row.attachment?.attachment_id;
+    if (id)
+      fetch(`${this.panel.client.conversationUrl}/attachments/${id}`, {
+        method: 'DELETE',
+        headers: this.panel.client.actionHeaders(),
+      }).catch(() => {});
+  }
+
+  drop(row) {
+    row.request?.abort();
+    row.item.remove();
+    this.rows = this.rows.filter((other) => other !== row);
+    this.list.hidden = !this.rows.length;
+  }
+
+  // -- uploading ---------------------------------------------------------------------------
+
+  // XMLHttpRequest, not fetch: its upload.onprogress is the real progress of the bytes sent.
+  // The live region hears the start and the end only, never each percent (issue 15).
+  async upload(row) {
+    const strings = this.strings;
+    const panel = this.panel;
+    this.setState(row, 'uploading', '');
+    row.status.classList.remove('chat-file__status--error');
+    const bar = element('div', 'chat-file__progress');
+    bar.setAttribute('role', 'progressbar');
+    bar.setAttribute('aria-label', format(strings.uploading, { name: row.name }));
+    bar.setAttribute('aria-valuemin', '0');
+    bar.setAttribute('aria-valuemax', '100');
+    const fill = element('div', 'chat-file__fill');
+    bar.append(fill);
+    const percent = new Intl.NumberFormat(this.lang, { style: 'percent' });
+    const total = formatSize(row.size, this.lang);
+    const show = (fraction) => {
+      const value = Math.round(fraction * 100);
+      bar.setAttribute('aria-valuenow', String(value));
+      bar.setAttribute(
+        'aria-valuetext',
+        format(strings.progress, {
+          percent: percent.format(value / 100),
+          size: total,
+        }),
+      );
+      // CSSOM, not a style attribute: the panel's CSP (style-src 'self') allows this.
+      fill.style.inlineSize = `${value}%`;
+    };
+    show(0);
+    row.status.append(bar);
+    panel.announcer.cue(format(strings.uploading, { name: row.name }));
+    let body;
+    try {
+      await this.conversation();
+      body = await this.send(row, show);
+    } catch (error) {
+      if (!this.rows.includes(row)) return; // removed meanwhile
+      return this.uploadFailed(row, error);
+    }
+    if (!this.rows.includes(row)) return;
+    row.attachment = body;
+    row.name = body.name; // the server's safe name
+    row.type = body.type;
+    row.nameNode.textContent = body.name;
+    row.remove.setAttribute('aria-label', format(strings.removeLabel, { name: body.name }));
+    this.describe(row);
+    this.setState(row, 'ready', strings.readyState);
+    panel.announcer.cue(format(strings.ready, { name: body.name }));
+  }
+
+  // Files added together upload together: the first one's conversation is theirs too.
+  conversation() {
+    this.creating ||= this.panel.ensureConversation().finally(() => {
+      this.creating = null;
+    });
+    return this.creating;
+  }
+
+  send(row, show) {
+    const client = this.panel.client;
+    return new Promise((resolve, reject) => {
+      const request = new XMLHttpRequest();
+      row.request = request;
+      request.open('POST', `${client.conversationUrl}/attachments`);
+      request.setRequestHeader('Authorization', `Bearer ${client.token}`);
+      request.setRequestHeader('Idempotency-Key', row.key);
+      request.responseType = 'json';
+      request.upload.addEventListener('progress', (event) => {
+        if (event.lengthComputable) show(event.loaded / event.total);
+      });
+      request.addEventListener('load', () => {
+        row.request = null;
+        if (request.status === 201 && request.response) return resolve(request.response);
+        const error = new ApiError(request.status, request.response);
+        error.retryAfter = Number(request.getResponseHeader('Retry-After')) || 0;
+        reject(error);
+      });
+      // No answer at all (offline, connection cut): status 0, said as a network error.
+      request.addEventListener('error', () => reject(new ApiError(0, null)));
+      request.addEventListener('abort', () => reject(new ApiError(0, null)));
+      const form = new FormData();
+      form.append('file', row.file, row.name);
+      request.send(form);
+    });
+  }
+
+  // Refused by the server: the same words as the checks before uploading where they exist;
+  // a failure that may pass later (network, 5xx, 429) offers Try again with the same key.
+  async uploadFailed(row, error) {
+    const strings = this.strings;
+    let text;
+    if (error.code === 'attachment_too_large') text = this.tooBig(row);
+    else if (error.code === 'attachment_type') text = this.wrongType(row.name);
+    else
+      text = format(strings.refused, {
+        name: row.name,
+        reason: await reasonFor(this.panel, error),
+      });
+    this.refuse(row, text);
+    if (!error.status || error.status >= 500 || error.status === 429) {
+      const again = button('button button--secondary', strings.retry, () => {
+        again.remove();
+        this.upload(row);
+        row.remove.focus();
+      });
+      again.setAttribute('aria-label', format(strings.retryLabel, { name: row.name }));
+      row.status.append(' ', again);
+    }
+  }
+
+  // -- sending (chat.js submit) ------------------------------------------------------------
+
+  // The ready files, as the message carries them (`ref`) and as its turn shows them; null
+  // while one still uploads: the send waits for the visitor to send again, and says so.
+  take() {
+    if (this.rows.some((row) => row.state === 'uploading')) {
+      this.panel.showAlert(this.strings.wait);
+      return null;
+    }
+    return this.rows
+      .filter((row) => row.state === 'ready')
+      .map((row) => {
+        const description = row.description?.value.trim() || '';
+        const id = row.attachment.attachment_id;
+        return {
+          ...row.attachment,
+          description,
+          file: row.file,
+          ref: description ? { attachment_id: id, description } : id,
+        };
+      });
+  }
+
+  // A user turn's files: name, type and size; an image as a thumbnail whose alternative text
+  // is the visitor's description, else its name. Bytes from this panel (just sent) or fetched
+  // with the conversation's token (a restored history), never a URL the server would open
+  // without it.
+  showInTurn(item, files) {
+    const strings = this.strings;
+    const list = element('ul', 'chat-files chat-files--sent');
+    list.setAttribute('aria-label', strings.sentLabel);
+    for (const file of files) {
+      const entry = element('li', 'chat-file');
+      const type = strings.typeNames[file.type] || file.type;
+      const head = element('p', 'chat-file__head');
+      head.append(
+        element('bdi', 'chat-file__name', file.name),
+        ' ',
+        element('span', 'chat-file__details', `${type}, ${formatSize(file.size, this.lang)}`),
+      );
+      entry.append(head);
+      if (IMAGE_TYPES.includes(file.type)) this.thumbnail(entry, file);
+      list.append(entry);
+    }
+    item.append(list);
+  }
+
+  async thumbnail(entry, file) {
+    let blob = file.file;
+    if (!blob) {
+      const client = this.panel.client;
+      try {
+        const response = await fetch(
+          `${client.conversationUrl}/attachments/${file.attachment_id}`,
+          {
+            headers: client.actionHeaders(),
+          },
+        );
+        if (!response.ok) return; // gone (deleted, expired): the name and size still say what it was
+        blob = await response.blob();
+      } catch {
+        return;
+      }
+    }
+    entry.prepend(blobImage('chat-file__preview', blob, file.description || file.name));
+  }
+
+  // -- drag and drop -----------------------------------------------------------------------
+
+  // A visible hint covers the panel while files are dragged over it, said once per drag.
+  // dragenter and dragleave fire for every element crossed: a count says when it really left.
+  bindDrops() {
+    const root = this.panel.root;
+    this.hint = element('div', 'chat-drop', this.strings.dropHint);
+    this.hint.setAttribute('aria-hidden', 'true'); // announced through the status region
+    this.hint.hidden = true;
+    root.append(this.hint);
+    this.depth = 0;
+    root.addEventListener('dragenter', (event) => this.onDrag(event));
+    root.addEventListener('dragover', (event) => {
+      if (carriesFiles(event)) event.preventDefault(); // a drop is allowed here
+    });
+    root.addEventListener('dragleave', () => {
+      this.depth = Math.max(0, this.depth - 1);
+      if (!this.depth) this.hint.hidden = true;
+    });
+    root.addEventListener('drop', (event) => {
+      if (!carriesFiles(event)) return;
+      event.preventDefault();
+      this.depth = 0;
+      this.hint.hidden = true;
+      this.add([...event.dataTransfer.files]);
+    });
+  }
+
+  onDrag(event) {
+    if (!carriesFiles(event)) return;
+    event.preventDefault();
+    this.showHint();
+  }
+
+  showHint() {
+    this.depth++;
+    if (this.hint.hidden) {
+      this.hint.hidden = false;
+      this.panel.announcer.cue(this.strings.dropHint);
+    }
+  }
+}
+
+function carriesFiles(event) {
+  return Boolean(event.dataTransfer && [...event.dataTransfer.types].includes('Files'));
+}
