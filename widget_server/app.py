@@ -159,5 +159,7 @@ def create_app(
     # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
     # The service reads a message's files through it (Turn.attachments, the history).
     chat.attachment_store = create_attachment_store(settings, store)
+    # ... and the console's transcript lists a turn's files as the visitor's history does.
+    handoff.turn_attachments = lambda cid, sent: [found.to_json() for found in chat.turn_attachments(cid, sent)]
     attachments_api.init_app(app, chat.attachment_store, chat.deleted_listeners)
     return app

@@ -425,7 +425,8 @@ class AgentConsole {
   // A transcript entry: who (a visible label), then the text as typed (white-space kept).
   addMessage(message, { verify = true } = {}) {
     const open = this.open;
-    if (!open || !message.text) return null;
+    const files = message.attachments || [];
+    if (!open || (!message.text && !files.length)) return null;
     const id = message.message_id;
     if (id && open.messages.has(id)) return null; // already shown: a replay, never twice
     const role = message.role === 'user' ? 'visitor' : message.role;
@@ -448,11 +449,54 @@ class AgentConsole {
     // Typed text reads in its own direction, whatever the console's (A92).
     const text = element('p', 'transcript__text', message.text);
     text.dir = 'auto';
-    item.append(who, text);
+    item.append(who);
+    if (message.text) item.append(text);
+    if (files.length) item.append(this.fileList(open.id, files));
     $('[data-agent-transcript]').append(item);
     if (id) open.messages.set(id, item);
     if (verify && message.sha256) this.verify(item, message.text, message.sha256);
     return item;
+  }
+
+  // The files a visitor sent with a question (docs/agents.md, "Files the visitor sent"): each a
+  // link that downloads it with the agent's session, its name isolated in a <bdi> (A92), its
+  // kind and size in the console's language; an image also shown, its alternative text the
+  // visitor's description or else its name (WCAG 2.2 SC 1.1.1).
+  fileList(conversationId, files) {
+    const list = element('ul', 'transcript__files');
+    list.setAttribute('aria-label', this.s.filesLabel);
+    const size = (bytes) =>
+      bytes < 1000
+        ? new Intl.NumberFormat(this.lang, {
+            style: 'unit',
+            unit: 'byte',
+            unitDisplay: 'short',
+          }).format(bytes)
+        : new Intl.NumberFormat(this.lang, {
+            style: 'unit',
+            unit: bytes < 1e6 ? 'kilobyte' : 'megabyte',
+            unitDisplay: 'short',
+            maximumFractionDigits: 1,
+          }).format(bytes < 1e6 ? bytes / 1e3 : bytes / 1e6);
+    for (const file of files) {
+      const url = `${this.config.apiBase}/conversations/${encodeURIComponent(conversationId)}/attachments/${encodeURIComponent(file.attachment_id)}`;
+      const item = element('li', 'transcript__file');
+      if (['png', 'jpeg', 'webp', 'gif'].includes(file.type)) {
+        const image = element('img', 'transcript__thumb');
+        image.alt = file.description || file.name;
+        image.loading = 'lazy';
+        image.src = url;
+        item.append(image);
+      }
+      const link = element('a', 'transcript__download');
+      link.href = url;
+      link.download = file.name;
+      const kind = file.type === 'text' ? this.s.fileKindText : file.type.toUpperCase();
+      link.append(element('bdi', '', file.name), ` (${kind}, ${size(file.size)})`);
+      item.append(link);
+      list.append(item);
+    }
+    return list;
   }
 
   // The exactness check answers get (docs/design.md): the text shown is the text whose

@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request, url_for
 
 from ..api import STREAM_HEADERS, new_answer_body, user_text
+from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
 from ..config import ConfigError
 from ..errors import ApiError
 from ..handoff.visitor_api import ConversationEventStream
@@ -428,6 +429,17 @@ def _after_seq(conversation_id: str) -> int:
     if not after.isdigit() or len(after) > 10:
         raise ApiError(400, "invalid_after", "after must be the seq of the last event received: 0 or more.")
     return int(after)
+
+
+@bp.get("/agent/api/conversations/<conversation_id>/attachments/<attachment_id>")
+def get_attachment(conversation_id: str, attachment_id: str) -> Response:
+    """A file the visitor sent, for the agent who holds (or may claim) the conversation, with
+    the visitor's download headers: nothing in it runs in the console's origin."""
+    found = current_agent()
+    _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
+    if not (attachment_id.startswith(ATTACHMENT_PREFIX) and is_id(attachment_id)):
+        raise ApiError(404, "not_found", ATTACHMENT_NOT_FOUND)
+    return attachment_response(conversation_id, attachment_id)
 
 
 @bp.get("/agent/api/conversations/<conversation_id>/events")

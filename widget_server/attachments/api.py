@@ -244,6 +244,13 @@ def _download_headers(meta: AttachmentMeta) -> dict[str, str]:
 @bp.get("/conversations/<conversation:conversation_id>/attachments/<attachment:attachment_id>")
 def download_attachment(conversation_id: str, attachment_id: str) -> Response:
     authorize(conversation_id)
+    return attachment_response(conversation_id, attachment_id)
+
+
+def attachment_response(conversation_id: str, attachment_id: str) -> Response:
+    """The attachment's bytes, served so that no browser runs them (module docstring), to
+    whoever the caller has authorised: the visitor's token, or an agent holding the
+    conversation (agents/agent_api.py)."""
     store = attachment_store()
     meta = store.get(conversation_id, attachment_id)
     data = store.open(conversation_id, attachment_id) if meta is not None else None

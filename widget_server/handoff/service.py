@@ -26,7 +26,7 @@ from ..errors import ApiError
 from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
-from ..stores.base import Store, StoreUnavailable, listed_exchanges
+from ..stores.base import SentAttachment, Store, StoreUnavailable, listed_exchanges
 from . import events as ev
 from .events import ConversationEvent, text_sha256
 from .hours import OpeningHours
@@ -225,6 +225,9 @@ class HandoffService:
         self.on_left_reply: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
         # Set by the app: true once this worker is stopping (streams then end resumably).
         self.shutting_down: Callable[[], bool] = lambda: False
+        # Set by the app (ChatService.turn_attachments): a turn's files as the history lists
+        # them, so the console's transcript shows what the visitor sent with each question.
+        self.turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = lambda _cid, _sent: []
         self._housekept_at = 0.0
 
     # -- availability --------------------------------------------------------
@@ -793,14 +796,15 @@ class HandoffService:
             return info.state if info is not None else None
 
         for exchange, answer_state in listed_exchanges(store.exchanges(conversation_id), state_of):
-            entries.append(
-                {
-                    "message_id": exchange.user_message_id,
-                    "role": "user",
-                    "text": exchange.user_text,
-                    "state": "completed",
-                }
-            )
+            user: dict[str, Any] = {
+                "message_id": exchange.user_message_id,
+                "role": "user",
+                "text": exchange.user_text,
+                "state": "completed",
+            }
+            if exchange.attachments:  # as the visitor's history lists them (docs/agents.md)
+                user["attachments"] = self.turn_attachments(conversation_id, exchange.attachments)
+            entries.append(user)
             info = store.message(exchange.assistant_message_id)
             text = info.text if info is not None else ""
             entries.append(
