@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from . import attachment_samples as samples
-from .test_api_agent import Agent, Visitor, alice, app, bob, smtp  # noqa: F401 - fixtures and helpers
+from .test_api_agent import Agent, Visitor, alice, app, bob, smtp, sse_events  # noqa: F401 - fixtures and helpers
 
 # ruff: noqa: F811 - the fixtures imported above are the tests' parameters
 
@@ -100,3 +100,47 @@ def test_a_waiting_conversations_files_are_readable_and_strangers_are_refused(ap
     # The visitor's token is no agent session.
     anonymous = app.test_client().get(f"/agent/api{path}", headers=visitor.headers)
     assert_refused(anonymous, 401, "not_signed_in")
+
+
+# -- files sent to the person during a hand-off ----------------------------------------------
+
+
+def say_with(visitor: Visitor, request_id: str, text: str, attachments: list):
+    return visitor.client.post(
+        f"/api/v1/conversations/{visitor.cid}/handoff/messages",
+        json={"request_id": request_id, "text": text, "attachments": attachments},
+        headers=visitor.headers,
+    )
+
+
+def test_files_sent_to_the_person_reach_the_console_the_stream_and_the_history(app, alice):
+    assert alice.get("/queue").status_code == 200
+    visitor = Visitor(app)
+    assert visitor.ask_for_a_person()["state"] == "queued"
+    assert alice.post(f"/conversations/{visitor.cid}/claim").status_code == 200
+    image = samples.png(8, 8)
+    shot = upload(visitor, image, "bug.png")
+    first = say_with(visitor, "to-person", "", [{"attachment_id": shot["attachment_id"], "description": "the bug"}])
+    assert first.status_code == 201, first.get_json()
+    # A retry is the same message; other files under the same request_id are a conflict.
+    again = say_with(visitor, "to-person", "", [{"attachment_id": shot["attachment_id"], "description": "the bug"}])
+    assert again.get_json() == first.get_json()
+    other = upload(visitor, b"other\n", "other.txt")
+    assert_refused(say_with(visitor, "to-person", "", [other["attachment_id"]]), 409, "request_id_conflict")
+    assert_refused(say_with(visitor, "unknown", "look", ["f_AAAAAAAAAAAAAAAA"]), 404, "attachment_not_found")
+    assert_refused(say_with(visitor, "words", " ", []), 400, "empty_text")
+    listed = {**shot, "description": "the bug"}
+    (to_person,) = [m for m in visitor.history() if m["role"] == "visitor"]
+    assert to_person["text"] == "" and to_person["attachments"] == [listed]
+    detail = alice.get(f"/conversations/{visitor.cid}").get_json()
+    (in_console,) = [m for m in detail["messages"] if m["role"] == "visitor"]
+    assert in_console["attachments"] == [listed]
+    stream = alice.get(f"/conversations/{visitor.cid}/events")
+    (event,) = [data for kind, data in sse_events(stream, "visitor.message") if kind == "visitor.message"]
+    assert event["attachments"] == [listed] and event["text"] == ""
+    # Sent to a person, the file stays with the conversation.
+    delete = visitor.client.delete(
+        f"/api/v1/conversations/{visitor.cid}/attachments/{shot['attachment_id']}", headers=visitor.headers
+    )
+    assert_refused(delete, 409, "attachment_in_message")
+    assert fetch(alice, f"/conversations/{visitor.cid}/attachments/{shot['attachment_id']}").get_data() == image

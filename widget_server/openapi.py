@@ -29,6 +29,33 @@ bp = Blueprint("openapi", __name__)
 _ID_SCHEMA = {"type": "string", "pattern": ID_PATTERN}
 _STATES = [state.value for state in MessageState]
 
+# A message's files (docs/protocol.md, "Sending files with a message"): to the assistant
+# (NewMessage) or to a person (HandoffMessage).
+_ATTACHMENTS_FIELD: dict[str, Any] = {
+    "type": "array",
+    "maxItems": 100,
+    "description": "Files of this conversation sent with the text: at most ATTACHMENTS_PER_MESSAGE (default 5), "
+    "each once; an id this conversation has no attachment under is 404 `attachment_not_found`.",
+    "items": {
+        "oneOf": [
+            _ID_SCHEMA,
+            {
+                "type": "object",
+                "required": ["attachment_id"],
+                "additionalProperties": False,
+                "properties": {
+                    "attachment_id": _ID_SCHEMA,
+                    "description": {
+                        "type": "string",
+                        "maxLength": 1000,
+                        "description": "The visitor's text alternative for the file.",
+                    },
+                },
+            },
+        ]
+    },
+}
+
 
 def _error_response(description: str, *, retry_after: bool = False) -> dict[str, Any]:
     response: dict[str, Any] = {
@@ -506,7 +533,12 @@ _HANDOFF_DATA: dict[str, tuple[str, list[str], dict[str, Any]]] = {
     handoff_events.VISITOR_MESSAGE: (
         "VisitorMessageData",
         ["message_id", "text", "sha256"],
-        {"message_id": _ID_SCHEMA, "text": {"type": "string"}, "sha256": _SHA256},
+        {
+            "message_id": _ID_SCHEMA,
+            "text": {"type": "string"},
+            "sha256": _SHA256,
+            "attachments": {"type": "array", "items": {"$ref": "#/components/schemas/SentAttachment"}},
+        },
     ),
     handoff_events.ENDED: (
         "HandoffEndedData",
@@ -622,7 +654,11 @@ _HANDOFF_SCHEMAS.update(
             "additionalProperties": False,
             "properties": {
                 "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                "text": {"type": "string", "minLength": 1, "description": "Under a send's rules (MAX_TEXT_CHARS)."},
+                "text": {
+                    "type": "string",
+                    "description": "Under a send's rules (MAX_TEXT_CHARS); may be empty when files come with it.",
+                },
+                "attachments": _ATTACHMENTS_FIELD,
             },
         },
         "HandoffMessageCreated": {
@@ -1166,31 +1202,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                             "unless files come with it; text longer than the server's MAX_TEXT_CHARS (default 4000) "
                             "gets 413.",
                         },
-                        "attachments": {
-                            "type": "array",
-                            "maxItems": 100,
-                            "description": "Files of this conversation sent with the text (docs/protocol.md, "
-                            '"Sending files with a message"): at most ATTACHMENTS_PER_MESSAGE (default 5), each '
-                            "once; an id this conversation has no attachment under is 404 `attachment_not_found`.",
-                            "items": {
-                                "oneOf": [
-                                    _ID_SCHEMA,
-                                    {
-                                        "type": "object",
-                                        "required": ["attachment_id"],
-                                        "additionalProperties": False,
-                                        "properties": {
-                                            "attachment_id": _ID_SCHEMA,
-                                            "description": {
-                                                "type": "string",
-                                                "maxLength": 1000,
-                                                "description": "The visitor's text alternative for the file.",
-                                            },
-                                        },
-                                    },
-                                ]
-                            },
-                        },
+                        "attachments": _ATTACHMENTS_FIELD,
                     },
                 },
                 "HistoryMessage": {

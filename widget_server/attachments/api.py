@@ -262,11 +262,19 @@ def attachment_response(conversation_id: str, attachment_id: str) -> Response:
 
 
 def sent_in_a_message(conversation_id: str, attachment_id: str) -> bool:
-    """Whether a message of the conversation carried the attachment."""
-    return any(
+    """Whether a message of the conversation carried the attachment: a turn's (to the
+    assistant) or a hand-off message's (to a person)."""
+    if any(
         attachment.attachment_id == attachment_id
         for exchange in chat_service().store.exchanges(conversation_id)
         for attachment in exchange.attachments
+    ):
+        return True
+    handoff = current_app.extensions.get("widget_server.handoff")
+    return handoff is not None and any(
+        file["attachment_id"] == attachment_id
+        for message in handoff.messages(conversation_id)
+        for file in message.get("attachments", ())
     )
 
 

@@ -187,6 +187,8 @@ def history_entry(message: dict[str, Any]) -> dict[str, Any]:
     }
     if message["role"] == "agent":
         entry["agent"] = message["agent"]
+    if message.get("attachments"):  # files sent to the person (docs/protocol.md, "Hand-off to a person")
+        entry["attachments"] = message["attachments"]
     return entry
 
 
@@ -421,10 +423,20 @@ class HandoffService:
                 details={"state": record["state"]},
             )
 
-    def visitor_message(self, conversation_id: str, request_id: str, text: str) -> dict[str, Any]:
-        """A message to the person: only while queued or assigned; idempotent on request_id."""
+    def visitor_message(
+        self, conversation_id: str, request_id: str, text: str, files: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """A message to the person: only while queued or assigned; idempotent on request_id.
+        `files`: the attachments sent with it, as the history lists them (TurnAttachment.to_json),
+        checked by the caller to be this conversation's; its text may then be ""."""
         text = clean_text(text)
-        fingerprint = _fingerprint("visitor", text=text)
+        files = files or []
+        # A message without files keeps the fingerprint it always had (a retry across an upgrade).
+        fingerprint = _fingerprint(
+            "visitor",
+            text=text,
+            **({"attachments": [[f["attachment_id"], f.get("description", "")] for f in files]} if files else {}),
+        )
         after_exchanges = len(self.chat_store.exchanges(conversation_id))
 
         def change(tx: _Transaction) -> dict[str, Any]:
@@ -447,12 +459,11 @@ class HandoffService:
                 "sha256": text_sha256(text),
                 "after_exchanges": after_exchanges,
             }
+            event = {"message_id": message["message_id"], "text": text, "sha256": message["sha256"]}
+            if files:
+                message["attachments"] = event["attachments"] = files
             record["messages"].append(message)
-            tx.emit(
-                conversation_id,
-                ev.VISITOR_MESSAGE,
-                {"message_id": message["message_id"], "text": text, "sha256": message["sha256"]},
-            )
+            tx.emit(conversation_id, ev.VISITOR_MESSAGE, event)
             result = {"message_id": message["message_id"], "sha256": message["sha256"]}
             record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
             return result
@@ -831,6 +842,8 @@ class HandoffService:
             item = {k: message[k] for k in ("message_id", "role", "text", "sha256")}
             if message["role"] == "agent":
                 item["agent"] = message["agent"]
+            if message.get("attachments"):
+                item["attachments"] = message["attachments"]
             messages.append(item)
         payload["messages"] = messages
         return ConversationEvent(conversation_id, record["seq"], ev.SNAPSHOT, payload)

@@ -12,6 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from ..api import STREAM_HEADERS, new_answer_body, user_text
+from ..attachments.sending import sent_attachments
 from ..errors import ApiError
 from ..protocol import parse_event_id
 from ..service import StreamSlot
@@ -57,8 +58,13 @@ def cancel_handoff(conversation_id: str) -> Response:
 @bp.post("/conversations/<conversation:conversation_id>/handoff/messages")
 def post_handoff_message(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text")
-    response = jsonify(handoff_service().visitor_message(conversation_id, body["request_id"], user_text(body)))
+    body = new_answer_body("request_id", "text", "attachments")
+    # Files go to the person as they go to the assistant (docs/protocol.md, "Sending files with
+    # a message"): checked first, then listed with the message for the console and the history.
+    text = user_text(body, may_be_empty=bool(body.get("attachments")))
+    sent = sent_attachments(body, conversation_id)
+    files = [found.to_json() for found in chat_service().turn_attachments(conversation_id, sent)]
+    response = jsonify(handoff_service().visitor_message(conversation_id, body["request_id"], text, files))
     response.status_code = 201
     return response
 
