@@ -117,14 +117,20 @@ class Attachments {
     // The message that carries the files was accepted (its answer started): they are sent.
     panel.root.addEventListener('chatwidget:event', (event) => {
       if (event.detail.type !== 'message.started' || event.detail.outcome !== 'applied') return;
-      const sent = panel.current?.request?.body?.attachments;
-      if (!sent?.length) return;
-      const ids = new Set(sent.map((ref) => ref.attachment_id || ref));
-      const focusInList = this.list.contains(document.activeElement);
-      for (const row of [...this.rows])
-        if (ids.has(row.attachment?.attachment_id) || row.state === 'refused') this.drop(row);
-      if (focusInList) panel.input.focus();
+      this.sent(panel.current?.request?.body?.attachments);
     });
+  }
+
+  // The files of an accepted message (`refs` as it carried them: to the assistant, above, or
+  // to a person, handoff.js) leave the list, with the refused ones; focus was in the list:
+  // the composer gets it.
+  sent(refs) {
+    if (!refs?.length) return;
+    const ids = new Set(refs.map((ref) => ref.attachment_id || ref));
+    const focusInList = this.list.contains(document.activeElement);
+    for (const row of [...this.rows])
+      if (ids.has(row.attachment?.attachment_id) || row.state === 'refused') this.drop(row);
+    if (focusInList) this.panel.input.focus();
   }
 
   // -- adding ------------------------------------------------------------------------------
@@ -393,11 +399,11 @@ class Attachments {
     let text;
     if (error.code === 'attachment_too_large') text = this.tooBig(row);
     else if (error.code === 'attachment_type') text = this.wrongType(row.name);
-    else
-      text = format(strings.refused, {
-        name: row.name,
-        reason: await reasonFor(this.panel, error),
-      });
+    else {
+      // No answer at all: said as an upload's, not in the words for a message (refusals.js).
+      const reason = error.status ? await reasonFor(this.panel, error) : strings.network;
+      text = format(strings.refused, { name: row.name, reason });
+    }
     this.refuse(row, text);
     if (!error.status || error.status >= 500 || error.status === 429) {
       const again = button('button button--secondary', strings.retry, () => {

@@ -270,3 +270,61 @@ def test_progress_is_a_progressbar_and_send_waits_for_the_upload(embed, page: Pa
     widget.input.press("Enter")
     assert widget.wait_until_complete() == "completed"
     assert f"SHA-256 {sha256(data)}" in widget.last_answer().inner_text()
+
+
+def test_starting_over_clears_the_files_waiting(embed, page: Page):
+    widget = embed()
+    widget.open()
+    attach_with_button(widget, page, NOTES)
+    wait_until_ready(widget, "notes.txt")
+    widget.frame.locator("[data-chat-tool='new']").click()
+    widget.frame.get_by_role("button", name="Start over", exact=True).click()
+    expect(pending(widget)).to_have_count(0)
+    expect(widget.input).to_be_focused()
+    # The next file belongs to the new conversation and goes with its first message.
+    attach_with_button(widget, page, SCREENSHOT)
+    wait_until_ready(widget, "screenshot.png")
+    answer = send_scenario(widget)
+    assert "I received 1 file:" in answer and f"SHA-256 {sha256(SCREENSHOT[2])}" in answer
+
+
+def test_an_upload_cut_off_is_tried_again_with_the_same_idempotency_key(embed, page: Page):
+    keys: list[str] = []
+
+    def cut_the_first(route):
+        if route.request.method != "POST":
+            return route.continue_()
+        keys.append(route.request.headers["idempotency-key"])
+        if len(keys) == 1:
+            return route.abort()
+        return route.continue_()
+
+    page.route("**/attachments", cut_the_first)
+    widget = embed()
+    widget.open()
+    attach_with_button(widget, page, NOTES)
+    failed = "notes.txt can't be sent: the connection was lost before the file arrived. Try again."
+    expect(row(widget, "notes.txt")).to_have_attribute("data-state", "refused")
+    again = row(widget, "notes.txt").get_by_role("button", name="Try uploading notes.txt again")
+    expect(again).to_be_visible()
+    expect(row(widget, "notes.txt")).to_contain_text(failed)
+    assert said(widget, "assertive") == [failed]
+    again.press("Enter")
+    wait_until_ready(widget, "notes.txt")
+    expect(row(widget, "notes.txt").get_by_role("button", name="Remove notes.txt")).to_be_focused()
+    assert len(keys) == 2 and keys[0] == keys[1] and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,127}", keys[0])
+    answer = send_scenario(widget)
+    assert f"SHA-256 {sha256(NOTES[2])}" in answer
+
+
+def test_the_conversations_byte_budget_is_checked_before_uploading(embed, chat_server_factory, page: Page):
+    server = chat_server_factory(ATTACHMENTS_MAX_BYTES_PER_CONVERSATION=100)
+    widget = embed(server)
+    widget.open()
+    attach_with_button(widget, page, NOTES, ("more.txt", "text/plain", b"m" * 60))
+    wait_until_ready(widget, "notes.txt")
+    refused = (
+        "more.txt can't be sent: this conversation has no room for more files. Remove one, or send a smaller file."
+    )
+    expect(row(widget, "more.txt")).to_contain_text(refused)
+    assert said(widget, "assertive") == [refused]
