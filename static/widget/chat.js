@@ -355,7 +355,7 @@ export class ChatPanel {
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads (it says so).
     const files = this.attachments ? this.attachments.take() : [];
-    if (!files || (!text.trim() && !files.length) || this.handoff?.send(text)) return; // to a person (handoff.js)
+    if (!files || (!text.trim() && !files.length) || this.handoff?.send(text, files)) return; // to a person (handoff.js)
     if (this.current?.inProgress) {
       this.showAlert(this.strings.busy);
       return;

@@ -123,7 +123,7 @@ export async function restoreTurn(panel, message) {
   const handoff = handoffOf(panel);
   handoff.seen.add(message.message_id);
   if (message.role !== 'agent') {
-    panel.addUserTurn(message.text).dataset.messageId = message.message_id;
+    panel.addUserTurn(message.text, message.attachments).dataset.messageId = message.message_id;
     return;
   }
   await handoff.ready().catch(() => {}); // offline: the turn is drawn with the agent's name only
@@ -619,7 +619,7 @@ class Handoff {
       this.pendingSends.splice(pending, 1)[0].item.dataset.messageId = data.message_id;
       return;
     }
-    const item = this.panel.addUserTurn(data.text);
+    const item = this.panel.addUserTurn(data.text, data.attachments);
     item.dataset.messageId = data.message_id;
     this.panel.scrollToEnd();
   }
@@ -715,10 +715,12 @@ class Handoff {
     if (panel.current === run) panel.current = null;
     panel.setStreaming(false);
     await this.request();
-    const text = run.request?.text;
-    if (!text || !this.active) return;
+    const text = run.request?.text ?? '';
+    // The files it carried go to the person with it (attachments.js: its turn shows them).
+    const refs = run.request?.body?.attachments || [];
+    if ((!text && !refs.length) || !this.active) return;
     if (question?.classList.contains('turn--user')) {
-      const pending = { text, item: question };
+      const pending = { text, item: question, refs };
       this.pendingSends.push(pending);
       this.post(text, pending);
     } else {
@@ -726,15 +728,16 @@ class Handoff {
     }
   }
 
-  // chat.js submit(): while a person has the conversation, the text goes to them. Returns
-  // false when no hand-off is active (the assistant answers).
-  send(text) {
+  // chat.js submit(): while a person has the conversation, the text and the uploaded files
+  // (attachments.js take()) go to them. Returns false when no hand-off is active (the assistant
+  // answers).
+  send(text, files = []) {
     if (!this.active) return false;
     const panel = this.panel;
     panel.input.value = '';
-    const item = panel.addUserTurn(text);
+    const item = panel.addUserTurn(text, files);
     panel.scrollToEnd();
-    const pending = { text, item };
+    const pending = { text, item, refs: files.map((file) => file.ref) };
     this.pendingSends.push(pending);
     this.post(text, pending);
     return true;
@@ -749,7 +752,11 @@ class Handoff {
         response = await fetch(`${this.url}/handoff/messages`, {
           method: 'POST',
           headers: this.headers({ 'Content-Type': 'application/json' }),
-          body: JSON.stringify({ request_id: requestId, text }),
+          body: JSON.stringify({
+            request_id: requestId,
+            text,
+            ...(pending.refs?.length ? { attachments: pending.refs } : {}),
+          }),
         });
       } catch (error) {
         if (attempt < SEND_RETRIES) {
@@ -764,16 +771,20 @@ class Handoff {
         pending.item.dataset.messageId = body.message_id;
         const index = this.pendingSends.indexOf(pending);
         if (index >= 0) this.pendingSends.splice(index, 1);
+        panel.attachments?.sent(pending.refs); // sent to the person: they leave the list
         if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
           panel.showAlert(this.strings.integrity);
         return;
       }
       const error = await errorOf(response);
       if (error.code === 'handoff_not_active') {
-        // The person left meanwhile: the assistant answers this one.
+        // The person left meanwhile: the assistant answers this one, with its files.
         this.pendingSends.splice(this.pendingSends.indexOf(pending), 1);
         this.finish(this.agent, 'ended');
-        panel.startRun({ request: { requestId: newRequestId(), text } });
+        const request = { requestId: newRequestId(), text };
+        if (pending.refs?.length)
+          request.body = { request_id: request.requestId, text, attachments: pending.refs };
+        panel.startRun({ request });
         return;
       }
       if (response.status >= 500 && attempt < SEND_RETRIES) {
