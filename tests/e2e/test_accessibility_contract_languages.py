@@ -157,6 +157,7 @@ def test_A65_controls_labels_and_cues_are_in_the_panels_language(embed, lang):
 # -- A66: right to left, mirrored ---------------------------------------------------------------
 
 
+@pytest.mark.firefox_sample(lang=["he"])
 @pytest.mark.parametrize("lang", ["ar", "he", "en"])
 def test_A66_right_to_left_layout_is_the_mirror_image(embed, lang):
     rtl = lang in RTL
@@ -195,6 +196,7 @@ def test_A66_right_to_left_layout_is_the_mirror_image(embed, lang):
 # -- A67: the launcher ------------------------------------------------------------------------
 
 
+@pytest.mark.firefox_sample(lang=["ar", "en"])
 @pytest.mark.parametrize(
     ("lang", "position", "side"),
     [
@@ -330,6 +332,7 @@ def test_A69_numbers_take_the_languages_plural_forms(embed):
 # -- A70: which language -------------------------------------------------------------------------
 
 
+@pytest.mark.firefox_sample(picked=["pt", "he"])
 @pytest.mark.parametrize(
     ("data_lang", "html_lang", "browser_languages", "picked"),
     [

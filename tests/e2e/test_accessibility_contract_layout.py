@@ -107,6 +107,7 @@ def test_A38_end_states_come_into_view_only_for_a_reader_at_the_end(embed, chat_
     widget.assert_accessible()
 
 
+@pytest.mark.firefox_sample(width=[320])
 @pytest.mark.parametrize(("width", "height"), [(320, 256), (256, 320)])
 def test_A39_short_screens_keep_half_the_height_for_the_conversation(embed, page: Page, width, height):
     page.set_viewport_size({"width": width, "height": height})

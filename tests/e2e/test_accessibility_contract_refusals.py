@@ -42,6 +42,7 @@ def rate_the_last_answer(widget: ChatWidget, lang: str):
     return helpful
 
 
+@pytest.mark.firefox_sample(lang=["ar"])
 @pytest.mark.parametrize("lang", ["es", "ar", "he"])
 def test_A89_a_refusal_is_explained_once_in_the_panels_language(embed, chat_server_factory, lang):
     server = chat_server_factory(MAX_TEXT_CHARS=MAX_TEXT_CHARS)

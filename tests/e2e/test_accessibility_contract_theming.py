@@ -31,6 +31,7 @@ def measured_clean(widget) -> dict:
     return result
 
 
+@pytest.mark.firefox_sample(accent=["#ffda1a", "#0a0a0a"])
 @pytest.mark.parametrize(("accent", "scheme"), [("#ffda1a", "light"), ("#0a0a0a", "dark"), ("#1877f2", "light")])
 def test_A73_every_text_control_and_focus_ring_passes_whatever_the_accent(embed, accent, scheme):
     widget = embed(accent=accent, color_scheme=scheme, starters='["Opening hours?"]')

@@ -63,6 +63,7 @@ def check_the_box_grows(frame: Frame, input_box: Locator) -> None:
     input_box.fill("")
 
 
+@pytest.mark.firefox_sample(width=[320])
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_standalone_panel_on_a_short_screen(chat_server, page: Page, width, height):
     page.set_viewport_size({"width": width, "height": height})
@@ -78,6 +79,7 @@ def test_standalone_panel_on_a_short_screen(chat_server, page: Page, width, heig
     check_layout(frame, input_box)
 
 
+@pytest.mark.firefox_sample(width=[320])
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_embedded_panel_on_a_short_screen(embed, page: Page, width, height):
     page.set_viewport_size({"width": width, "height": height})
