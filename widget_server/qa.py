@@ -14,6 +14,7 @@ the log — and, being on the chat server's own origin, listens to the panel's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import cache
@@ -97,6 +98,21 @@ def qa_items(q: dict) -> list[dict]:
     return items
 
 
+# Files a tester attaches in the chat (issue 15), served with the page's own assets under
+# /static/qa/samples/; the page prints each one's SHA-256, which `/scenario attachments` must read back.
+SAMPLE_FILES = ("qa-sample.png", "qa-sample.txt")
+
+
+def sample_files() -> list[dict[str, Any]]:
+    folder = Path(current_app.static_folder or "") / "qa" / "samples"
+    samples = []
+    for name in SAMPLE_FILES:
+        data = (folder / name).read_bytes()
+        url = url_for("static", filename=f"qa/samples/{name}")
+        samples.append({"name": name, "url": url, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    return samples
+
+
 def _embed_allows_self() -> bool:
     origins = _settings()["EMBED_ORIGINS"]
     own = request.host_url.rstrip("/")
@@ -145,6 +161,7 @@ def qa_page() -> Response:
         config=config,
         faults_enabled=bool(settings["FAULTS"]),
         notices=notices,
+        samples=sample_files(),
     )
     return _respond(html)
 

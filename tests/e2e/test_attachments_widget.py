@@ -15,6 +15,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.attachment_samples import png
+from tests.conftest import TEST_CONFIG
+from tests.helpers import LiveServer
+from widget_server.testing import ChatWidget
 
 pytestmark = pytest.mark.e2e
 
@@ -328,3 +331,28 @@ def test_the_conversations_byte_budget_is_checked_before_uploading(embed, chat_s
     )
     expect(row(widget, "more.txt")).to_contain_text(refused)
     assert said(widget, "assertive") == [refused]
+
+
+def test_the_qa_pages_sample_files_read_back_with_the_sha256_it_prints(page: Page):
+    """The QA tester's step (templates/qa.html, "Files to attach"): download a sample, attach
+    it, send `/scenario attachments`, hear the SHA-256 the page prints."""
+    server = LiveServer({**TEST_CONFIG, "QA": True, "DEMO_DELAY_SECONDS": 0.01}).start()
+    try:
+        page.goto(f"{server.url}/qa")
+        samples = []
+        for link in page.locator(".qa-samples a[download]").all():
+            name = link.inner_text()
+            data = page.request.get(server.url + link.get_attribute("href")).body()
+            printed = page.locator(f"code[data-sample='{name}']").inner_text()
+            assert printed == sha256(data)
+            samples.append((name, "image/png" if name.endswith(".png") else "text/plain", data))
+        assert [name for name, _, _ in samples] == ["qa-sample.png", "qa-sample.txt"]
+        widget = ChatWidget(page)
+        widget.open()
+        attach_with_button(widget, page, *samples)
+        wait_until_ready(widget, "qa-sample.png", "qa-sample.txt")
+        answer = send_scenario(widget)
+        for name, _, data in samples:
+            assert f"{name}: " in answer and f"{len(data)} bytes, SHA-256 {sha256(data)}" in answer
+    finally:
+        server.stop()
