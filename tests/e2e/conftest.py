@@ -70,16 +70,19 @@ ANNOUNCE_INTERVAL_MS = 100
 
 
 @pytest.fixture
-def embed(page, host_site, chat_server, browser_name):
-    """Open a host page that embeds the widget; returns a ChatWidget."""
+def embed(request, page, host_site, browser_name):
+    """Open a host page that embeds the widget; returns a ChatWidget. Without `server`, the
+    test's `chat_server`, started only then: a test that brings its own server starts one."""
 
     def load(server=None, path="/", **data):
+        if server is None:
+            server = request.getfixturevalue("chat_server")
         # Sentences are announced at most every 100 ms (the panel's floor)
         # instead of the visitor's 1 s, so a test waits less for the
         # completion cue; tests about the pace pass announce_interval=1000
         # (test_accessibility_contract.py A5, test_orca.py).
         data.setdefault("announce_interval", ANNOUNCE_INTERVAL_MS)
-        url = host_site.embed_page(chat_base_url(server or chat_server, browser_name), path=path, **data)
+        url = host_site.embed_page(chat_base_url(server, browser_name), path=path, **data)
         page.goto(url)
         widget = ChatWidget(page)
         widget.launcher.wait_for()
