@@ -250,6 +250,9 @@ class Attachments {
       field.addEventListener('input', () => {
         row.preview.alt = field.value.trim() || row.name;
       });
+      // Which image it describes, when several wait: the row's name as its description.
+      name.id = `chat-file-${row.key}`;
+      field.setAttribute('aria-describedby', name.id);
       label.append(element('span', '', strings.describe), field);
       row.description = field;
       item.append(row.preview, head, row.status, label, row.remove);
@@ -419,24 +422,25 @@ class Attachments {
   // -- sending (chat.js submit) ------------------------------------------------------------
 
   // The ready files, as the message carries them (`ref`) and as its turn shows them; null
-  // while one still uploads: the send waits for the visitor to send again, and says so.
+  // while one still uploads, or offline: the send waits for the visitor to send again, and
+  // says so. (The outbox keeps a message typed offline as text only: outbox.js.)
   take() {
-    if (this.rows.some((row) => row.state === 'uploading')) {
-      this.panel.showAlert(this.strings.wait);
+    const ready = this.rows.filter((row) => row.state === 'ready');
+    const busy = this.rows.some((row) => row.state === 'uploading');
+    if (busy || (ready.length && !navigator.onLine)) {
+      this.panel.showAlert(busy ? this.strings.wait : this.strings.offline);
       return null;
     }
-    return this.rows
-      .filter((row) => row.state === 'ready')
-      .map((row) => {
-        const description = row.description?.value.trim() || '';
-        const id = row.attachment.attachment_id;
-        return {
-          ...row.attachment,
-          description,
-          file: row.file,
-          ref: description ? { attachment_id: id, description } : id,
-        };
-      });
+    return ready.map((row) => {
+      const description = row.description?.value.trim() || '';
+      const id = row.attachment.attachment_id;
+      return {
+        ...row.attachment,
+        description,
+        file: row.file,
+        ref: description ? { attachment_id: id, description } : id,
+      };
+    });
   }
 
   // A user turn's files: name, type and size; an image as a thumbnail whose alternative text

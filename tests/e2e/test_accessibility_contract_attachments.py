@@ -153,6 +153,7 @@ def test_A98_an_images_text_alternative_is_its_name_or_the_visitors_description(
     expect(image_row.get_by_role("img", name="screenshot.png")).to_be_visible()
     description = image_row.get_by_role("textbox", name="Describe this image (optional)")
     expect(description).to_have_attribute("maxlength", "1000")
+    expect(description).to_have_accessible_description("screenshot.png")
     description.fill("Checkout page: card declined")
     expect(image_row.get_by_role("img", name="Checkout page: card declined")).to_be_visible()
     widget.assert_accessible()
@@ -199,6 +200,18 @@ def test_A99_files_go_with_the_message_and_stay_if_it_is_refused(embed, chat_ser
     files = widget.turns.last.locator("xpath=preceding-sibling::li[1]").get_by_role("list", name="Attached files")
     expect(files.get_by_role("listitem")).to_have_count(1)
     widget.assert_accessible()  # sent
+
+    # Offline, a message with files waits for the visitor, words and files kept.
+    attach_with_button(widget, page, SCREENSHOT)
+    wait_until_ready(widget, "screenshot.png")
+    page.context.set_offline(True)
+    widget.panel_frame().wait_for_function("() => !navigator.onLine")
+    widget.send("And a screenshot.")
+    offline = "You are offline. Files go only while online: send again once the connection is back."
+    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(offline)
+    expect(widget.input).to_have_value("And a screenshot.")
+    expect(pending(widget)).to_have_count(1)
+    page.context.set_offline(False)
 
 
 @pytest.mark.firefox_sample(lang=["ar"])

@@ -356,3 +356,25 @@ def test_the_qa_pages_sample_files_read_back_with_the_sha256_it_prints(page: Pag
             assert f"{name}: " in answer and f"{len(data)} bytes, SHA-256 {sha256(data)}" in answer
     finally:
         server.stop()
+
+
+def test_offline_a_message_with_files_is_not_sent_and_nothing_is_lost(embed, page: Page):
+    """The outbox keeps a message typed offline as text only (outbox.js): with files, the panel
+    says to send again once online instead, and keeps the words and the files."""
+    widget = embed()
+    widget.open()
+    attach_with_button(widget, page, NOTES)
+    wait_until_ready(widget, "notes.txt")
+    page.context.set_offline(True)
+    widget.panel_frame().wait_for_function("() => !navigator.onLine")
+    widget.send("/scenario attachments")
+    offline = "You are offline. Files go only while online: send again once the connection is back."
+    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(offline)
+    expect(widget.turns).to_have_count(0)
+    expect(widget.input).to_have_value("/scenario attachments")
+    expect(pending(widget)).to_have_count(1)
+    page.context.set_offline(False)
+    widget.panel_frame().wait_for_function("() => navigator.onLine")
+    widget.input.press("Enter")
+    assert widget.wait_until_complete() == "completed"
+    assert f"SHA-256 {sha256(NOTES[2])}" in widget.last_answer().inner_text()
