@@ -172,6 +172,7 @@ def test_A99_files_go_with_the_message_and_stay_if_it_is_refused(embed, chat_ser
     widget.open()
     drop(widget, NOTES)
     wait_until_ready(widget, "notes.txt")
+    widget.wait_for_announcement("Drop files here to attach them")
     assert said(widget).count("Drop files here to attach them") == 1
     # The file is deleted on the server behind the panel's back: the message is refused, and
     # the file stays pending (nothing the visitor chose is lost).

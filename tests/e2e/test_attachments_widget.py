@@ -142,6 +142,7 @@ def test_dropped_and_pasted_files_arrive_byte_exact(embed):
     widget = embed()
     widget.open()
     drop(widget, NOTES)
+    widget.wait_for_announcement("Drop files here to attach them")
     assert said(widget).count("Drop files here to attach them") == 1
     paste(widget, ("image.png", "image/png", SCREENSHOT[2]))
     # A pasted screenshot has no name of its own: it gets one.
@@ -256,8 +257,10 @@ def test_progress_is_a_progressbar_and_send_waits_for_the_upload(embed, page: Pa
 
     # Send while the upload runs: nothing is sent, and the panel says to wait.
     widget.send("/scenario attachments")
+    wait = "Wait until the files have finished uploading, then send."
+    widget.wait_for_announcement(wait)
     expect(widget.turns).to_have_count(0)
-    assert said(widget, "assertive") == ["Wait until the files have finished uploading, then send."]
+    assert said(widget, "assertive") == [wait]
     assert widget.input.input_value() == "/scenario attachments"
 
     for _ in range(200):
