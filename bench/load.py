@@ -81,8 +81,12 @@ Figures, per setup and N:
   process for the baseline), sampled every 0.5 s. Idle = after a warm-up of
   20 short answers, before the load; loaded = the sample with the most
   streams open at once (max RSS among those); (loaded - idle) / open.
-- server CPU = user+system seconds of those processes during the run;
-  client CPU = this process. Client and server SHARE the machine's 2 cores.
+- server CPU = user+system seconds of those processes during the run,
+  by kind (`server`: the widget-server master and workers, or the baseline's
+  process; `redis`: redis-server); CPU per event = those seconds / events
+  delivered, in µs, per kind and in total, and its ratio to the baseline's
+  total in the same run (issue 16's measure, with memory per stream and TTFD
+  p50); client CPU = this process. Client and server SHARE the machine's 2 cores.
   The raw client is used because httpx cost too much of them: against
   `memory, 1 worker`, client CPU was 1.5 s (raw) vs 4.1 s (httpx) at N = 500
   and 4.5 s vs 17.0 s at N = 2000, where httpx also cut the measured
@@ -1055,17 +1059,30 @@ def ratio(a, b) -> str:
     return f"{a / b:.2f}×"
 
 
+def cpu_per_event_us(row: dict) -> dict[str, float]:
+    """Server CPU per delivered event, in µs: each kind of server process (`server`: the
+    workers and their master, or the baseline's process; `redis`) and their `total` (issue
+    16's measure: what a site pays per event, whatever runs it)."""
+    events = row.get("events") or 0
+    if not events:
+        return {}
+    per = {kind: seconds / events * 1e6 for kind, seconds in row["server_cpu_s"].items()}
+    per["total"] = sum(row["server_cpu_s"].values()) / events * 1e6
+    return per
+
+
 def markdown(rows: list[dict]) -> str:
     lines = [
         "| setup | N | completed | exact | lost / dup chars | events/s (offered) | extra gap p50 / p99 (ms) "
-        "| TTFD p50 / p99 (s) | KiB per stream (open) | ratio vs baseline: ev/s, p50, p99, mem | CPU server / client (s) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| TTFD p50 / p99 (s) | KiB per stream (open) | ratio vs baseline: ev/s, p50, p99, mem | CPU server / client (s) "
+        "| CPU per event, µs: server + redis = total | ratio vs baseline: CPU/event, mem, TTFD p50 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     baselines = {r["n"]: r for r in rows if r.get("setup") == "baseline" and "completed" in r}
     for row in rows:
         if "completed" not in row:
             lines.append(
-                f"| {row['label']} | {row['n']} | {row.get('failed_to_run', row.get('skipped', '?'))} | | | | | | | | |"
+                f"| {row['label']} | {row['n']} | {row.get('failed_to_run', row.get('skipped', '?'))} | | | | | | | | | | |"
             )
             continue
         base = baselines.get(row["n"])
@@ -1079,14 +1096,26 @@ def markdown(rows: list[dict]) -> str:
                     ratio(row["kib_per_stream"], base["kib_per_stream"]),
                 ]
             )
-        cpu = "+".join(f"{v:.0f}" for v in row["server_cpu_s"].values())
+        cpu = "+".join(f"{v:.1f}" for v in row["server_cpu_s"].values())
+        per_event = cpu_per_event_us(row)
+        parts = [f"{per_event[kind]:.0f}" for kind in row["server_cpu_s"]]
+        cost = " + ".join(parts) + (f" = {per_event['total']:.0f}" if len(parts) > 1 else "") if per_event else "—"
+        cost_ratios = "—"
+        if base and row["setup"] != "baseline" and per_event and cpu_per_event_us(base):
+            cost_ratios = ", ".join(
+                [
+                    ratio(per_event["total"], cpu_per_event_us(base)["total"]),
+                    ratio(row["kib_per_stream"], base["kib_per_stream"]),
+                    ratio(row["ttfd_p50_s"], base["ttfd_p50_s"]),
+                ]
+            )
         lines.append(
             f"| {row['label']} | {row['n']} | {row['completed']}/{row['n']} | {row['exact']}/{row['n']} "
             f"| {row['lost_chars']} / {row['dup_chars']} | {row['events_per_s']:.0f} ({row['offered_events_per_s']:.0f}) "
             f"| {fmt(row['extra_gap_p50_ms'], '.1f')} / {fmt(row['extra_gap_p99_ms'], '.1f')} "
             f"| {fmt(row['ttfd_p50_s'], '.3f')} / {fmt(row['ttfd_p99_s'], '.3f')} "
             f"| {fmt(row['kib_per_stream'], '.1f')} ({row['rss_loaded_kib']['open'] if row['rss_loaded_kib'] else '—'}) "
-            f"| {ratios} | {cpu} / {row['client_cpu_s']:.0f} |"
+            f"| {ratios} | {cpu} / {row['client_cpu_s']:.1f} | {cost} | {cost_ratios} |"
         )
     return "\n".join(lines)
 
@@ -1258,6 +1287,8 @@ def main() -> int:
                     row["server_stderr_tail"] = tail[-15:]
             row.update({"setup": setup.key, "label": setup.label})
             row.setdefault("n", n)
+            if "server_cpu_s" in row and row.get("events"):
+                row["cpu_per_event_us"] = {k: round(v, 1) for k, v in cpu_per_event_us(row).items()}
             report["rows"].append(row)
             save()
             if "completed" in row:
