@@ -54,6 +54,13 @@ function required(root, selector) {
 }
 
 const FOLLOW_THRESHOLD_PX = 48;
+// Drawing is time-sliced (issue 16): at most this much markdown work per frame, so an answer
+// that arrives at once (every delta before the first frame, or one snapshot) is drawn over
+// several frames, never in one long task (over 50 ms, https://w3c.github.io/longtasks/).
+const FRAME_BUDGET_MS = 8;
+// A slice ends at a blank line near this length (else at a line's end): the blocks before
+// it are closed, so each is drawn and announced once, as in a single pass.
+const SLICE_CHARS = 4096;
 export class ChatPanel {
   constructor(root, config) {
     if (!(root instanceof HTMLElement))
@@ -111,6 +118,9 @@ export class ChatPanel {
         this.submit();
       }
     });
+    // Issue 16: the conversation is created while the visitor types, so Enter sends the
+    // message at once (one request, not two in a row); merely opening the panel creates none.
+    this.input.addEventListener('input', () => this.prepareConversation());
     this.stopButton.addEventListener('click', () => this.stop());
     const attach = (how, files) => attachments().then((module) => module.use(this, how, files));
     this.root
@@ -162,10 +172,10 @@ export class ChatPanel {
     window.addEventListener('online', wake);
     window.addEventListener('pageshow', wake);
     document.addEventListener('resume', wake);
-    document.addEventListener(
-      'visibilitychange',
-      () => document.visibilityState === 'visible' && wake(),
-    );
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') wake();
+      else if (this.current?.pendingText) this.current.render(false); // no frames run hidden
+    });
     window.addEventListener('offline', () => this.current?.goOffline());
   }
 
@@ -256,14 +266,33 @@ export class ChatPanel {
     }
   }
 
-  async ensureConversation() {
-    if (this.client.conversationId) return;
-    const body = await this.client.createConversation();
-    try {
-      localStorage.setItem(this.storageKey(), JSON.stringify(body));
-    } catch {
-      /* storage unavailable: the conversation lasts as long as the page */
-    }
+  // One creation at a time: the composer's first input, Enter and an upload (attachments.js)
+  // share the request in flight.
+  ensureConversation() {
+    if (this.client.conversationId) return Promise.resolve();
+    this.creating ||= this.client
+      .createConversation()
+      .then((body) => {
+        try {
+          localStorage.setItem(this.storageKey(), JSON.stringify(body));
+        } catch {
+          /* storage unavailable: the conversation lasts as long as the page */
+        }
+      })
+      .finally(() => {
+        this.creating = null;
+      });
+    return this.creating;
+  }
+
+  // The visitor typed: create the conversation now, once. A refusal or a network error is
+  // said on Enter, which tries again (submit() clears the flag); offline, the outbox sends.
+  prepareConversation() {
+    if (this.client.conversationId || this.creating || this.prepareFailed) return;
+    if (!navigator.onLine || !this.input.value.trim()) return;
+    this.ensureConversation().catch(() => {
+      this.prepareFailed = true;
+    });
   }
 
   viewOptions() {
@@ -352,6 +381,7 @@ export class ChatPanel {
   // -- sending ---------------------------------------------------------------
 
   async submit() {
+    this.prepareFailed = false;
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads (it says so).
     const files = this.attachments ? this.attachments.take() : [];
@@ -425,8 +455,11 @@ class AnswerRun {
     this.serverRetryMs = null; // the stream's `retry:` field, once sent
     this.wakeController = null;
     this.abortController = null;
-    this.pendingText = ''; // deltas received since the last render
+    this.pendingText = ''; // received, not yet drawn: the model's text is the view's + this
     this.renderScheduled = false;
+    this.drawnOnce = false; // the first text is drawn at once, not a frame later (issue 16)
+    this.heardLength = -1; // a restored answer: the length heard before the reload
+    this.whenDrawn = null; // finish() waits for the last slices
   }
 
   get strings() {
@@ -578,7 +611,8 @@ class AnswerRun {
     if (this.stopRequested && type === 'message.started') this.sendCancel();
     if (type === 'text.delta') {
       this.pendingText += data.text;
-      this.scheduleRender();
+      if (this.drawnOnce) this.scheduleRender();
+      else this.render(false);
     } else if (type === 'message.snapshot') {
       this.render(true);
     }
@@ -598,15 +632,22 @@ class AnswerRun {
   render(snapshot) {
     this.renderScheduled = false;
     if (snapshot) {
-      // The model's whole text supersedes any deltas not yet drawn.
-      this.pendingText = '';
-      this.view.update(this.model.text);
-    } else if (this.pendingText) {
-      this.view.append(this.pendingText);
-      this.pendingText = '';
+      // The model's whole text supersedes any deltas not yet drawn: what the view lacks of
+      // it is drawn next (from scratch if the view's text is not where it starts).
+      const text = this.model.text;
+      const shown = this.view.text();
+      if (!text.startsWith(shown)) this.view.update('');
+      this.pendingText = text.slice(this.view.text().length);
     }
+    this.drawSlices();
+    if (this.pendingText) this.scheduleRender();
+    else this.whenDrawn?.();
     if (!this.inProgress) return; // after the end, renders no longer feed the announcer
     if (this.alreadyShown) {
+      // Restored: what was there at the first render was heard before the reload.
+      if (this.heardLength < 0)
+        this.heardLength = this.view.text().length + this.pendingText.length;
+      if (this.view.text().length < this.heardLength) return;
       this.alreadyShown = false;
       this.panel.announcer.skipTo(this.view);
     } else {
@@ -614,10 +655,42 @@ class AnswerRun {
     }
   }
 
+  // Draw pending text, a slice at a time, until the frame's budget is spent (all of it when
+  // the panel is hidden: no one waits on a frame then).
+  drawSlices() {
+    if (this.pendingText) this.drawnOnce = true;
+    const timed = document.visibilityState === 'visible';
+    const until = performance.now() + FRAME_BUDGET_MS;
+    while (this.pendingText) {
+      const pending = this.pendingText;
+      let end = pending.length;
+      if (timed && end > SLICE_CHARS) {
+        const blank = pending.indexOf('\n\n', SLICE_CHARS);
+        const line = pending.indexOf('\n', SLICE_CHARS);
+        if (blank >= 0 && blank < 2 * SLICE_CHARS) end = blank + 2;
+        else if (line >= 0) end = line + 1;
+      }
+      this.view.append(pending.slice(0, end));
+      this.pendingText = pending.slice(end);
+      if (timed && performance.now() >= until) break;
+    }
+  }
+
+  // Resolves once everything received is drawn.
+  drawn() {
+    if (!this.pendingText) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.whenDrawn = () => {
+        this.whenDrawn = null;
+        resolve();
+      };
+    });
+  }
+
   // The connection is lost: 'offline' (the browser says so) or
   // 'reconnecting' (a read ended or failed without the answer's end).
   loseConnection(reason) {
-    if (!this.inProgress) return;
+    if (!this.inProgress || this.model.terminal) return; // ended: only its last slices remain
     const text = reason === 'offline' ? this.strings.offline : this.strings.reconnecting;
     if (this.phase === 'streaming') this.panel.announcer.cue(text); // once per outage
     this.enterPhase('reconnecting', text);
@@ -665,6 +738,7 @@ class AnswerRun {
     const strings = this.strings;
     this.reportRepairs();
     this.render(true); // the whole text, exactly as verified below
+    await this.drawn(); // in slices, a frame at a time
     this.view.finish();
     if (model.state === 'completed') {
       this.enterPhase('verifying');
@@ -736,7 +810,8 @@ class AnswerRun {
       actions.append(resume);
     }
     const text = this.request?.text;
-    if (text) {
+    const files = this.request?.body?.attachments; // sent again with it (attachments.js)
+    if (text || files) {
       const again = element(
         'button',
         'button button--secondary',
@@ -746,7 +821,9 @@ class AnswerRun {
       again.addEventListener('click', () => {
         actions.textContent = '';
         this.panel.input.focus();
-        this.panel.startRun({ request: { requestId: newRequestId(), text } });
+        const request = { requestId: newRequestId(), text };
+        if (files) request.body = { request_id: request.requestId, text, attachments: files };
+        this.panel.startRun({ request });
       });
       actions.append(again);
     }

@@ -381,3 +381,37 @@ def test_offline_a_message_with_files_is_not_sent_and_nothing_is_lost(embed, pag
     widget.input.press("Enter")
     assert widget.wait_until_complete() == "completed"
     assert f"SHA-256 {sha256(NOTES[2])}" in widget.last_answer().inner_text()
+
+
+def test_retry_after_a_refused_send_sends_the_same_files_again(embed, page: Page):
+    """The first POST of the message is refused (a 503 before any answer exists); Retry under
+    the failed turn sends the same words with the same files, which arrive byte-exact."""
+    refused: list[str] = []
+
+    def refuse_the_first(route):
+        if refused or route.request.method != "POST":
+            return route.continue_()
+        refused.append(route.request.url)
+        route.fulfill(
+            status=503,
+            json={"error": {"code": "server_busy", "message": "Busy."}},
+            headers={"Retry-After": "1"},
+        )
+
+    page.route("**/messages", refuse_the_first)
+    widget = embed()
+    widget.open()
+    attach_with_button(widget, page, NOTES, SCREENSHOT)
+    wait_until_ready(widget, "notes.txt", "screenshot.png")
+    row(widget, "screenshot.png").get_by_label("Describe this image (optional)").fill("A chart")
+    widget.send("/scenario attachments")
+    assert widget.wait_until_complete() == "failed"
+    assert refused
+    expect(pending(widget)).to_have_count(2)  # refused: nothing chosen is lost
+    widget.last_answer().get_by_role("button", name="Retry").click()
+    expect(widget.answers).to_have_count(2)
+    assert widget.wait_until_complete() == "completed"
+    answer = widget.last_answer().inner_text()
+    assert f"notes.txt: text, {len(NOTES[2])} bytes, SHA-256 {sha256(NOTES[2])}" in answer
+    assert f"SHA-256 {sha256(SCREENSHOT[2])}, described as “A chart”" in answer
+    expect(pending(widget)).to_have_count(0)  # the retry carried them
