@@ -85,7 +85,7 @@ def test_A95_a_pending_file_shows_its_progress_and_is_announced_at_start_and_end
     files = widget.frame.get_by_role("list", name="Files to send")
     expect(files.get_by_role("listitem")).to_have_count(1)
     bar = files.get_by_role("progressbar", name="Uploading notes.txt")
-    expect(bar).to_have_attribute("aria-valuetext", re.compile(r"^\d+% of 46 byte$"))
+    expect(bar).to_have_attribute("aria-valuetext", re.compile(r"^\d+% of 46 bytes$"))
     expect(bar).to_have_attribute("aria-valuemin", "0")
     expect(bar).to_have_attribute("aria-valuemax", "100")
     widget.wait_for_announcement("Uploading notes.txt")
@@ -97,7 +97,7 @@ def test_A95_a_pending_file_shows_its_progress_and_is_announced_at_start_and_end
     assert held, "the upload's POST was not seen"
     held[0].continue_()
     wait_until_ready(widget, "notes.txt")
-    expect(row(widget, "notes.txt")).to_contain_text("notes.txt plain text, 46 byte")
+    expect(row(widget, "notes.txt")).to_contain_text("notes.txt plain text, 46 bytes")
     expect(row(widget, "notes.txt").locator("bdi")).to_have_text("notes.txt")
     widget.wait_for_announcement("notes.txt ready")
     assert said(widget) == ["Uploading notes.txt", "notes.txt ready"]

@@ -116,7 +116,7 @@ def test_files_attached_with_the_button_arrive_byte_exact(embed, page: Page):
     widget.open()
     attach_with_button(widget, page, NOTES, SCREENSHOT)
     wait_until_ready(widget, "notes.txt", "screenshot.png")
-    expect(row(widget, "notes.txt")).to_contain_text(f"plain text, {len(NOTES[2])} byte")
+    expect(row(widget, "notes.txt")).to_contain_text(f"plain text, {len(NOTES[2])} bytes")
     preview = row(widget, "screenshot.png").locator("img")
     expect(preview).to_have_attribute("alt", "screenshot.png")
     widget.assert_accessible()  # files pending
@@ -169,7 +169,7 @@ def test_a_description_is_the_images_text_alternative_and_survives_a_reload(embe
     files = widget.turns.nth(0).locator(".chat-files > li")
     expect(files).to_have_count(2)
     expect(files.nth(0)).to_contain_text("screenshot.png")
-    expect(files.nth(0)).to_contain_text(f"PNG, {len(SCREENSHOT[2])} byte")
+    expect(files.nth(0)).to_contain_text(f"PNG, {len(SCREENSHOT[2])} bytes")
     expect(files.nth(1)).to_contain_text("notes.txt")
     image = files.nth(0).locator("img")
     expect(image).to_have_attribute("alt", "The error dialog: disk full")
