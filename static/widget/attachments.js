@@ -71,14 +71,16 @@ function blobImage(className, blob, alt) {
 
 const controllers = new WeakMap(); // panel → Attachments
 
-// chat.js: `how` is 'choose' (the Attach button), 'paste' (the pasted `files`) or 'drag'
-// (files first dragged over the panel: from then on this module follows the drag itself).
+// chat.js: `how` is 'choose' (the Attach button), 'paste' (the pasted `files`), 'drag' (files
+// first dragged over the panel: from then on this module follows the drag itself) or 'drop'
+// (`files` dropped before this module was there).
 export async function use(panel, how, files = []) {
   const attachments = await controllerOf(panel);
   if (!attachments) return; // offline before the strings came: the next use tries again
   if (how === 'choose') attachments.choose();
   else if (how === 'paste') attachments.add(files, true);
   else if (how === 'drag' && !attachments.depth) attachments.showHint();
+  else if (how === 'drop') attachments.dropped(files);
 }
 
 // chat.js restore() and submit(): a user turn's files, below its text.
@@ -511,10 +513,14 @@ class Attachments {
     root.addEventListener('drop', (event) => {
       if (!carriesFiles(event)) return;
       event.preventDefault();
-      this.depth = 0;
-      this.hint.hidden = true;
-      this.add([...event.dataTransfer.files]);
+      this.dropped([...event.dataTransfer.files]);
     });
+  }
+
+  dropped(files) {
+    this.depth = 0;
+    this.hint.hidden = true;
+    this.add(files);
   }
 
   onDrag(event) {

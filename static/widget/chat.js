@@ -129,6 +129,13 @@ export class ChatPanel {
     this.root.addEventListener('dragenter', (event) => {
       if (!this.attachments && event.dataTransfer?.types.includes('Files')) attach('drag');
     });
+    // Until it is there, a drop is still taken: the browser would open the file in the frame.
+    for (const type of ['dragover', 'drop'])
+      this.root.addEventListener(type, (event) => {
+        if (this.attachments || !event.dataTransfer?.types.includes('Files')) return;
+        event.preventDefault();
+        if (type === 'drop') attach('drop', [...event.dataTransfer.files]);
+      });
     // The files are taken during the event: its clipboard is empty after it.
     this.input.addEventListener('paste', (event) => {
       const files = [...(event.clipboardData?.files || [])];
@@ -383,7 +390,7 @@ export class ChatPanel {
   async submit() {
     this.prepareFailed = false;
     const text = this.input.value;
-    // The uploaded files (attachments.js); null while one still uploads (it says so).
+    // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).
     const files = this.attachments ? this.attachments.take() : [];
     if (!files || (!text.trim() && !files.length) || this.handoff?.send(text, files)) return; // to a person (handoff.js)
     if (this.current?.inProgress) {
@@ -624,13 +631,17 @@ class AnswerRun {
   scheduleRender() {
     if (this.renderScheduled) return;
     this.renderScheduled = true;
-    const renderDeltas = () => this.render(false);
+    const renderDeltas = () => {
+      this.renderScheduled = false;
+      this.render(false);
+    };
     if (document.visibilityState === 'visible') requestAnimationFrame(renderDeltas);
     else setTimeout(renderDeltas, 100);
   }
 
+  // Draws a frame's share; the rest is left to the next frame (one render per frame: a render
+  // outside a frame, for a snapshot or the end, does not schedule a second one).
   render(snapshot) {
-    this.renderScheduled = false;
     if (snapshot) {
       // The model's whole text supersedes any deltas not yet drawn: what the view lacks of
       // it is drawn next (from scratch if the view's text is not where it starts).

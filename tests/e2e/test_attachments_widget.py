@@ -415,3 +415,29 @@ def test_retry_after_a_refused_send_sends_the_same_files_again(embed, page: Page
     assert f"notes.txt: text, {len(NOTES[2])} bytes, SHA-256 {sha256(NOTES[2])}" in answer
     assert f"SHA-256 {sha256(SCREENSHOT[2])}, described as “A chart”" in answer
     expect(pending(widget)).to_have_count(0)  # the retry carried them
+
+
+def test_a_drop_before_the_module_has_loaded_is_still_taken(embed, page: Page):
+    """attachments.js loads on the first drag; a drop that comes before it (a slow network)
+    must neither be lost nor left to the browser, which would open the file in the panel's
+    frame: chat.js takes it and hands it over."""
+    held: list[Any] = []
+    page.route("**/widget/attachments.js", lambda route: held.append(route))
+    widget = embed()
+    widget.open()
+    carried = transfer(widget, (NOTES,))
+    prevented = widget.panel.evaluate(
+        """(panel, transfer) => ['dragenter', 'dragover', 'drop'].map((type) => !panel.dispatchEvent(
+             new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true })))""",
+        carried,
+    )
+    # dragover and drop cancelled (a drop is allowed, the browser does not open the file).
+    assert prevented[1:] == [True, True]
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the module was not asked for"
+    held[0].continue_()
+    wait_until_ready(widget, "notes.txt")
+    expect(widget.frame.locator(".chat-drop")).to_be_hidden()
