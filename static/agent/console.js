@@ -11,6 +11,7 @@
 
 import { format, plural } from '../widget/i18n.js';
 import { sha256Hex } from '../widget/sha256.js';
+import { formatSize } from '../widget/sizes.js';
 import { AgentApi, ApiError, followConversation, newRequestId } from './api.js';
 import { Notifier } from './notify.js';
 
@@ -465,19 +466,6 @@ class AgentConsole {
   fileList(conversationId, files) {
     const list = element('ul', 'transcript__files');
     list.setAttribute('aria-label', this.s.filesLabel);
-    const size = (bytes) =>
-      bytes < 1000
-        ? new Intl.NumberFormat(this.lang, {
-            style: 'unit',
-            unit: 'byte',
-            unitDisplay: 'short',
-          }).format(bytes)
-        : new Intl.NumberFormat(this.lang, {
-            style: 'unit',
-            unit: bytes < 1e6 ? 'kilobyte' : 'megabyte',
-            unitDisplay: 'short',
-            maximumFractionDigits: 1,
-          }).format(bytes < 1e6 ? bytes / 1e3 : bytes / 1e6);
     for (const file of files) {
       const url = `${this.config.apiBase}/conversations/${encodeURIComponent(conversationId)}/attachments/${encodeURIComponent(file.attachment_id)}`;
       const item = element('li', 'transcript__file');
@@ -492,7 +480,7 @@ class AgentConsole {
       link.href = url;
       link.download = file.name;
       const kind = file.type === 'text' ? this.s.fileKindText : file.type.toUpperCase();
-      link.append(element('bdi', '', file.name), ` (${kind}, ${size(file.size)})`);
+      link.append(element('bdi', '', file.name), ` (${kind}, ${formatSize(file.size, this.lang)})`);
       item.append(link);
       list.append(item);
     }

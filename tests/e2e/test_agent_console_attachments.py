@@ -63,8 +63,8 @@ def test_the_agent_sees_and_downloads_the_files_sent_with_a_question(handoff_ser
     expect(screenshot).to_be_visible()
     expect(screenshot).to_have_js_property("naturalWidth", 40)  # decoded: the real bytes arrived
     # Name, kind and size, the size in the console's language (Intl.NumberFormat, CLDR units).
-    image_link = files.get_by_role("link", name=re.compile(r"^screen\.png \(PNG, \d+ byte\)$"))
-    log_link = files.get_by_role("link", name=f"install.log (text, {len(log)} byte)", exact=True)
+    image_link = files.get_by_role("link", name=re.compile(r"^screen\.png \(PNG, \d+ bytes\)$"))
+    log_link = files.get_by_role("link", name=f"install.log (text, {len(log)} bytes)", exact=True)
     expect(image_link).to_have_attribute("download", "screen.png")
     expect(log_link).to_have_attribute("download", "install.log")
     for link, data in ((image_link, image), (log_link, log)):

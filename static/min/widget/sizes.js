@@ -1,0 +1,1 @@
+function o(t,i){const[n,e]=t>=1e6?["megabyte",1e6]:t>=1e3?["kilobyte",1e3]:["byte",1];return new Intl.NumberFormat(i,{style:"unit",unit:n,unitDisplay:e===1?"long":"short",maximumFractionDigits:1}).format(t/e)}export{o as formatSize};
