@@ -54,13 +54,16 @@ function required(root, selector) {
 }
 
 const FOLLOW_THRESHOLD_PX = 48;
-// Drawing is time-sliced (issue 16): at most this much markdown work per frame, so an answer
-// that arrives at once (every delta before the first frame, or one snapshot) is drawn over
-// several frames, never in one long task (over 50 ms, https://w3c.github.io/longtasks/).
-const FRAME_BUDGET_MS = 8;
+// Drawing is time-sliced (issue 16): an answer that arrives at once (every delta before the
+// first frame, or one snapshot) is drawn over several frames, never in one long task (over
+// 50 ms, https://w3c.github.io/longtasks/). A frame draws until FRAME_BUDGET_MS of markdown
+// work or FRAME_CHARS characters: the style and layout of what it drew take about three times
+// as long again (Chromium traces of bench/widget.py: layout is linear in the new nodes).
+const FRAME_BUDGET_MS = 3;
+const FRAME_CHARS = 16384;
 // A slice ends at a blank line near this length (else at a line's end): the blocks before
 // it are closed, so each is drawn and announced once, as in a single pass.
-const SLICE_CHARS = 4096;
+const SLICE_CHARS = 2048;
 export class ChatPanel {
   constructor(root, config) {
     if (!(root instanceof HTMLElement))
@@ -122,7 +125,15 @@ export class ChatPanel {
     // message at once (one request, not two in a row); merely opening the panel creates none.
     this.input.addEventListener('input', () => this.prepareConversation());
     this.stopButton.addEventListener('click', () => this.stop());
-    const attach = (how, files) => attachments().then((module) => module.use(this, how, files));
+    // One after another, in the order of the events (a drag's hint, then its drop), whatever
+    // order the module's loads resolve in; a failed load (offline) leaves the next one free.
+    let attaching = Promise.resolve();
+    const attach = (how, files) => {
+      attaching = attaching
+        .catch(() => {})
+        .then(attachments)
+        .then((module) => module.use(this, how, files));
+    };
     this.root
       .querySelector('[data-chat-attach]')
       ?.addEventListener('click', () => attach('choose'));
@@ -672,6 +683,7 @@ class AnswerRun {
     if (this.pendingText) this.drawnOnce = true;
     const timed = document.visibilityState === 'visible';
     const until = performance.now() + FRAME_BUDGET_MS;
+    let drawn = 0;
     while (this.pendingText) {
       const pending = this.pendingText;
       let end = pending.length;
@@ -683,7 +695,8 @@ class AnswerRun {
       }
       this.view.append(pending.slice(0, end));
       this.pendingText = pending.slice(end);
-      if (timed && performance.now() >= until) break;
+      drawn += end;
+      if (timed && (drawn >= FRAME_CHARS || performance.now() >= until)) break;
     }
   }
 
