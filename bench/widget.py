@@ -1,6 +1,6 @@
 """What the widget costs a browser: bytes, main-thread time per streamed chunk, time to first text.
 
-Run from the repository root (Chromium only, under a minute on 2 cores):
+Run from the repository root (Chromium only, about two minutes on 2 cores):
 
     .venv/bin/python bench/widget.py
 
@@ -17,7 +17,9 @@ In one run it
    each `AnswerRun.render` (split into the markdown view, the scroll
    read/write and the announcer) with performance.now(), plus the panel
    frame's long tasks (a PerformanceObserver installed before any page
-   script). Three runs:
+   script). Render is time-sliced (chat.js, a per-frame budget), so a render
+   is one frame's slice and "chars drawn" is what that frame took from the
+   pending text. Three runs:
    - DEMO_DELAY_SECONDS=0 with LOG_MAX_EVENTS=10000 (every delta stays in the
      log, so the widget applies all of them; the browser is the bottleneck);
    - the same with the default LOG_MAX_EVENTS (4096): what a reader that
@@ -27,8 +29,16 @@ In one run it
 3. measures the time from Enter to the first answer text in the widget (a
    MutationObserver on the answer body) for the seed question, at
    DEMO_DELAY_SECONDS=0.05, against a bare page on the chat server's origin
-   that POSTs the same message with fetch() and sets a div's textContent on
-   the first text.delta; interleaved, a fresh browser context each time.
+   that POSTs a conversation, then the same message, with fetch() and sets a
+   div's textContent on the first text.delta; interleaved, a fresh browser
+   context each time, median of --reps (15). The widget creates its
+   conversation on the visitor's first input event (chat.js), so the bench
+   fills the composer (one input event) and, as a person typing the question
+   would, lets up to TYPING_PAUSE_S pass (until the conversation exists)
+   before Enter; a second widget series presses Enter right after fill(), the
+   conversation request still in flight. Each rep ends at the first text's
+   next animation frame (the answer's end is not waited for: the bulk runs
+   check exactness).
 
 The chat server is `widget-server` (gunicorn + gevent, as shipped) on a free
 127.0.0.1 port, one per configuration; the host site is
@@ -76,8 +86,9 @@ BULK_QUESTION = "/scenario bulk"
 SEED_QUESTION = "which arpeggio fits Am F C G"
 TTFT_DELAY = 0.05
 PACED_DELAY = 0.001  # the bulk answer again, ~1 ms apart: about 5-10 s, many frames
-TOTAL_DEADLINE_S = 180.0
-PHASE_DEADLINES_S = {"bytes": 30.0, "bulk": 60.0, "ttft": 90.0}
+TYPING_PAUSE_S = 0.5  # at most; a person takes seconds to type the seed question
+TOTAL_DEADLINE_S = 300.0
+PHASE_DEADLINES_S = {"bytes": 30.0, "bulk": 60.0, "ttft": 180.0}
 TERMINAL = ("completed", "cancelled", "failed", "incomplete")
 
 # In every frame before any page script: long tasks, as they happen.
@@ -138,11 +149,14 @@ INSTRUMENT_SCRIPT = r"""
       timed(this, 'scrollToEnd', 'scrollToEnd');
       timed(this.announcer, 'update', 'announcer');
     }
+    // Characters this render drew: what it took from the pending text (a
+    // time-sliced render leaves the rest for the next frame); -1 for a snapshot.
     run.render = function (snapshot) {
-      const chars = snapshot ? -1 : this.pendingText.length;
+      const before = this.pendingText.length;
       for (const key in parts) parts[key] = 0;
       const t0 = performance.now();
       const result = render.call(this, snapshot);
+      const chars = snapshot ? -1 : before - this.pendingText.length;
       B.renders.push([performance.now() - t0, chars, t0, { ...parts }]);
       return result;
     };
@@ -241,7 +255,7 @@ async (question) => {
         last = type;
       }
     }
-    if (last) break;
+    if (last || first !== null) break; // the first text is what is timed
   }
   await reader.cancel().catch(() => {});
   while (firstFrame === null) await new Promise((resolve) => requestAnimationFrame(resolve));
@@ -450,7 +464,12 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
         composer = frame.locator("[data-chat-input]")
         composer.fill(BULK_QUESTION, timeout=deadline.ms(10))
         composer.press("Enter", timeout=deadline.ms(10))
-        frame.wait_for_function("() => window.__bench.end !== null", timeout=deadline.ms(), polling=100)
+        # Half a second past the end, so the end's own work (verify, tools) is in the long tasks.
+        frame.wait_for_function(
+            "() => window.__bench.end !== null && performance.now() - window.__bench.end[1] > 500",
+            timeout=deadline.ms(),
+            polling=100,
+        )
         data = frame.evaluate(
             """() => ({ bench: window.__bench, longTasks: window.__benchLongTasks || [],
                         longTaskError: window.__benchLongTaskError || null,
@@ -499,6 +518,7 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
     tail_kb = tail_r[0] / tail_r[1] * 1000 if tail_r[1] else None
     start, end = bench["enter"], bench["end"][1]
     streaming_tasks = [d for s, d in data["longTasks"] if start <= s <= end]
+    after_enter_tasks = [d for s, d in data["longTasks"] if s >= start]
     all_renders = bench["renders"]
     return {
         "first_open_gzip_bytes": dict(sorted(first_open.items())),
@@ -536,6 +556,8 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
             "while_streaming_count": len(streaming_tasks),
             "while_streaming_total_ms": r(sum(streaming_tasks), 1),
             "while_streaming_max_ms": r(max(streaming_tasks, default=0), 1),
+            "after_enter_count": len(after_enter_tasks),
+            "after_enter_max_ms": r(max(after_enter_tasks, default=0), 1),
             "whole_page_count": len(data["longTasks"]),
         },
     }
@@ -544,20 +566,38 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
 # -- phase 3: time to first text, widget vs a bare page ----------------------
 
 
-def widget_first_text(browser, host: HostSite, server: ChatServer, deadline: Deadline) -> dict:
+def widget_first_text(browser, host: HostSite, server: ChatServer, deadline: Deadline, *, typing: bool) -> dict:
+    """Enter → first answer text. `typing`: a pause after the input event, as a person typing the
+    question leaves (up to TYPING_PAUSE_S, over once the conversation exists); else Enter at once."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     context = browser.new_context()
     try:
         _page, frame = open_widget(context, host.embed_page(server.url, path="/ttft"), deadline)
         frame.evaluate(INSTRUMENT_SCRIPT)
         composer = frame.locator("[data-chat-input]")
         composer.fill(SEED_QUESTION, timeout=deadline.ms(10))
+        if typing:
+            try:
+                frame.wait_for_function(
+                    "() => !!window.chatPanel.client.conversationId",
+                    timeout=deadline.ms(TYPING_PAUSE_S),
+                    polling=10,
+                )
+            except PlaywrightTimeout:
+                pass  # a widget that creates nothing before Enter
         composer.press("Enter", timeout=deadline.ms(10))
-        frame.wait_for_function(
-            "() => window.__bench.end !== null && window.__bench.firstFrame !== null",
-            timeout=deadline.ms(20),
-            polling=50,
-        )
+        try:
+            frame.wait_for_function("() => window.__bench.firstFrame !== null", timeout=deadline.ms(20), polling=20)
+        except PlaywrightTimeout:
+            seen = frame.evaluate(
+                """() => ({ fetches: window.__bench.fetches, events: window.__bench.events.length,
+                            transcript: document.querySelector('[data-chat-transcript]').textContent.slice(0, 500),
+                            alert: document.querySelector('[data-chat-alert]').textContent })"""
+            )
+            raise RuntimeError(f"no first text in the widget: {seen}") from None
         bench = frame.evaluate("() => window.__bench")
+        state = frame.evaluate("() => window.chatPanel.current.turn.item.dataset.state")
     finally:
         context.close()
     enter = bench["enter"]
@@ -582,7 +622,7 @@ def widget_first_text(browser, host: HostSite, server: ChatServer, deadline: Dea
         "first_text_ms": bench["firstText"] - enter,
         "first_frame_ms": bench["firstFrame"] - enter,
         "steps": steps,
-        "state": bench["end"][0],
+        "state": state,
     }
 
 
@@ -604,14 +644,18 @@ def bare_first_text(browser, server: ChatServer, deadline: Deadline) -> dict:
 
 
 def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, reps: int) -> dict:
-    widget, bare = [], []
-    for rep in range(reps + 1):  # rep 0 warms up both paths and is not counted
-        w = widget_first_text(browser, host, server, deadline)
+    widget, at_once, bare = [], [], []
+    for rep in range(reps + 1):  # rep 0 warms up every path and is not counted
+        w = widget_first_text(browser, host, server, deadline, typing=True)
         b = bare_first_text(browser, server, deadline)
-        if w["state"] != "completed" or b["state"] != "message.completed":
-            raise RuntimeError(f"seed answer did not complete: widget {w}, bare {b}")
+        a = widget_first_text(browser, host, server, deadline, typing=False)
+        if w["state"] in ("failed", "incomplete") or a["state"] in ("failed", "incomplete"):
+            raise RuntimeError(f"seed answer failed in the widget: {w}, {a}")
+        if b["state"] not in (None, "message.completed"):
+            raise RuntimeError(f"seed answer failed on the bare page: {b}")
         if rep:
             widget.append(w)
+            at_once.append(a)
             bare.append(b)
     step_names = sorted(
         {k for x in widget for k in x["steps"]}, key=lambda k: statistics.median(x["steps"].get(k, 0) for x in widget)
@@ -619,10 +663,15 @@ def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, re
     steps = {k: round(statistics.median(x["steps"][k] for x in widget if k in x["steps"]), 1) for k in step_names}
     w_med = statistics.median(x["first_text_ms"] for x in widget)
     b_med = statistics.median(x["first_text_ms"] for x in bare)
+    a_med = statistics.median(x["first_text_ms"] for x in at_once)
     return {
         "question": SEED_QUESTION,
         "demo_delay_seconds": TTFT_DELAY,
         "reps": reps,
+        "typing_pause_max_s": TYPING_PAUSE_S,
+        "widget_enter_at_once_first_text_ms": [round(x["first_text_ms"], 1) for x in at_once],
+        "widget_enter_at_once_median_ms": round(a_med, 1),
+        "widget_enter_at_once_over_bare": round(a_med / b_med, 2) if b_med else None,
         "widget_first_text_ms": [round(x["first_text_ms"], 1) for x in widget],
         "widget_first_frame_ms": [round(x["first_frame_ms"], 1) for x in widget],
         "bare_first_text_ms": [round(x["first_text_ms"], 1) for x in bare],
@@ -647,6 +696,7 @@ def run_ttft(browser, host: HostSite, server: ChatServer, deadline: Deadline, re
 def markdown(report: dict) -> str:
     b, t = report["bytes"], report["first_text"]
     runs = [("bulk, no pacing", report["bulk"]), ("bulk, 1 ms pacing", report["bulk_paced"])]
+    runs.append(("bulk, no pacing, default LOG_MAX_EVENTS (one snapshot)", report["bulk_default_log"]))
     lines = ["| measure | value |", "| --- | ---: |"]
     add = lambda name, value: lines.append(f"| {name} | {value} |")  # noqa: E731
     add("loader `/widget.js`, gzip -9", f"{b['loader_gzip_bytes']:,} B")
@@ -655,7 +705,15 @@ def markdown(report: dict) -> str:
         f"{b['first_open_gzip_bytes']:,} B / {b['first_open_static_gzip_bytes']:,} B ({b['first_open_files']} files)",
     )
     for label, s in runs:
-        e, rd, rr, lt = s["on_event_ms_per_delta"], s["read_ms_per_delta"], s["render"], s["long_tasks"]
+        rr, lt = s["render"], s["long_tasks"]
+        if "on_event_ms_per_delta" not in s:  # the snapshot run: what it drew and whether it blocked
+            add(f"{label}: renders / total ms / longest", f"{rr['count']} / {rr['total_ms']} / {rr['max_ms']}")
+            add(
+                f"{label}: long tasks after Enter (count / longest ms)",
+                f"{lt['after_enter_count']} / {lt['after_enter_max_ms']}",
+            )
+            continue
+        e, rd = s["on_event_ms_per_delta"], s["read_ms_per_delta"]
         add(
             f"{label}: deltas applied / snapshots / state",
             f"{s['deltas_applied']:,} of {s['deltas_sent']:,} / {s['snapshots']} / "
@@ -687,12 +745,20 @@ def markdown(report: dict) -> str:
             f"{label}: long tasks while streaming (count / total ms / longest)",
             f"{lt['while_streaming_count']} / {lt['while_streaming_total_ms']} / {lt['while_streaming_max_ms']}",
         )
+        add(
+            f"{label}: long tasks from Enter to 0.5 s after the end (count / longest ms)",
+            f"{lt['after_enter_count']} / {lt['after_enter_max_ms']}",
+        )
         add(f"{label}: Enter → completed", f"{s['enter_to_completed_ms']:.0f} ms")
     d = report["bulk_default_log"]
     add("bulk, no pacing, default LOG_MAX_EVENTS: deltas / snapshots", f"{d['deltas_applied']} / {d['snapshots']}")
     add(
-        f"first text in the DOM, median of {t['reps']}: widget / bare page",
+        f"Enter → first text in the DOM, median of {t['reps']}: widget / bare page",
         f"{t['widget_median_ms']} / {t['bare_median_ms']} ms ({t['widget_over_bare']}×)",
+    )
+    add(
+        f"the same, Enter right after the input event, median of {t['reps']}: widget / bare page",
+        f"{t['widget_enter_at_once_median_ms']} / {t['bare_median_ms']} ms ({t['widget_enter_at_once_over_bare']}×)",
     )
     add(
         f"first text, next animation frame, median of {t['reps']}: widget / bare page",
@@ -703,7 +769,7 @@ def markdown(report: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=7, help="timed first-text repetitions per path (default 7)")
+    parser.add_argument("--reps", type=int, default=15, help="timed first-text repetitions per path (default 15)")
     parser.add_argument("--output", default=str(REPO / "bench" / "results" / "widget.json"))
     parser.add_argument(
         "--log-max-events",
@@ -762,7 +828,9 @@ def main() -> int:
                     file=sys.stderr,
                     flush=True,
                 )
-                ttft_server = ChatServer(delay=TTFT_DELAY, embed_origin=host.origin).wait_ready()
+                # 3 × 16 messages from one address: over RATE_LIMIT_MESSAGES_CLIENT (30/minute).
+                no_limits = {"WIDGET_SERVER_RATE_LIMITS": "0"}
+                ttft_server = ChatServer(delay=TTFT_DELAY, embed_origin=host.origin, extra=no_limits).wait_ready()
                 try:
                     first_text = run_ttft(browser, host, ttft_server, Deadline("ttft"), args.reps)
                 finally:

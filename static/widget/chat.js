@@ -60,7 +60,7 @@ const FOLLOW_THRESHOLD_PX = 48;
 // work or FRAME_CHARS characters: the style and layout of what it drew take about three times
 // as long again (Chromium traces of bench/widget.py: layout is linear in the new nodes).
 const FRAME_BUDGET_MS = 3;
-const FRAME_CHARS = 16384;
+const FRAME_CHARS = 8192;
 // A slice ends at a blank line near this length (else at a line's end): the blocks before
 // it are closed, so each is drawn and announced once, as in a single pass.
 const SLICE_CHARS = 2048;

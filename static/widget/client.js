@@ -45,6 +45,15 @@ const ACTION_RETRIES = 3;
 const ACTION_RETRY_BASE_MS = 500;
 const pause = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
+// A burst already received (a long answer read after it was written: thousands of events)
+// is parsed in pieces, and after READ_BUDGET_MS of parsing the browser gets a turn (a frame,
+// input), so reading never makes one long task (over 50 ms, https://w3c.github.io/longtasks/):
+// reads that resolve at once chain as microtasks, all in one task, without it.
+const FEED_BYTES = 16384;
+const READ_BUDGET_MS = 8;
+const yieldTurn = () =>
+  globalThis.scheduler?.yield ? scheduler.yield() : new Promise((resolve) => setTimeout(resolve));
+
 export class ChatClient {
   constructor({ apiBase, faults = '' }) {
     this.apiBase = apiBase.replace(/\/$/, '');
@@ -141,12 +150,21 @@ export class ChatClient {
       onEvent(event.type, data);
     });
     const reader = response.body.getReader();
+    let parsing = 0; // ms since the browser last had a turn
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
         if (onBytes) onBytes();
-        parser.feed(value);
+        for (let at = 0; at < value.length; at += FEED_BYTES) {
+          const started = performance.now();
+          parser.feed(value.subarray(at, at + FEED_BYTES));
+          parsing += performance.now() - started;
+          if (parsing > READ_BUDGET_MS) {
+            await yieldTurn();
+            parsing = 0;
+          }
+        }
       }
       parser.end();
     } finally {

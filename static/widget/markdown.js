@@ -1,5 +1,5 @@
 /* Progressive, safe markdown for streamed chat answers (CommonMark subset, GFM tables).
- * createMarkdownView(root, {strings, headingOffset, protocols}) → {update, append, finish, blocks}.
+ * createMarkdownView(root, {strings, headingOffset, protocols}) → {update, append, finish, blocks, text}.
  * Complete lines only advance the parser; a block closes when a complete line ends it,
  * is rendered once and never touched again; an update re-renders only the open tail.
  * DOM via createElement/createTextNode/setAttribute only; raw HTML stays text; links
@@ -627,5 +627,6 @@ export function createMarkdownView(root, options = {}) {
     append,
     finish,
     blocks: (from = 0) => closedBlocks.slice(from).concat(openBlocks),
+    text: () => text,
   };
 }
