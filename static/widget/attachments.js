@@ -9,6 +9,7 @@ import { ApiError, newRequestId } from './client.js';
 import { format, plural } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
+import { formatSize } from './sizes.js';
 
 const stylesheetUrl = new URL('./attachments.css', import.meta.url).href;
 
@@ -41,19 +42,6 @@ function button(className, text, onClick) {
   node.type = 'button';
   node.addEventListener('click', onClick);
   return node;
-}
-
-// Sizes in the visitor's language and decimal units, as the limits are set (10 MB = 10,000,000 B);
-// bytes spelled out ("46 bytes": CLDR's short form is "46 byte"), larger units short ("1.1 MB").
-export function formatSize(bytes, lang) {
-  const [unit, scale] =
-    bytes >= 1e6 ? ['megabyte', 1e6] : bytes >= 1e3 ? ['kilobyte', 1e3] : ['byte', 1];
-  return new Intl.NumberFormat(lang, {
-    style: 'unit',
-    unit,
-    unitDisplay: scale === 1 ? 'long' : 'short',
-    maximumFractionDigits: 1,
-  }).format(bytes / scale);
 }
 
 // An image shown from bytes this panel holds (a blob: URL; the panel's CSP allows img-src
