@@ -410,7 +410,10 @@ export class ChatPanel {
     }
     this.input.value = '';
     const item = this.addUserTurn(text, files);
-    this.scrollToEnd();
+    // A send follows the end again; the scroll waits for the frame (before its paint), so Enter
+    // forces no layout before the message is on its way (issue 16).
+    this.following = true;
+    requestAnimationFrame(() => this.scrollToEnd());
     const request = { requestId: newRequestId(), text };
     if (files.length)
       request.body = { request_id: request.requestId, text, attachments: files.map((f) => f.ref) };
