@@ -8,6 +8,7 @@ import { ApiError, ChatClient } from './client.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
+import { formatSize } from './sizes.js';
 
 const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
 const ANNOUNCE_COOKIE = 'chatwidget_announce'; // web.py reads it into the panel's config
@@ -265,13 +266,23 @@ function today() {
 
 // The completed turns as Markdown: each question and its completed answer, from the
 // server's history (the answers' Markdown source, exactly as verified; docs/accessibility.md A36).
-export function transcriptMarkdown(title, date, messages, you, assistant) {
+// A question's files follow it, one line each: name, size and the SHA-256 the server computed,
+// so the file a reader keeps can be checked against the one sent (docs/protocol.md, "History").
+export function transcriptMarkdown(title, date, messages, you, assistant, files = null) {
   const parts = [`# ${title} (${date})`];
   for (let i = 0; i + 1 < messages.length; i++) {
     const [question, answer] = [messages[i], messages[i + 1]];
     if (question.role !== 'user' || answer.role !== 'assistant' || answer.state !== 'completed')
       continue;
-    parts.push(`## ${you}`, question.text, `## ${assistant}`, answer.text);
+    parts.push(`## ${you}`);
+    if (question.text) parts.push(question.text);
+    if (files && question.attachments?.length)
+      parts.push(
+        `${files.label}\n\n${question.attachments
+          .map((file) => `- ${file.name} (${files.size(file.size)}, SHA-256 ${file.sha256})`)
+          .join('\n')}`,
+      );
+    parts.push(`## ${assistant}`, answer.text);
     i++;
   }
   return parts.length > 1 ? `${parts.join('\n\n')}\n` : '';
@@ -287,6 +298,7 @@ async function download(panel, strings) {
         await panel.client.history(),
         panel.strings.you,
         panel.strings.assistant,
+        { label: strings.transcriptFiles, size: (bytes) => formatSize(bytes, panel.config.lang) },
       );
     }
   } catch (error) {
