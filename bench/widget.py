@@ -878,10 +878,15 @@ def main() -> int:
             "method": {
                 "delta_ms": "main-thread time of AnswerRun.onEvent per text.delta (performance.now(), wrapped from the bench)",
                 "render": "main-thread time of AnswerRun.render (once per animation frame); per KB = ms / KB of pending text drawn",
-                "long_tasks": "PerformanceObserver 'longtask' in the panel frame, between Enter and the terminal state",
+                "long_tasks": "PerformanceObserver 'longtask' in the panel frame: while streaming (Enter to the terminal "
+                "state) and after Enter (to 0.5 s past the end); wall time, so a task the OS preempts on a loaded "
+                "machine counts too (see machine.load_average_1min_before_after)",
                 "first_text": "Enter keydown → MutationObserver sees non-empty answer text (widget); "
-                "fetch() call → first textContent set (bare page on the chat origin); "
-                "both in a fresh browser context, first pair not counted",
+                "fetch() call → first textContent set (bare page on the chat origin; it creates its "
+                "conversation, then posts the message); each in a fresh browser context, the first round not "
+                "counted; the widget's composer is filled (one input event, which creates the conversation) and "
+                "Enter pressed once the conversation exists (at most TYPING_PAUSE_S later), or at once "
+                "(widget_enter_at_once_*)",
             },
             "total_seconds": round(time.monotonic() - started, 1),
         }
