@@ -17,7 +17,8 @@ In one run it
    each `AnswerRun.render` (split into the markdown view, the scroll
    read/write and the announcer) with performance.now(), plus the panel
    frame's long tasks (a PerformanceObserver installed before any page
-   script). Render is time-sliced (chat.js, a per-frame budget), so a render
+   script), and a Chromium trace of the run gives each long task's CPU time
+   (wall time minus CPU is time the OS gave to other processes). Render is time-sliced (chat.js, a per-frame budget), so a render
    is one frame's slice and "chars drawn" is what that frame took from the
    pending text. Three runs:
    - DEMO_DELAY_SECONDS=0 with LOG_MAX_EVENTS=10000 (every delta stays in the
@@ -463,6 +464,7 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
         setup = frame.evaluate(INSTRUMENT_SCRIPT)
         composer = frame.locator("[data-chat-input]")
         composer.fill(BULK_QUESTION, timeout=deadline.ms(10))
+        browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
         composer.press("Enter", timeout=deadline.ms(10))
         # Half a second past the end, so the end's own work (verify, tools) is in the long tasks.
         frame.wait_for_function(
@@ -477,6 +479,7 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
                         nodes: document.querySelector('[data-chat-transcript]').getElementsByTagName('*').length,
                         state: window.chatPanel.current.turn.item.dataset.state })"""
         )
+        trace = cpu_of_long_tasks(browser.stop_tracing())
     finally:
         context.close()
     bench = data["bench"]
@@ -556,10 +559,43 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
             "while_streaming_count": len(streaming_tasks),
             "while_streaming_total_ms": r(sum(streaming_tasks), 1),
             "while_streaming_max_ms": r(max(streaming_tasks, default=0), 1),
+            "traced": trace,
             "after_enter_count": len(after_enter_tasks),
             "after_enter_max_ms": r(max(after_enter_tasks, default=0), 1),
             "whole_page_count": len(data["longTasks"]),
         },
+    }
+
+
+TRACE_CATEGORIES = ["toplevel", "devtools.timeline"]
+CPU_ROW = "the same tasks in a trace: with over 50 ms of CPU / most CPU in one (ms)"
+
+
+def cpu_of_long_tasks(trace_bytes: bytes) -> dict:
+    """From a Chromium trace of the run: the renderers' main-thread tasks over 50 ms of wall
+    time, and how much CPU (thread time) each had. A task the OS preempted on a loaded machine
+    is long in wall time with little CPU; a task with over 50 ms of CPU is the page's own work."""
+    events = json.loads(trace_bytes)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    main_threads = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"
+    }
+    long_tasks = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("name") in ("RunTask", "ThreadControllerImpl::RunTask")
+        and (e.get("pid"), e.get("tid")) in main_threads
+        and e.get("dur", 0) > 50_000
+    ]
+    cpu_ms = [e.get("tdur", 0) / 1000 for e in long_tasks]
+    return {
+        "long_tasks_wall_ms": [round(e["dur"] / 1000, 1) for e in long_tasks],
+        "long_tasks_cpu_ms": [round(ms, 1) for ms in cpu_ms],
+        "over_50_ms_of_cpu": sum(1 for ms in cpu_ms if ms > 50),
+        "max_cpu_ms": round(max(cpu_ms, default=0), 1),
     }
 
 
@@ -712,6 +748,7 @@ def markdown(report: dict) -> str:
                 f"{label}: long tasks after Enter (count / longest ms)",
                 f"{lt['after_enter_count']} / {lt['after_enter_max_ms']}",
             )
+            add(f"{label}: {CPU_ROW}", f"{lt['traced']['over_50_ms_of_cpu']} / {lt['traced']['max_cpu_ms']}")
             continue
         e, rd = s["on_event_ms_per_delta"], s["read_ms_per_delta"]
         add(
@@ -749,6 +786,7 @@ def markdown(report: dict) -> str:
             f"{label}: long tasks from Enter to 0.5 s after the end (count / longest ms)",
             f"{lt['after_enter_count']} / {lt['after_enter_max_ms']}",
         )
+        add(f"{label}: {CPU_ROW}", f"{lt['traced']['over_50_ms_of_cpu']} / {lt['traced']['max_cpu_ms']}")
         add(f"{label}: Enter → completed", f"{s['enter_to_completed_ms']:.0f} ms")
     d = report["bulk_default_log"]
     add("bulk, no pacing, default LOG_MAX_EVENTS: deltas / snapshots", f"{d['deltas_applied']} / {d['snapshots']}")
@@ -880,7 +918,9 @@ def main() -> int:
                 "render": "main-thread time of AnswerRun.render (once per animation frame); per KB = ms / KB of pending text drawn",
                 "long_tasks": "PerformanceObserver 'longtask' in the panel frame: while streaming (Enter to the terminal "
                 "state) and after Enter (to 0.5 s past the end); wall time, so a task the OS preempts on a loaded "
-                "machine counts too (see machine.load_average_1min_before_after)",
+                "machine counts too (see machine.load_average_1min_before_after); long_tasks.traced: the renderers' "
+                "main-thread tasks over 50 ms of wall time in a Chromium trace of the same run, with their CPU "
+                "(thread) time",
                 "first_text": "Enter keydown → MutationObserver sees non-empty answer text (widget); "
                 "fetch() call → first textContent set (bare page on the chat origin; it creates its "
                 "conversation, then posts the message); each in a fresh browser context, the first round not "
