@@ -472,6 +472,8 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
             timeout=deadline.ms(),
             polling=100,
         )
+        # Stopped before the bench reads its records back (serialising them is a task of its own).
+        trace = cpu_of_long_tasks(browser.stop_tracing())
         data = frame.evaluate(
             """() => ({ bench: window.__bench, longTasks: window.__benchLongTasks || [],
                         longTaskError: window.__benchLongTaskError || null,
@@ -479,7 +481,6 @@ def run_bulk(browser, host: HostSite, server: ChatServer, deadline: Deadline) ->
                         nodes: document.querySelector('[data-chat-transcript]').getElementsByTagName('*').length,
                         state: window.chatPanel.current.turn.item.dataset.state })"""
         )
-        trace = cpu_of_long_tasks(browser.stop_tracing())
     finally:
         context.close()
     bench = data["bench"]
