@@ -17,13 +17,7 @@
 
 import { newRequestId } from './client.js';
 import { format } from './i18n.js';
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
+import { element } from './lazy-parts.js';
 
 // Does every `{placeholder}` of the template have a non-empty argument?
 function fillsTemplate(template, args) {

@@ -17,7 +17,7 @@
 
 import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
-import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { element, lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
 import { reasonFor } from './refusals.js';
 
@@ -28,13 +28,6 @@ const stylesheet = linkStylesheet(new URL('./answer-tools.css', import.meta.url)
 // The server's FEEDBACK_COMMENT_MAX_CHARS default (docs/protocol.md), when the
 // panel's configuration does not say.
 const COMMENT_MAX_CHARS = 500;
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
 
 function button(text, onClick, className = 'button button--secondary tool') {
   const node = element('button', className, text);

@@ -7,7 +7,7 @@
 
 import { ApiError, newRequestId } from './client.js';
 import { format, plural } from './i18n.js';
-import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
@@ -29,20 +29,6 @@ const IMAGE_TYPES = ['png', 'jpeg', 'webp', 'gif'];
 // the server reads it as `text` when its bytes are UTF-8.
 const TEXT_LIKE = /^text\/|\/json$/;
 const DESCRIPTION_MAX_CHARS = 1000; // the message's limit per description (docs/protocol.md)
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
-function button(className, text, onClick) {
-  const node = element('button', className, text);
-  node.type = 'button';
-  node.addEventListener('click', onClick);
-  return node;
-}
 
 // An image shown from bytes this panel holds (a blob: URL; the panel's CSP allows img-src
 // blob:, docs/security.md). The URL is revoked once the image has decoded: the picture stays.

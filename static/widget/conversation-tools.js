@@ -6,7 +6,7 @@
 
 import { ApiError, ChatClient } from './client.js';
 import { format } from './i18n.js';
-import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
@@ -17,20 +17,6 @@ const YEAR_SECONDS = 31536000;
 const CANCEL_WAIT_MS = 5000;
 
 const stylesheetUrl = new URL('./conversation-tools.css', import.meta.url).href;
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
-function button(className, text, onClick) {
-  const node = element('button', className, text);
-  node.type = 'button';
-  node.addEventListener('click', onClick);
-  return node;
-}
 
 // The panel's document-level Escape closes the whole chat (chat.js bind): an Escape that
 // closes one of these must go no further.

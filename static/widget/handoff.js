@@ -18,7 +18,7 @@
 
 import { ApiError, newRequestId } from './client.js';
 import { format } from './i18n.js';
-import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 import { createEventStreamParser } from './sse.js';
@@ -49,13 +49,6 @@ const pause = (milliseconds, signal) =>
 
 const stylesheetUrl = new URL('./handoff.css', import.meta.url).href;
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
 // The agent's name inside a sentence, in <bdi> (docs/accessibility.md A68): a Hebrew name in
 // an English sentence, or a Latin one in Arabic, keeps its own order and moves no punctuation.
 function isolateName(node, name) {
@@ -66,13 +59,6 @@ function isolateName(node, name) {
     bdi.textContent = name;
     node.replaceChildren(text.slice(0, at), bdi, text.slice(at + name.length));
   }
-  return node;
-}
-
-function button(className, text, onClick) {
-  const node = element('button', className, text);
-  node.type = 'button';
-  node.addEventListener('click', onClick);
   return node;
 }
 

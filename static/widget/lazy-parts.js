@@ -1,6 +1,8 @@
 // What every lazily loaded part of the panel (answer-tools.js, conversation-tools.js,
-// outbox.js, tab-sync.js, handoff.js) needs to arrive: its strings and its stylesheet.
-// Never imported by the first open (tests/test_budgets.py): only by those modules.
+// outbox.js, tab-sync.js, handoff.js, actions.js, attachments.js) needs to arrive — its strings
+// and its stylesheet — and to draw itself: elements whose text is only ever textContent
+// (docs/security.md: no model, user or agent text becomes markup). Never imported by the first
+// open (tests/test_budgets.py): only by those modules.
 
 // The UI strings of the panel's language, fetched once for every lazy part together: the
 // groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
@@ -45,4 +47,20 @@ export function linkStylesheet(href) {
       }),
     );
   return stylesheets.get(href);
+}
+
+// An element with a class and its text (textContent: never parsed as markup).
+export function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+// A button that is never a form's submit button.
+export function button(className, text, onClick) {
+  const node = element('button', className, text);
+  node.type = 'button';
+  node.addEventListener('click', onClick);
+  return node;
 }
