@@ -59,12 +59,18 @@ def seed_answers() -> dict:
 
 
 # The API's integration tests (tests/test_api_*.py) run once per store: the
-# embedded memory store and a real redis-server, so both keep the same promises.
-STORE_KINDS = ("memory", "redis")
+# embedded memory store, a real redis-server and a real Redis Cluster of three
+# masters (tests/redis_support.py), so all keep the same promises.
+STORE_KINDS = ("memory", "redis", "cluster")
 # …and those that serve the chat over HTTP run once more mounted at /chat inside a site's own
 # Flask app (widget_server/mount.py `init_app`), on the memory store: the same behaviour and
 # tests as the stand-alone server (issue 14). (store kind, mount path), by id.
-SERVINGS = {"memory": ("memory", ""), "redis": ("redis", ""), "mounted": ("memory", "/chat")}
+SERVINGS = {
+    "memory": ("memory", ""),
+    "redis": ("redis", ""),
+    "cluster": ("cluster", ""),
+    "mounted": ("memory", "/chat"),
+}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -108,6 +114,26 @@ def redis_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster():
+    from .redis_support import RedisClusterServers
+
+    cluster = RedisClusterServers().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def shared_store(request, store_kind):
+    """The Redis (or Redis Cluster) the test's servers share, emptied: for tests of what every
+    conversation of a store shares (the hand-off desk, presence). None on the memory store."""
+    if store_kind == "memory":
+        return None
+    server = request.getfixturevalue("redis_cluster" if store_kind == "cluster" else "redis_server")
+    server.flush()
+    return server
+
+
 @pytest.fixture(scope="module")
 def serving(request) -> tuple[str, str]:
     """(store kind, mount path): tests outside tests/test_api_*.py use the memory store, stand-alone,
@@ -129,7 +155,7 @@ def url_prefix(serving) -> str:
 def store_config(request, store_kind) -> dict[str, Any]:
     if store_kind == "memory":
         return {}
-    server = request.getfixturevalue("redis_server")
+    server = request.getfixturevalue("redis_cluster" if store_kind == "cluster" else "redis_server")
     return {"STORE": server.url}
 
 

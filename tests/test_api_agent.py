@@ -31,11 +31,9 @@ def smtp():
 
 
 @pytest.fixture
-def app(request, store_kind, tmp_path, store_config, smtp):
-    if store_kind == "redis":
-        # The queue, the inbox and presence are shared by every conversation of a store:
-        # each test starts with an empty one (as tests/test_api_handoff.py does).
-        request.getfixturevalue("redis_server").flush()
+def app(request, store_kind, tmp_path, store_config, smtp, shared_store):
+    # shared_store: the queue, the inbox and presence are shared by every conversation of a
+    # store: each test starts with an empty one (as tests/test_api_handoff.py does).
     path = tmp_path / "agents.json"
     write_agents(path)
     smtp.inbox.mails.clear()
@@ -435,16 +433,14 @@ class HttpAgent:
 
 
 def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
-    request, store_kind, tmp_path, live_server_factory, chat_factory
+    request, store_kind, tmp_path, live_server_factory, chat_factory, shared_store
 ):
-    if store_kind == "redis":
-        request.getfixturevalue("redis_server").flush()
     path = tmp_path / "agents.json"
     write_agents(path)
     console_host = live_server_factory(AGENTS_FILE=str(path))
     # On Redis the visitor is served by another server (another worker or host); in memory, one
     # process is the whole deployment.
-    visitor_host = live_server_factory(AGENTS_FILE=str(path)) if store_kind == "redis" else console_host
+    visitor_host = live_server_factory(AGENTS_FILE=str(path)) if shared_store else console_host
     agent = HttpAgent(console_host.url)
     agent.sign_in("alice")
     assert agent.get("/queue").status_code == 200  # present

@@ -19,10 +19,8 @@ from .test_api_agent import Agent, Visitor, sse_events
 
 
 @pytest.fixture
-def app(request, store_kind, tmp_path, store_config):
-    if store_kind == "redis":
-        # The queue and presence are shared by every conversation of a store: start empty.
-        request.getfixturevalue("redis_server").flush()
+def app(request, store_kind, tmp_path, store_config, shared_store):
+    # shared_store: the queue and presence are shared by every conversation of a store: start empty.
     path = tmp_path / "agents.json"
     write_agents(path)
     return create_app({**TEST_CONFIG, **store_config, "AGENTS_FILE": str(path)}, environ={})

@@ -23,7 +23,6 @@ from typing import Any, BinaryIO
 
 import httpx
 import pytest
-import redis
 
 from widget_server.app import create_app
 from widget_server.attachments.directory_store import MARKER, DirectoryAttachmentStore
@@ -35,6 +34,7 @@ from . import attachment_samples as samples
 from .conftest import TEST_CONFIG
 from .helpers import ChatClient, assert_json_error, wait_until
 from .processes import ServerProcess
+from .redis_support import keys_naming, keyspace_of, redis_client
 
 ALLOWED = ["png", "jpeg", "webp", "gif", "pdf", "text", "csv"]
 
@@ -77,12 +77,8 @@ def traces(server, store_kind: str, conversation_id: str) -> list[str]:
     """What is left of the conversation's attachments: files under the directory store's
     folder, or Redis keys naming the conversation (SCAN over all keys)."""
     store = attachment_store(server)
-    if store_kind == "redis":
-        client = redis.Redis.from_url(server.app.config["WIDGET_SERVER"]["STORE"], decode_responses=True)
-        try:
-            return sorted(key for key in client.scan_iter(count=1000) if conversation_id in key)
-        finally:
-            client.close()
+    if store_kind != "memory":
+        return keys_naming(server.app.config["WIDGET_SERVER"]["STORE"], {conversation_id})
     left = []
     for folder, _dirs, files in os.walk(store.root):
         left += [os.path.join(folder, name) for name in files if conversation_id in folder]
@@ -93,11 +89,12 @@ def traces(server, store_kind: str, conversation_id: str) -> list[str]:
 def attachment_traces(server, store_kind: str, conversation_id: str, attachment_id: str) -> list[str]:
     """What is left of one attachment: its file, or on Redis the hash fields naming it (its
     meta, the entry of its idempotency key, its chunks)."""
-    if store_kind != "redis":
+    if store_kind == "memory":
         return [trace for trace in traces(server, store_kind, conversation_id) if attachment_id in trace]
-    client = redis.Redis.from_url(server.app.config["WIDGET_SERVER"]["STORE"], decode_responses=True)
+    url = server.app.config["WIDGET_SERVER"]["STORE"]
+    client = redis_client(url, decode_responses=True)
     try:
-        conv = f"cw:conv:{conversation_id}"
+        conv = keyspace_of(url).conversation(conversation_id)
         meta = client.hgetall(conv + META_SUFFIX)
         found = [f"{field}={value}" for field, value in meta.items() if attachment_id in field + value]
         found += [field for field in client.hkeys(conv + BYTES_SUFFIX) if attachment_id in field]
@@ -329,7 +326,7 @@ def test_large_files_are_kept_and_deleted_whole(live_server_factory, chat_factor
     assert sha256(download(chat, body["attachment_id"]).content) == sha256(data)
     left = attachment_traces(server, store_kind, chat.conversation_id, body["attachment_id"])
     # Redis: its meta, its key's entry and 8 chunks of 256 KiB; the directory: its file.
-    assert len(left) == (2 + 8 if store_kind == "redis" else 1), left
+    assert len(left) == (2 + 8 if store_kind != "memory" else 1), left
     assert chat.http.delete(f"{attachments_url(chat)}/{body['attachment_id']}", headers=chat.auth).status_code == 204
     assert attachment_traces(server, store_kind, chat.conversation_id, body["attachment_id"]) == []
     again = upload(chat, data, "big.txt", headers={"Idempotency-Key": "big-1"}).json()  # the key was freed too
@@ -386,9 +383,10 @@ def test_attachments_expire_with_the_conversation(live_server_factory, chat_fact
     chat = chat_factory(server)
     assert upload(chat, samples.gif(2, 2), "a.gif").status_code == 201
     assert traces(server, store_kind, chat.conversation_id)
-    if store_kind == "redis":
-        client = redis.Redis.from_url(server.app.config["WIDGET_SERVER"]["STORE"])
-        conv = f"cw:conv:{chat.conversation_id}"
+    if store_kind != "memory":
+        url = server.app.config["WIDGET_SERVER"]["STORE"]
+        client = redis_client(url)
+        conv = keyspace_of(url).conversation(chat.conversation_id)
         # Under the conversation's TTL, refreshed with it.
         assert 0 < client.pttl(conv + META_SUFFIX) <= client.pttl(conv) + 50
         assert 0 < client.pttl(conv + BYTES_SUFFIX) <= client.pttl(conv) + 50
@@ -418,7 +416,7 @@ def test_uploads_count_against_the_conversations_rate_limit(live_server_factory,
 
 
 def test_the_directory_store_is_bounded_in_total(live_server_factory, chat_factory, store_kind):
-    if store_kind == "redis":
+    if store_kind != "memory":
         pytest.skip("ATTACHMENTS_DIR_MAX_BYTES bounds the directory store; Redis is bounded by its maxmemory")
     server = live_server_factory(ATTACHMENTS_DIR_MAX_BYTES=2000)
     first, second = chat_factory(server), chat_factory(server)

@@ -15,13 +15,13 @@ import time
 
 import httpx
 import pytest
-import redis
 
 from widget_server.generation import RunKeeper
 from widget_server.sse import EventStreamParser
 from widget_server.transport import CONVERSATION_COOKIE
 
 from .helpers import ChatClient, CountingBackend, StreamResult, assert_json_error, wait_until
+from .redis_support import keys_naming, keyspace_of
 from .test_scale_out import metric_value
 
 
@@ -34,18 +34,6 @@ def _count(server) -> CountingBackend:
 def delete_conversation(chat: ChatClient, token: str | None = None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token or chat.token}"}
     return chat.http.delete(f"/api/v1/conversations/{chat.conversation_id}", headers=headers)
-
-
-def redis_keys_naming(url: str, names: set[str]) -> list[str]:
-    """Every key in the Redis at `url` whose name contains one of `names` (SCAN, all of it),
-    and the compaction set's members among them."""
-    client = redis.Redis.from_url(url, decode_responses=True)
-    try:
-        found = [key for key in client.scan_iter(count=1000) if any(name in key for name in names)]
-        found += [f"cw:compact member {m}" for m in client.zrange("cw:compact", 0, -1) if m in names]
-        return sorted(found)
-    finally:
-        client.close()
 
 
 def memory_traces(server, names: set[str]) -> list[str]:
@@ -67,8 +55,8 @@ def store_url(server) -> str:
 
 def traces(server, store_kind: str, names: set[str]) -> list[str]:
     """Whatever of `names` the server's store (and rate limits) still hold."""
-    if store_kind == "redis":
-        return redis_keys_naming(store_url(server), names)
+    if store_kind != "memory":
+        return keys_naming(store_url(server), names)
     return memory_traces(server, names)
 
 
@@ -145,8 +133,8 @@ def test_delete_removes_every_trace_of_the_conversation_at_once(live_server_fact
     assert any(chat.conversation_id in t and "messages_conversation" in t for t in before), before
     for name in (chat.conversation_id, completed.message_id, failed.message_id, cancelled.message_id, action_id):
         assert any(name in t for t in before), (name, before)
-    if store_kind == "redis":
-        assert f"cw:conv:{chat.conversation_id}:feedback" in before
+    if store_kind != "memory":
+        assert keyspace_of(store_url(server)).conversation(chat.conversation_id) + ":feedback" in before
 
     response = delete_conversation(chat)
 
@@ -206,7 +194,7 @@ def test_a_delete_on_another_worker_stops_the_answer_and_leaves_no_key(live_serv
     """Two servers on one Redis: the answer runs on one, the delete lands on the other. The
     generating worker notices (its RunKeeper), stops the backend, and a lease renewal
     brings back no key."""
-    if store_kind != "redis":
+    if store_kind == "memory":
         pytest.skip("the memory store lives in one process: no other worker can share the conversation")
     generating = live_server_factory()
     counting = _count(generating)
@@ -222,12 +210,12 @@ def test_a_delete_on_another_worker_stops_the_answer_and_leaves_no_key(live_serv
     assert wait_until(lambda: counting.closed == 1, timeout=2 * RunKeeper.TICK_SECONDS + 1)
     reader.join(timeout=5)
     assert not reader.is_alive()
-    assert redis_keys_naming(store_url(generating), {chat.conversation_id, running.message_id}) == []
+    assert keys_naming(store_url(generating), {chat.conversation_id, running.message_id}) == []
     # A renewal racing the delete (the keeper's tick, just after it) brings back no lease:
     # renewing is refused for a message that is no longer running or no longer exists.
     store = generating.service.store
     assert store.keep_runs([running.message_id], renew=True) == {running.message_id: None}
-    assert redis_keys_naming(store_url(generating), {chat.conversation_id, running.message_id}) == []
+    assert keys_naming(store_url(generating), {chat.conversation_id, running.message_id}) == []
 
 
 def test_only_the_conversations_own_token_deletes_it(live_server, chat_factory):

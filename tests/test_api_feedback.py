@@ -217,13 +217,14 @@ def test_feedback_expires_with_its_conversation(live_server_factory, chat_factor
     answer = answered(chat, "r1")
     assert put(chat, answer, {"rating": "up"}).status_code == 200
     store = server.service.store
-    if store_kind == "redis":
+    if store_kind != "memory":
         # Its key lives as long as the conversation's, refreshed with it.
-        ttl = store.redis.ttl(f"cw:conv:{chat.conversation_id}:feedback")
+        key = store.keys.conversation(chat.conversation_id) + ":feedback"
+        ttl = store.redis.ttl(key)
         assert 0 < ttl <= 600, ttl
-        store.redis.expire(f"cw:conv:{chat.conversation_id}:feedback", 5)
+        store.redis.expire(key, 5)
         assert chat.history().status_code == 200  # a use of the conversation refreshes every key of it
-        assert store.redis.ttl(f"cw:conv:{chat.conversation_id}:feedback") > 5
+        assert store.redis.ttl(key) > 5
     else:
         # In memory it is part of the conversation's record, forgotten with it when it expires.
         assert chat.conversation_id in store.feedback_conversations()

@@ -18,7 +18,7 @@ import pytest
 from widget_server.handoff.service import HandoffService
 
 from .helpers import ChatClient, CountingBackend, assert_json_error
-from .test_api_delete_conversation import redis_keys_naming
+from .redis_support import keys_naming
 from .test_scale_out import metric_value
 
 ON = {"HANDOFF": "on"}
@@ -55,8 +55,8 @@ def history(chat: ChatClient) -> list[dict]:
 def empty_store(request, store_kind):
     """Each test starts with nobody present and nobody queued: the desk and the agents'
     presence are shared by every conversation of a store, so one test's would be another's."""
-    if store_kind == "redis":
-        request.getfixturevalue("redis_server").flush()
+    if store_kind != "memory":
+        request.getfixturevalue("shared_store")
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_twenty_concurrent_claims_across_two_app_instances_have_one_winner(
     first = live_server_factory(**ON)
     # On Redis, a second app instance on the same redis-server (another worker or host);
     # the memory store lives in one process, so its race is among threads of one.
-    second = live_server_factory(**ON) if store_kind == "redis" else first
+    second = live_server_factory(**ON) if store_kind != "memory" else first
     chat = chat_factory(first)
     handoff_of(first).agent_seen("ana")
     assert ask(chat).json()["state"] == "queued"
@@ -236,8 +236,8 @@ def test_deleting_the_conversation_forgets_its_hand_off(store_kind, server, chat
     assert handoff.messages(chat.conversation_id) == []
     assert handoff.state(other.conversation_id) == {"state": "queued", "position": 1}
     assert_json_error(ask(chat), 404, "not_found")
-    if store_kind == "redis":  # no key naming it remains (docs/protocol.md, "Deleting a conversation")
-        assert redis_keys_naming(server.app.config["WIDGET_SERVER"]["STORE"], {chat.conversation_id}) == []
+    if store_kind != "memory":  # no key naming it remains (docs/protocol.md, "Deleting a conversation")
+        assert keys_naming(server.app.config["WIDGET_SERVER"]["STORE"], {chat.conversation_id}) == []
     else:
         store = handoff.store
         assert not [key for key in store._records if chat.conversation_id in key]

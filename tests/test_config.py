@@ -89,6 +89,10 @@ def test_environment_bad_value_is_refused_even_if_explicit_overrides_it():
         ("ENV", "staging"),
         ("LOG_LEVEL", "LOUD"),
         ("STORE", "redis"),
+        ("STORE", "redis+cluster://"),
+        ("STORE", "redis+cluster://127.0.0.1"),
+        ("STORE", "redis+cluster://127.0.0.1:7000,:7001"),
+        ("STORE", "redis+cluster://127.0.0.1:70000"),
         ("MESSAGE_TIME_LIMIT_SECONDS", "-5"),
         ("MAX_BODY_BYTES", "10"),
     ],
@@ -187,3 +191,11 @@ def test_create_app_applies_precedence():
     app = create_app({"RETRY_MS": 5}, environ={"WIDGET_SERVER_RETRY_MS": "7", "WIDGET_SERVER_MAX_BODY_BYTES": "1024"})
     assert app.config["WIDGET_SERVER"]["RETRY_MS"] == 5
     assert app.config["MAX_CONTENT_LENGTH"] == 1024
+
+
+def test_a_redis_cluster_store_is_its_seed_nodes_and_credentials():
+    from widget_server.store_url import cluster_nodes
+
+    url = "redis+cluster://app:p%40ss@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002"
+    assert load_settings(environ={ENV_PREFIX + "STORE": url, ENV_PREFIX + "WORKERS": "2"})["STORE"] == url
+    assert cluster_nodes(url) == ([("10.0.0.1", 7000), ("10.0.0.2", 7001), ("::1", 7002)], "app", "p@ss")

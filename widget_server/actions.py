@@ -343,7 +343,7 @@ def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, 
             ErrorCode.VALIDATION, f"action {proposal.name!r} proposed with invalid arguments: {error}"
         ) from None
     return ActionRecord(
-        action_id=new_id(ACTION_PREFIX),
+        action_id=new_id(ACTION_PREFIX, conversation_id),
         conversation_id=conversation_id,
         message_id=message_id,
         name=proposal.name,

@@ -21,6 +21,8 @@ from typing import Any
 from . import theme
 from .attachments.sniff import parse_types
 from .handoff.hours import ALWAYS_OPEN, parse_hours, parse_timezone
+from .store_url import CLUSTER_SCHEME, BadStoreUrl, cluster_nodes
+from .store_url import SCHEMES as REDIS_SCHEMES
 
 ENV_PREFIX = "WIDGET_SERVER_"
 
@@ -324,7 +326,7 @@ SETTINGS: tuple[Setting, ...] = (
         "STORE",
         _parse_str,
         "memory",
-        "Where conversations and message logs live: `memory` (one worker process only) or `redis://HOST:PORT/DB` (shared by workers and hosts).",
+        "Where conversations and message logs live: `memory` (one worker process only), `redis://HOST:PORT/DB` (shared by workers and hosts) or `redis+cluster://HOST:PORT[,HOST:PORT…]` (a Redis Cluster, from seed nodes).",
     ),
     Setting("WORKERS", _parse_int, 1, "Worker processes for `widget-server` (the memory store allows only 1).", 1, 64),
     Setting("WORKER_CONNECTIONS", _parse_int, 2000, "Concurrent connections each gevent worker accepts.", 10, 100_000),
@@ -907,5 +909,13 @@ def _check_together(values: Settings) -> None:
             "WORKERS: the memory store lives in one process, so resume and cancel would break "
             "across several workers; use WORKERS=1 or a shared store"
         )
-    if values["STORE"] != "memory" and not values["STORE"].startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigError(f"STORE: {values['STORE']!r} is not a store (use memory or redis://HOST:PORT/DB)")
+    if values["STORE"] != "memory" and not values["STORE"].startswith(REDIS_SCHEMES):
+        raise ConfigError(
+            f"STORE: {values['STORE']!r} is not a store "
+            "(use memory, redis://HOST:PORT/DB or redis+cluster://HOST:PORT[,HOST:PORT…])"
+        )
+    if values["STORE"].startswith(CLUSTER_SCHEME):
+        try:
+            cluster_nodes(values["STORE"])
+        except BadStoreUrl as error:
+            raise ConfigError(f"STORE: {values['STORE']!r}: {error} (redis+cluster://HOST:PORT[,HOST:PORT…])") from None

@@ -49,9 +49,12 @@ ACTION_PREFIX = "a_"
 _ID_RANDOM_BYTES = 12
 
 
-def new_id(prefix: str) -> str:
-    """A fresh id: `prefix` and 96 random bits, URL-safe (so it matches ID_PATTERN)."""
-    return prefix + secrets.token_urlsafe(_ID_RANDOM_BYTES)
+def new_id(prefix: str, near: str = "") -> str:
+    """A fresh id: `prefix` and 96 random bits, URL-safe (so it matches ID_PATTERN). An id made
+    for a conversation is `near` its id: its last character is the conversation id's (90 random
+    bits left), which keeps its keys in the conversation's Redis Cluster slot (stores/keyspace.py)."""
+    random_part = secrets.token_urlsafe(_ID_RANDOM_BYTES)
+    return prefix + (random_part[:-1] + near[-1] if near else random_part)
 
 
 def is_id(value: str) -> bool:

@@ -32,9 +32,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import Flask, current_app, request
@@ -46,6 +47,7 @@ from .transport import authorize, settings
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
+    from limits.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -140,21 +142,42 @@ _ENDPOINT_LIMITS = {
 class RateLimits:
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
         from limits import parse_many
-        from limits.storage import storage_from_string
-        from limits.strategies import MovingWindowRateLimiter
 
         self.metrics = metrics
         self.items = {
             limit.name: parse_many(settings[limit.setting]) if settings[limit.setting] else [] for limit in _LIMITS
         }
-        store = settings["STORE"]
-        if store == "memory":
-            self.storage = storage_from_string("memory://")
-        else:
-            self.storage = storage_from_string(
-                store, key_prefix=KEY_PREFIX, wrap_exceptions=True, socket_connect_timeout=1
-            )
-        self.limiter = MovingWindowRateLimiter(self.storage)
+        self._store_url = settings["STORE"]
+        self._storage: Any = None
+        self._limiter: MovingWindowRateLimiter | None = None
+        self._made = threading.Lock()
+
+    @property
+    def storage(self) -> Any:
+        self._ready()
+        return self._storage
+
+    def _ready(self) -> MovingWindowRateLimiter:
+        """The limiter, its storage made on first use: a Redis Cluster's client reads the
+        cluster's slot map when it is made, so a server (or a worker restarted) while the
+        cluster is down starts anyway, and limits are counted once it answers (as _hit says)."""
+        from limits.errors import StorageError
+        from limits.storage import storage_from_string
+        from limits.strategies import MovingWindowRateLimiter
+
+        with self._made:
+            if self._limiter is None:
+                try:
+                    if self._store_url == "memory":
+                        self._storage = storage_from_string("memory://")
+                    else:
+                        self._storage = storage_from_string(
+                            self._store_url, key_prefix=KEY_PREFIX, wrap_exceptions=True, socket_connect_timeout=1
+                        )
+                except Exception as error:  # the library's own, or redis-py's for an unreachable cluster
+                    raise StorageError(error) from error
+                self._limiter = MovingWindowRateLimiter(self._storage)
+            return self._limiter
 
     def check(self) -> None:
         if not request.path.startswith("/api/v1/"):
@@ -178,9 +201,10 @@ class RateLimits:
         from limits.errors import StorageError
 
         try:
-            if self.limiter.hit(item, limit.name, key):
+            limiter = self._ready()
+            if limiter.hit(item, limit.name, key):
                 return
-            reset = self.limiter.get_window_stats(item, limit.name, key).reset_time
+            reset = limiter.get_window_stats(item, limit.name, key).reset_time
         except StorageError as error:
             log.warning("rate limit %s not checked: its storage is unavailable: %s", limit.name, error)
             return

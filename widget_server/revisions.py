@@ -101,7 +101,11 @@ def replace(
     def claim() -> Claim:
         try:
             return chat.store.claim_revision(
-                conversation_id, request_id, fingerprint(revision), revision, new_id(ASSISTANT_MESSAGE_PREFIX)
+                conversation_id,
+                request_id,
+                fingerprint(revision),
+                revision,
+                new_id(ASSISTANT_MESSAGE_PREFIX, conversation_id),
             )
         except RevisionRefused as refusal:  # the turn changed since check_target: a racing revision or send
             raise refused(refusal.reason, revision) from None

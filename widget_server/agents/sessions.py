@@ -141,11 +141,11 @@ class RedisSessions(SessionStore):
         self.redis = client
 
     def _call(self, operation: Callable[[], Any]) -> Any:
-        from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
+        from ..stores.redis_connection import connection_trouble
 
         try:
             return operation()
-        except (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError) as error:
+        except connection_trouble() as error:
             # errorhandlers.py answers 503 `store_unavailable`, as for the chat store itself.
             raise StoreUnavailable(f"redis: {type(error).__name__}: {error}") from error
 

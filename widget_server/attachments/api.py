@@ -173,7 +173,7 @@ def upload_attachment(conversation_id: str) -> Response:
                 stream, upload.filename or "", values["ATTACHMENT_TYPES"], values["ATTACHMENT_IMAGE_MAX_PIXELS"]
             )
             meta = AttachmentMeta(
-                attachment_id=new_id(ATTACHMENT_PREFIX),
+                attachment_id=new_id(ATTACHMENT_PREFIX, conversation_id),
                 conversation_id=conversation_id,
                 name=display_name(upload.filename, found.type),
                 type=found.type,

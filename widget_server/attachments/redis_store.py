@@ -25,7 +25,9 @@ import io
 import json
 from typing import Any, BinaryIO
 
-from ..stores.redis import PREFIX, unavailable_on_connection_errors
+from ..stores.keyspace import Keyspace
+from ..stores.redis import unavailable_on_connection_errors
+from ..stores.redis_connection import is_cluster
 from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone
 
 META_SUFFIX = ":attachments"
@@ -78,10 +80,11 @@ class RedisAttachmentStore(AttachmentStore):
         self.redis = client
         self._put = client.register_script(_PUT)
         self._delete = client.register_script(_DELETE)
+        # The conversation's keys' names, with its cluster hash tag on a cluster.
+        self._keyspace = Keyspace(cluster=is_cluster(client))
 
-    @staticmethod
-    def _conv(conversation_id: str) -> str:
-        return f"{PREFIX}conv:{conversation_id}"
+    def _conv(self, conversation_id: str) -> str:
+        return self._keyspace.conversation(conversation_id)
 
     def _keys(self, conversation_id: str) -> tuple[str, str]:
         conv = self._conv(conversation_id)

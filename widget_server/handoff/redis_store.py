@@ -11,8 +11,10 @@ write, as the conversation's own keys do):
 
 Every commit is one Lua script (_COMMIT): it compares the version of every record the
 transaction read and, only if none changed, writes the records and appends the events, so
-it is the compare-and-set of every hand-off transition (store.py). Like the chat store's
-scripts that touch several conversations' keys, it is for one Redis server, not a Cluster.
+it is the compare-and-set of every hand-off transition (store.py). A commit touches the desk
+and several conversations' records at once, so on a Redis Cluster every hand-off key carries
+one hash tag, `cw:{handoff}:…` (stores/keyspace.py, HANDOFF_TAG): one slot, one shard, for
+the hand-off's few writes a minute; the answers' streams spread over the shards.
 Readers wait in a TailHub (stores/redis_tail.py: one XREAD per process for every log).
 
 Bounds (docs/security.md, "Memory"): every key expires with its conversation, each log is
@@ -28,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from ..stores.redis import PREFIX, unavailable_on_connection_errors
+from ..stores.redis import unavailable_on_connection_errors
 from .store import DESK, INBOX, Commit, HandoffStore
 
 # KEYS: the records read (as many as ARGV[3]'s records), then one events key per log
@@ -66,17 +68,14 @@ return 1
 """
 
 
-def _record_key(name: str) -> str:
+def _record_key(prefix: str, name: str) -> str:
     if name in (DESK, INBOX):
-        return f"{PREFIX}handoff:{name}"
-    return f"{PREFIX}{name}:handoff"  # conv:<cid> → cw:conv:<cid>:handoff
+        return f"{prefix}handoff:{name}"
+    return f"{prefix}{name}:handoff"  # conv:<cid> → cw:conv:<cid>:handoff
 
 
-def _events_key(conversation_id: str) -> str:
-    return f"{PREFIX}conv:{conversation_id}:handoff:events"
-
-
-_PRESENCE_KEY = f"{PREFIX}handoff:presence"
+def _events_key(prefix: str, conversation_id: str) -> str:
+    return f"{prefix}conv:{conversation_id}:handoff:events"
 
 
 @unavailable_on_connection_errors
@@ -84,15 +83,19 @@ class RedisHandoffStore(HandoffStore):
     shared = True
 
     def __init__(self, client: Any, *, max_events: int = 500, ttl: float = 86400.0) -> None:
-        from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
-        from ..stores.redis_tail import TailHub
+        from ..stores.keyspace import Keyspace
+        from ..stores.redis_connection import connection_trouble, is_cluster
+        from ..stores.redis_tail import tail_hub
 
         self.redis = client
         self.max_events = max_events
         self._ttl = max(1, int(ttl))
         self._commit = client.register_script(_COMMIT)
-        self._tail = TailHub(client, (ConnectionError, TimeoutError, BusyLoadingError), max_events=max_events)
+        self._tail = tail_hub(client, connection_trouble(), max_events=max_events)
+        # On a cluster every hand-off key shares one slot (keyspace.HANDOFF_TAG): a commit is one
+        # script over the desk and the conversations it changes.
+        self._prefix = Keyspace(cluster=is_cluster(client)).handoff_prefix
 
     def close(self) -> None:
         self._tail.close()
@@ -100,7 +103,7 @@ class RedisHandoffStore(HandoffStore):
     def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
         pipe = self.redis.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(_record_key(key), "v", "d")
+            pipe.hmget(_record_key(self._prefix, key), "v", "d")
         found: dict[str, tuple[int, dict[str, Any] | None]] = {}
         for key, (version, data) in zip(keys, pipe.execute(), strict=True):
             found[key] = (0, None) if version is None else (int(version), json.loads(data))
@@ -120,20 +123,20 @@ class RedisHandoffStore(HandoffStore):
         logs: list[list[Any]] = []
         log_keys: list[str] = []
         for conversation_id in change.drop_logs:
-            log_keys.append(_events_key(conversation_id))
+            log_keys.append(_events_key(self._prefix, conversation_id))
             logs.append(["del", []])
         for conversation_id, events in change.events.items():
-            log_keys.append(_events_key(conversation_id))
+            log_keys.append(_events_key(self._prefix, conversation_id))
             logs.append(["add", [[seq, raw] for seq, raw in events]])
         spec = json.dumps({"records": records, "logs": logs}, ensure_ascii=False)
         # cjson decodes an empty JSON array as an empty object; Lua's ipairs walks both alike.
         applied = self._commit(
-            keys=[_record_key(name) for name in names] + log_keys, args=[self._ttl, self.max_events, spec]
+            keys=[_record_key(self._prefix, name) for name in names] + log_keys, args=[self._ttl, self.max_events, spec]
         )
         return bool(applied)
 
     def read_events(self, conversation_id: str, after_seq: int, timeout: float) -> list[tuple[int, str]] | None:
-        key = _events_key(conversation_id)
+        key = _events_key(self._prefix, conversation_id)
         tail_key = key.encode()
         buffered = self._tail.peek(tail_key, after_seq)
         if buffered is None:
@@ -158,10 +161,10 @@ class RedisHandoffStore(HandoffStore):
 
     def seen(self, agent_name: str, when: float) -> None:
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hset(_PRESENCE_KEY, agent_name, repr(when))
-        pipe.expire(_PRESENCE_KEY, self._ttl)
+        pipe.hset(self._prefix + "handoff:presence", agent_name, repr(when))
+        pipe.expire(self._prefix + "handoff:presence", self._ttl)
         pipe.execute()
 
     def presence(self) -> dict[str, float]:
-        found = cast("dict[bytes, bytes]", self.redis.hgetall(_PRESENCE_KEY))
+        found = cast("dict[bytes, bytes]", self.redis.hgetall(self._prefix + "handoff:presence"))
         return {name.decode(): float(when) for name, when in found.items()}

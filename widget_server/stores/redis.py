@@ -80,12 +80,14 @@ from .base import (
     backend_history,
 )
 
+# Key names, with a Redis Cluster's hash tags or without (keyspace.py). Ended messages whose
+# logs are still whole wait in a compact set, scored by when to compact them (unix ms).
+from .keyspace import PREFIX, Keyspace, bucket
+from .redis_connection import connect, connection_trouble, is_cluster
+
 if TYPE_CHECKING:
     from redis.typing import StreamEntry
 
-PREFIX = "cw:"
-# Ended messages whose logs are still whole, scored by when to compact them (unix ms).
-_COMPACT_KEY = f"{PREFIX}compact"
 
 # KEYS: conv, exchanges, requests, msg, lease
 # ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner
@@ -380,9 +382,7 @@ StoreClass = TypeVar("StoreClass", bound=type)
 def unavailable_on_connection_errors(cls: StoreClass) -> StoreClass:
     """Every public method raises StoreUnavailable for Redis connection trouble (the chat
     store here, the hand-off store in handoff/redis_store.py), so the transport answers 503."""
-    from redis.exceptions import BusyLoadingError, ConnectionError, ReadOnlyError, TimeoutError
-
-    trouble = (ConnectionError, TimeoutError, BusyLoadingError, ReadOnlyError)
+    trouble = connection_trouble()
 
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
@@ -414,10 +414,6 @@ class RedisStore(Store):
         finished_log_grace: float = 30.0,
         client: Any = None,
     ) -> None:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
         self.max_events = max_events
         self._ttl = max(1, int(conversation_ttl))
         self.lease_seconds = lease_seconds
@@ -431,19 +427,15 @@ class RedisStore(Store):
         # (MAX_STREAMS is). No retries (see the
         # module docstring); a short connect timeout so an unreachable Redis
         # fails a request in about a second, not after the OS's minutes.
-        self.redis = client or redis.Redis.from_url(
-            url,
-            max_connections=100_000,
-            health_check_interval=30,
-            socket_connect_timeout=1.0,
-            socket_keepalive=True,
-            retry=Retry(NoBackoff(), 0),
-        )
-        from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+        self.redis = client or connect(url)
+        self.keys = Keyspace(cluster=is_cluster(self.redis))
+        # A pipeline may hold scripts only on one Redis: a cluster's pipeline cannot load a
+        # script a restarted node lost (redis-py's Script loads it for a plain pipeline only).
+        self._script_pipelines = not self.keys.cluster
+        self._next_compact_bucket = 0
+        from .redis_tail import tail_hub
 
-        from .redis_tail import TailHub
-
-        self._tail = TailHub(self.redis, (ConnectionError, TimeoutError, BusyLoadingError), max_events=max_events)
+        self._tail = tail_hub(self.redis, connection_trouble(), max_events=max_events)
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
@@ -463,7 +455,11 @@ class RedisStore(Store):
         self.redis.close()
 
     def ping(self) -> None:
-        self.redis.ping()
+        if self.keys.cluster:
+            # Every master: the store serves every conversation only while each answers.
+            self.redis.ping(target_nodes="primaries")
+        else:
+            self.redis.ping()
 
     @property
     def owner(self) -> str:
@@ -473,25 +469,28 @@ class RedisStore(Store):
             self._owner = f"{socket.gethostname()}:{self._owner_pid}:{secrets.token_hex(4)}"
         return self._owner
 
-    @staticmethod
-    def _lease(mid: str) -> str:
-        return f"{PREFIX}msg:{mid}:lease"
+    def _lease(self, mid: str) -> str:
+        return self.keys.message(mid) + ":lease"
 
     def renew_lease(self, message_id: str) -> None:
         self.redis.set(self._lease(message_id), self.owner, px=self._lease_ms)
 
     def keep_runs(self, message_ids: list[str], *, renew: bool) -> dict[str, MessageState | None]:
         pipe = self.redis.pipeline(transaction=False)
+        states: list[Any] = []
         for message_id in message_ids:
             if renew:
-                self._renew(
-                    keys=[self._msg(message_id), self._lease(message_id)],
-                    args=[self.owner, self._lease_ms],
-                    client=pipe,
-                )
+                renewal = {
+                    "keys": [self._msg(message_id), self._lease(message_id)],
+                    "args": [self.owner, self._lease_ms],
+                }
+                if self._script_pipelines:
+                    self._renew(**renewal, client=pipe)
+                else:
+                    states.append(self._renew(**renewal))
             else:
                 pipe.hget(self._msg(message_id), "state")
-        states = pipe.execute()
+        states = states or pipe.execute()
         return {
             message_id: MessageState(_text(state)) if state is not None else None
             for message_id, state in zip(message_ids, states, strict=True)
@@ -501,13 +500,11 @@ class RedisStore(Store):
         payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}
         return self._write(message_id, "lost", payload)
 
-    @staticmethod
-    def _conv(cid: str) -> str:
-        return f"{PREFIX}conv:{cid}"
+    def _conv(self, cid: str) -> str:
+        return self.keys.conversation(cid)
 
-    @staticmethod
-    def _msg(mid: str) -> str:
-        return f"{PREFIX}msg:{mid}"
+    def _msg(self, mid: str) -> str:
+        return self.keys.message(mid)
 
     # -- conversations -----------------------------------------------------
 
@@ -574,7 +571,7 @@ class RedisStore(Store):
         if outcome == "existing":
             return Claim(found, created=False)
         history = self._completed_history([e for e in self.exchanges(conversation_id) if e.request_id != request_id])
-        self.compact_due()
+        self.compact_due(conversation_id)
         return Claim(found, created=True, history=history)
 
     @staticmethod
@@ -612,7 +609,7 @@ class RedisStore(Store):
         ending = op not in ("start", "text")
         compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
         raw = self._append(
-            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease", _COMPACT_KEY],
+            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease", self._compact_key(message_id)],
             args=[
                 op,
                 json.dumps(payload, ensure_ascii=False),
@@ -624,22 +621,43 @@ class RedisStore(Store):
             ],
         )
         if ending:
-            self.compact_due()
+            self.compact_due(message_id)
         return _event_from_json(raw) if raw is not None else None
 
-    def compact_due(self, limit: int = 64) -> int:
+    def _compact_key(self, any_id: str) -> str:
+        return self.keys.compact(bucket(any_id))
+
+    def compact_due(self, near: str = "", limit: int = 64) -> int:
         """Compact the logs whose grace after their end has passed: each stream
         keeps only its terminal entry (the newest: nothing is written after an
         end). Run after each ending and each new message, by any worker;
-        trimming twice is harmless. Returns how many were compacted."""
-        due = self.redis.zrangebyscore(_COMPACT_KEY, "-inf", int(time.time() * 1000), start=0, num=limit)
+        trimming twice is harmless. Returns how many were compacted.
+        On a cluster each bucket has its own set (keyspace.py): this looks at
+        the bucket of `near` (the message or conversation just written) and at
+        one more, in turn, so every bucket's set is looked at while any writes."""
+        buckets = self.keys.compact_sets()
+        looked = {bucket(near) if near and self.keys.cluster else buckets[0]}
+        if self.keys.cluster:
+            self._next_compact_bucket = (self._next_compact_bucket + 1) % len(buckets)
+            looked.add(self._next_compact_bucket)
+        return sum(self._compact_bucket(index, limit) for index in looked)
+
+    def _compact_bucket(self, index: int, limit: int) -> int:
+        compact_key = self.keys.compact(index)
+        due = self.redis.zrangebyscore(compact_key, "-inf", int(time.time() * 1000), start=0, num=limit)
         if not due:
             return 0
-        pipe = self.redis.pipeline(transaction=False)
-        for raw in due:
-            self._compact(keys=[self._msg(_text(cast("bytes", raw))) + ":events"], client=pipe)
-        pipe.zrem(_COMPACT_KEY, *due)
-        pipe.execute()
+        logs = [self._msg(_text(cast("bytes", raw))) + ":events" for raw in due]
+        if self._script_pipelines:
+            pipe = self.redis.pipeline(transaction=False)
+            for log_key in logs:
+                self._compact(keys=[log_key], client=pipe)
+            pipe.zrem(compact_key, *due)
+            pipe.execute()
+        else:
+            for log_key in logs:
+                self._compact(keys=[log_key])
+            self.redis.zrem(compact_key, *due)
         return len(due)
 
     def start(self, message_id: str) -> StreamEvent | None:
@@ -720,9 +738,8 @@ class RedisStore(Store):
 
     # -- actions -----------------------------------------------------------
 
-    @staticmethod
-    def _action_key(action_id: str) -> str:
-        return f"{PREFIX}action:{action_id}"
+    def _action_key(self, action_id: str) -> str:
+        return self.keys.action(action_id)
 
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         key = self._msg(message_id)
@@ -802,9 +819,8 @@ class RedisStore(Store):
 
     # -- feedback and deleting a conversation (widget_server/feedback.py) ---
 
-    @staticmethod
-    def _feedback_key(conversation_id: str) -> str:
-        return f"{PREFIX}conv:{conversation_id}:feedback"
+    def _feedback_key(self, conversation_id: str) -> str:
+        return self.keys.conversation(conversation_id) + ":feedback"
 
     @staticmethod
     def _feedback_record(conversation_id: str, message_id: str, raw: bytes | str) -> FeedbackRecord:
@@ -836,16 +852,23 @@ class RedisStore(Store):
     def feedback_conversations(self) -> list[str]:
         # SCAN, not an index: the export is an operator's occasional command, and an index
         # would be one more key naming each conversation, to expire and delete with it.
-        pattern = self._feedback_key("*")
-        head, tail = pattern.split("*")
+        # On a cluster the keys carry a bucket's tag before `conv:` (keyspace.py) and SCAN
+        # walks every master (redis-py's RedisCluster.scan_iter).
+        pattern = f"{PREFIX}*conv:*:feedback"
+        tail = ":feedback"
         return sorted(
-            _text(key)[len(head) : -len(tail)] for key in self.redis.scan_iter(match=pattern, count=1000, _type="hash")
+            _text(key).rsplit("conv:", 1)[1][: -len(tail)]
+            for key in self.redis.scan_iter(match=pattern, count=1000, _type="hash")
         )
 
     def delete_conversation(self, conversation_id: str) -> bool:
         deleted = self._delete_conversation(
-            keys=[self._conv(conversation_id), _COMPACT_KEY],
-            args=[PREFIX, " ".join(CONVERSATION_KEY_SUFFIXES), " ".join(MESSAGE_KEY_SUFFIXES)],
+            keys=[self._conv(conversation_id), self._compact_key(conversation_id)],
+            args=[
+                self.keys.prefix(conversation_id),
+                " ".join(CONVERSATION_KEY_SUFFIXES),
+                " ".join(MESSAGE_KEY_SUFFIXES),
+            ],
         )
         return bool(deleted)
 
@@ -885,7 +908,7 @@ class RedisStore(Store):
                 self.owner,
                 "user_message_id" if revision.by_user_message else "assistant_message_id",
                 revision.target_message_id,
-                self._msg(""),
+                self.keys.prefix(conversation_id) + "msg:",
             ],
         )
         outcome = _text(outcome)
@@ -900,5 +923,5 @@ class RedisStore(Store):
             return Claim(found, created=False)
         # After the new exchange: it hides the one it replaces from the backend too.
         history = self._completed_history(self.exchanges(conversation_id))
-        self.compact_due()
+        self.compact_due(conversation_id)
         return Claim(found, created=True, history=history)

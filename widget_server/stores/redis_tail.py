@@ -183,3 +183,48 @@ def _streams(reply: Any) -> list[tuple[bytes, list]]:
             pairs.append((key, value[0] if nested else value))
         return pairs
     return [(key, entries) for key, entries in reply]
+
+
+class SlotTails:
+    """On a Redis Cluster, one TailHub per hash tag: an XREAD may name keys of one slot only
+    (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/, "Key
+    distribution model"), and every log of a bucket of conversations shares its tag
+    (keyspace.py). So a process waits in at most one XREAD per bucket with readers, each in its
+    own thread (a greenlet under gevent), and each hub stops when its logs go idle."""
+
+    def __init__(self, client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> None:
+        self._client = client
+        self._trouble = trouble
+        self._max_events = max_events
+        self._lock = threading.Lock()
+        self._hubs: dict[bytes, TailHub] = {}
+
+    def _hub(self, key: bytes) -> TailHub:
+        start = key.find(b"{")
+        end = key.find(b"}", start + 1)
+        tag = key[start + 1 : end] if start >= 0 and end > start + 1 else key
+        with self._lock:
+            hub = self._hubs.get(tag)
+            if hub is None:
+                hub = self._hubs[tag] = TailHub(self._client, self._trouble, max_events=self._max_events)
+            return hub
+
+    def close(self) -> None:
+        with self._lock:
+            for hub in self._hubs.values():
+                hub.close()
+
+    def peek(self, key: bytes, after_seq: int) -> list[tuple[int, bytes]] | None:
+        return self._hub(key).peek(key, after_seq)
+
+    def wait(self, key: bytes, after_seq: int, timeout: float) -> list[tuple[int, bytes]] | None:
+        return self._hub(key).wait(key, after_seq, timeout)
+
+
+def tail_hub(client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> TailHub | SlotTails:
+    """The readers' fan-out for this client: one XREAD per process on one Redis, one per hash
+    tag on a cluster."""
+    from .redis_connection import is_cluster
+
+    hub_class = SlotTails if is_cluster(client) else TailHub
+    return hub_class(client, trouble, max_events=max_events)

@@ -1,0 +1,78 @@
+"""Which Redis Cluster hash slot a conversation's keys live in (issue 16).
+
+A Lua script may only touch keys of one hash slot on a Redis Cluster
+(https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/,
+"Hash tags"), and every script of the chat store touches a conversation's keys
+together with its messages' and actions'. So on a cluster every key of a
+conversation carries the same hash tag, `cw:{TAG}:conv:…`, `cw:{TAG}:msg:…`,
+and the tag is found from any of its ids alone: every id the server makes for
+a conversation (its messages, actions, attachments) ends with the same
+character as the conversation's id (protocol.new_id's `near`), and that last
+character picks one of 64 buckets. Each bucket's tag is chosen so the 64
+buckets sit evenly over the 16,384 slots (one per 256): a cluster whose
+masters hold equal slot ranges holds equal shares of conversations, and one
+XREAD per bucket can wait on all of a bucket's logs (redis_tail.py, SlotTails).
+
+On a single Redis there are no tags: the key names stay what they were, so an
+upgrade keeps the conversations in flight (tests/test_keyspace.py).
+"""
+
+from __future__ import annotations
+
+import string
+
+PREFIX = "cw:"
+# The characters protocol.new_id's random part is made of (URL-safe base64): one bucket each.
+ID_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+BUCKETS = len(ID_ALPHABET)
+# BUCKET_TAGS[i]'s slot (CRC16 of the tag mod 16384) is in [256·i, 256·(i+1)); the shortest
+# such decimal strings, found once and checked by tests/test_keyspace.py.
+BUCKET_TAGS = (
+    "10", "18", "113", "342", "29", "21", "3", "122", "69", "61", "72", "162", "50", "58", "153", "43",
+    "11", "19", "112", "343", "28", "20", "2", "123", "68", "60", "73", "163", "51", "59", "152", "42",
+    "12", "102", "111", "119", "133", "23", "1", "9", "173", "63", "70", "78", "52", "142", "49", "41",
+    "13", "103", "110", "118", "132", "22", "0", "8", "172", "62", "71", "79", "53", "143", "48", "40",
+)  # fmt: skip
+_BUCKET_OF_CHARACTER = {character: index for index, character in enumerate(ID_ALPHABET)}
+# The hand-off desk is one record for every conversation, and each hand-off commit is one
+# script over the desk and the conversations it changes: on a cluster all hand-off keys share
+# this one slot (handoff/redis_store.py). Hand-off traffic is people typing, not token streams.
+HANDOFF_TAG = "{handoff}:"
+
+
+def bucket(any_id: str) -> int:
+    """The bucket of a conversation, or of any id made for it (by its last character)."""
+    return _BUCKET_OF_CHARACTER.get(any_id[-1:], 0)
+
+
+class Keyspace:
+    """Key names of the chat store: with hash tags on a cluster, without on one Redis."""
+
+    def __init__(self, *, cluster: bool) -> None:
+        self.cluster = cluster
+        self._prefixes = tuple(f"{PREFIX}{{{tag}}}:" for tag in BUCKET_TAGS) if cluster else (PREFIX,) * BUCKETS
+        self.handoff_prefix = PREFIX + HANDOFF_TAG if cluster else PREFIX
+
+    def prefix(self, any_id: str) -> str:
+        """`cw:` and, on a cluster, the hash tag of the conversation `any_id` belongs to."""
+        return self._prefixes[bucket(any_id)]
+
+    def bucket_prefix(self, index: int) -> str:
+        return self._prefixes[index]
+
+    def conversation(self, conversation_id: str) -> str:
+        return f"{self.prefix(conversation_id)}conv:{conversation_id}"
+
+    def message(self, message_id: str) -> str:
+        return f"{self.prefix(message_id)}msg:{message_id}"
+
+    def action(self, action_id: str) -> str:
+        return f"{self.prefix(action_id)}action:{action_id}"
+
+    def compact(self, index: int) -> str:
+        """The set of ended logs waiting to be compacted: one per bucket on a cluster."""
+        return f"{self._prefixes[index]}compact"
+
+    def compact_sets(self) -> list[int]:
+        """The buckets whose compact set is distinct (all 64 on a cluster, one on one Redis)."""
+        return list(range(BUCKETS)) if self.cluster else [0]

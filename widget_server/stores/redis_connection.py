@@ -1,0 +1,123 @@
+"""The Redis client of the STORE setting: one Redis (`redis://`, `rediss://`, `unix://`) or a
+Redis Cluster (`redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]`: seed nodes, the
+others are discovered; the scheme the `limits` library also reads, so ratelimits.py shares it).
+
+Both clients are made the same way (redis.py's module docstring says why): no retries of a
+command (a script whose reply was lost may have run; running an APPEND twice would duplicate
+text), a short connect timeout, and a pool that is never the limit on open streams. A
+cluster's redirections (MOVED, ASK) are not retries: the command did not run, and redis-py
+follows them (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/,
+"Redirection and resharding").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+from ..store_url import CLUSTER_SCHEME, cluster_nodes
+
+
+def connect(url: str) -> Any:
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options: dict[str, Any] = {
+        "max_connections": 100_000,
+        "health_check_interval": 30,
+        "socket_connect_timeout": 1.0,
+        "socket_keepalive": True,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if not url.startswith(CLUSTER_SCHEME):
+        return redis.Redis.from_url(url, **options)
+    from redis.cluster import ClusterNode, RedisCluster
+
+    nodes, username, password = cluster_nodes(url)
+    return LazyCluster(
+        lambda: RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in nodes],
+            username=username,
+            password=password,
+            **options,
+        )
+    )
+
+
+def is_cluster(client: Any) -> bool:
+    from redis.cluster import RedisCluster
+
+    return isinstance(client, (LazyCluster, RedisCluster))
+
+
+class LazyCluster:
+    """A RedisCluster made on first use, and made again on the next use after that failed.
+
+    redis-py's RedisCluster reads the cluster's slot map when it is made, so making it while
+    no seed node answers raises; one Redis's client connects on its first command instead.
+    This gives a cluster the same behaviour: a server (or a worker gunicorn restarts) starts
+    while the cluster is down, answers 503 `store_unavailable` (ConnectionError →
+    StoreUnavailable), and serves as soon as a node answers (tests/test_scale_out.py)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _real(self) -> Any:
+        client = self._client
+        if client is None:
+            from redis.exceptions import ConnectionError, RedisClusterException
+
+            with self._lock:
+                if self._client is None:
+                    try:
+                        self._client = self._make()
+                    except RedisClusterException as error:
+                        raise ConnectionError(f"no seed node of the Redis Cluster answered: {error}") from error
+                client = self._client
+        return client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def get_encoder(self) -> Any:  # for redis-py's Script, made before the first command
+        from redis._parsers.encoders import Encoder
+
+        return Encoder(encoding="utf-8", encoding_errors="strict", decode_responses=False)
+
+    def register_script(self, script: str) -> Any:
+        from redis.commands.core import Script
+
+        return Script(cast("Any", self), script)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+def connection_trouble() -> tuple[type[BaseException], ...]:
+    """The errors that mean "Redis is not serving right now" (503 `store_unavailable`, retry
+    later), not a bug: refused or reset connections, timeouts, a Redis loading its data or
+    read-only, and a cluster that is down, moving slots (TRYAGAIN) or has a slot no node serves."""
+    from redis.exceptions import (
+        BusyLoadingError,
+        ClusterDownError,
+        ConnectionError,
+        ReadOnlyError,
+        RedisClusterException,
+        TimeoutError,
+        TryAgainError,
+    )
+
+    return (
+        ConnectionError,
+        TimeoutError,
+        BusyLoadingError,
+        ReadOnlyError,
+        ClusterDownError,
+        TryAgainError,
+        RedisClusterException,
+    )
