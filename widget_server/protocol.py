@@ -41,7 +41,8 @@ _ID_RE = re.compile(_ID)
 _CLIENT_KEY_RE = re.compile(_CLIENT_KEY)
 _EVENT_ID_RE = re.compile(f"(?P<message_id>{_ID}):(?P<seq>{_SEQ})")
 
-# An id is a prefix and 16 URL-safe random characters (96 bits).
+# An id is a prefix and 16 URL-safe random characters (96 bits; 90 for an id made `near` a
+# conversation, whose last character is the conversation id's).
 CONVERSATION_PREFIX = "c_"
 USER_MESSAGE_PREFIX = "u_"
 ASSISTANT_MESSAGE_PREFIX = "m_"
