@@ -13,9 +13,11 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..errors import ErrorInfo
 from ..messages import InvalidTransition, MessageLog, MessageState, StreamEvent
+from ..waiting import condition
 from .base import (
     CLAIMED,
     CONFIRMED,
@@ -60,7 +62,7 @@ class _ConversationRecord:
 class _MessageRecord:
     conversation_id: str
     log: MessageLog
-    changed: threading.Condition
+    changed: Any  # waiting.condition(): threading.Condition's wait and notify_all
     reported: bool = False  # a client report was counted (claim_report)
 
 
@@ -216,9 +218,7 @@ class MemoryStore(Store):
         record.exchanges.append(exchange)
         record.by_request[exchange.request_id] = exchange
         log = MessageLog(exchange.assistant_message_id, self.max_events)
-        self._messages[exchange.assistant_message_id] = _MessageRecord(
-            conversation_id, log, threading.Condition(self._lock)
-        )
+        self._messages[exchange.assistant_message_id] = _MessageRecord(conversation_id, log, condition(self._lock))
         self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(exchange.user_text) + log.stored_bytes)
 
     def _state_of(self, message_id: str) -> MessageState | None:

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from ..waiting import condition
 from .base import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class _Tail:
         self.entries: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=max_entries)
         self.readers = 0
         self.used_at = time.monotonic()
-        self.changed = threading.Condition(lock)
+        self.changed = condition(lock)
 
     def add(self, seq: int, event: bytes) -> None:
         """Keep one entry the tailing XREAD returned (older or repeated ones are ignored)."""

@@ -1,0 +1,81 @@
+"""widget_server/waiting.py: the cheap waits under gevent keep threading's semantics (issue 16).
+The gevent half runs in a child process that monkey-patches first, as gunicorn's gevent
+workers do; this process's threads are plain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+from widget_server.waiting import Flag, condition
+
+GEVENT_CHECKS = textwrap.dedent(
+    """
+    from gevent import monkey
+    monkey.patch_all()
+    import threading, time
+    import gevent
+    from widget_server.waiting import Flag, HubCondition, condition
+
+    lock = threading.RLock()
+    changed = condition(lock)
+    assert isinstance(changed, HubCondition), type(changed)
+
+    # A wait times out: False, after about the timeout, with the lock held again.
+    with lock:
+        started = time.monotonic()
+        assert changed.wait(0.05) is False
+        assert 0.04 <= time.monotonic() - started < 1.0
+        assert lock._is_owned()
+
+    # notify_all wakes every waiter (True), each holding the lock again in turn.
+    woken = []
+    def waiter(name):
+        with lock:
+            with lock:  # held twice: released whole while waiting, as threading.Condition does
+                woken.append((name, changed.wait(5)))
+    greenlets = [gevent.spawn(waiter, n) for n in range(3)]
+    gevent.sleep(0.01)
+    with lock:
+        changed.notify_all()
+    gevent.joinall(greenlets, timeout=5)
+    assert sorted(woken) == [(0, True), (1, True), (2, True)], woken
+
+    # A notify with nobody waiting is not kept for the next wait (as with a Condition).
+    with lock:
+        changed.notify_all()
+        assert changed.wait(0.01) is False
+
+    # Flag: set before the wait → True at once; set during it → True promptly; else False.
+    flag = Flag()
+    assert flag.wait(0.01) is False
+    gevent.spawn_later(0.02, flag.set)
+    started = time.monotonic()
+    assert flag.wait(5) is True and time.monotonic() - started < 1.0
+    assert flag.wait(5) is True and flag.is_set()
+
+    # Many waits leave no timer behind: the hub has nothing to run afterwards.
+    other = Flag()
+    for _ in range(200):
+        other.wait(0.0001)
+    print("ok")
+    """
+)
+
+
+def test_under_gevent_the_hub_waits_keep_condition_and_event_semantics():
+    done = subprocess.run([sys.executable, "-c", GEVENT_CHECKS], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_with_plain_threads_the_standard_classes_serve():
+    lock = threading.Lock()
+    assert isinstance(condition(lock), threading.Condition)
+    flag = Flag()
+    threading.Timer(0.02, flag.set).start()
+    started = time.monotonic()
+    assert flag.wait(5) is True and time.monotonic() - started < 2
+    assert Flag().wait(0.01) is False
