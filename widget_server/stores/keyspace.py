@@ -8,8 +8,8 @@ conversation carries the same hash tag, `cw:{TAG}:conv:…`, `cw:{TAG}:msg:…`,
 and the tag is found from any of its ids alone: every id the server makes for
 a conversation (its messages, actions, attachments) ends with the same
 character as the conversation's id (protocol.new_id's `near`), and that last
-character picks one of 64 buckets. Each bucket's tag is chosen so the 64
-buckets sit evenly over the 16,384 slots (one per 256): a cluster whose
+character picks one of 16 buckets. Each bucket's tag is chosen so the 16
+buckets sit evenly over the 16,384 slots (one per 1,024): a cluster whose
 masters hold equal slot ranges holds equal shares of conversations, and one
 XREAD per bucket can wait on all of a bucket's logs (redis_tail.py, SlotTails).
 
@@ -22,18 +22,17 @@ from __future__ import annotations
 import string
 
 PREFIX = "cw:"
-# The characters protocol.new_id's random part is made of (URL-safe base64): one bucket each.
+# The characters protocol.new_id's random part is made of (URL-safe base64): four per bucket.
 ID_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
-BUCKETS = len(ID_ALPHABET)
-# BUCKET_TAGS[i]'s slot (CRC16 of the tag mod 16384) is in [256·i, 256·(i+1)); the shortest
+# 16 buckets: enough to spread conversations evenly over up to about 16 masters (3 equal
+# masters carry 6, 5 and 5), few enough that a worker's readers wait in at most 16 XREADs
+# (redis_tail.SlotTails): bench/load.py measured 64 buckets at 0.75× one Redis's events/s at
+# N=2,000 on 2 workers, most of the difference in those XREADs' round trips.
+BUCKETS = 16
+# BUCKET_TAGS[i]'s slot (CRC16 of the tag mod 16384) is in [1024·i, 1024·(i+1)); the shortest
 # such decimal strings, found once and checked by tests/test_keyspace.py.
-BUCKET_TAGS = (
-    "10", "18", "113", "342", "29", "21", "3", "122", "69", "61", "72", "162", "50", "58", "153", "43",
-    "11", "19", "112", "343", "28", "20", "2", "123", "68", "60", "73", "163", "51", "59", "152", "42",
-    "12", "102", "111", "119", "133", "23", "1", "9", "173", "63", "70", "78", "52", "142", "49", "41",
-    "13", "103", "110", "118", "132", "22", "0", "8", "172", "62", "71", "79", "53", "143", "48", "40",
-)  # fmt: skip
-_BUCKET_OF_CHARACTER = {character: index for index, character in enumerate(ID_ALPHABET)}
+BUCKET_TAGS = ("10", "3", "61", "43", "11", "2", "60", "42", "12", "1", "63", "41", "13", "0", "62", "40")
+_BUCKET_OF_CHARACTER = {character: index * BUCKETS // len(ID_ALPHABET) for index, character in enumerate(ID_ALPHABET)}
 # The hand-off desk is one record for every conversation, and each hand-off commit is one
 # script over the desk and the conversations it changes: on a cluster all hand-off keys share
 # this one slot (handoff/redis_store.py). Hand-off traffic is people typing, not token streams.
@@ -74,5 +73,5 @@ class Keyspace:
         return f"{self._prefixes[index]}compact"
 
     def compact_sets(self) -> list[int]:
-        """The buckets whose compact set is distinct (all 64 on a cluster, one on one Redis)."""
+        """The buckets whose compact set is distinct (all 16 on a cluster, one on one Redis)."""
         return list(range(BUCKETS)) if self.cluster else [0]
