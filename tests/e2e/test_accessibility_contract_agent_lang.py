@@ -117,7 +117,9 @@ def test_A62_the_language_control(handoff_server, context: BrowserContext):
     expect(page.locator("html")).to_have_attribute("lang", "es")
     idioma = page.get_by_role("combobox", name="Idioma", exact=True)
     expect(idioma).to_have_value("es")
-    # The reading point is back at the control: the next Tab is on the list again.
+    # The reading point is back at the control: the next Tab is on the list again. (The
+    # fragment moves it once the page has loaded: wait for that, not only for its markup.)
+    page.wait_for_load_state("load")
     page.keyboard.press("Tab")
     expect(idioma).to_be_focused()
     console.assert_accessible()

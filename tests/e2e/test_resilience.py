@@ -65,7 +65,9 @@ def test_case_3_a_skipped_sequence_number_leads_to_a_snapshot(embed, seed_answer
 def test_case_4_frozen_tab_and_offline_network_still_complete(
     embed, chat_server_factory, context, page: Page, browser_name, seed_answers
 ):
-    widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.3))
+    # 0.8 s between pieces: the answer (5 pieces) outlasts the freeze and the switch to
+    # offline even on a loaded machine (a full run once saw it complete before "reconnecting").
+    widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.8))
     widget.open()
     widget.send(QUESTION)
     expect(widget.last_answer().locator(".turn__body")).not_to_be_empty()
