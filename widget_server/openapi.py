@@ -27,6 +27,15 @@ from .stores.base import ActionStatus
 bp = Blueprint("openapi", __name__)
 
 _ID_SCHEMA = {"type": "string", "pattern": ID_PATTERN}
+# An attachment as the upload answers it and as a sent message lists it (SentAttachment adds
+# the description).
+_ATTACHMENT_PROPERTIES: dict[str, Any] = {
+    "attachment_id": _ID_SCHEMA,
+    "name": {"type": "string", "minLength": 1, "maxLength": 120},
+    "type": {"enum": list(MEDIA_TYPES)},
+    "size": {"type": "integer", "minimum": 1},
+    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+}
 _STATES = [state.value for state in MessageState]
 
 # A message's files (docs/protocol.md, "Sending files with a message"): to the assistant
@@ -1112,24 +1121,14 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "type": "object",
                     "additionalProperties": False,
                     "required": ["attachment_id", "name", "type", "size", "sha256"],
-                    "properties": {
-                        "attachment_id": _ID_SCHEMA,
-                        "name": {"type": "string", "minLength": 1, "maxLength": 120},
-                        "type": {"enum": list(MEDIA_TYPES)},
-                        "size": {"type": "integer", "minimum": 1},
-                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-                    },
+                    "properties": _ATTACHMENT_PROPERTIES,
                 },
                 "SentAttachment": {
                     "type": "object",
                     "additionalProperties": False,
                     "required": ["attachment_id", "name", "type", "size", "sha256"],
                     "properties": {
-                        "attachment_id": _ID_SCHEMA,
-                        "name": {"type": "string", "minLength": 1, "maxLength": 120},
-                        "type": {"enum": list(MEDIA_TYPES)},
-                        "size": {"type": "integer", "minimum": 1},
-                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        **_ATTACHMENT_PROPERTIES,
                         "description": {"type": "string", "minLength": 1, "maxLength": 1000},
                     },
                 },

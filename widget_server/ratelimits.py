@@ -161,6 +161,8 @@ class RateLimits:
         """The limiter, its storage made on first use: a Redis Cluster's client reads the
         cluster's slot map when it is made, so a server (or a worker restarted) while the
         cluster is down starts anyway, and limits are counted once it answers (as _hit says)."""
+        if self._limiter is not None:  # every request after the first: no lock, no imports
+            return self._limiter
         from limits.errors import StorageError
         from limits.storage import storage_from_string
         from limits.strategies import MovingWindowRateLimiter

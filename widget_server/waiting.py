@@ -99,6 +99,14 @@ def condition(lock: Any) -> Any:
     return HubCondition(lock) if _patched() else threading.Condition(lock)
 
 
+def _no_lock() -> None:
+    return None
+
+
+def _no_relock(_state: Any) -> None:
+    return None
+
+
 class Flag:
     """`threading.Event`'s set(), is_set() and wait(timeout) (True at once once set), with
     the cheap wait under gevent."""
@@ -122,4 +130,4 @@ class Flag:
             return True
         if not _patched():
             return self._event.wait(timeout)
-        return _wait_on_hub(self._waiters, timeout, lambda: None, lambda _state: None) or self._event.is_set()
+        return _wait_on_hub(self._waiters, timeout, _no_lock, _no_relock) or self._event.is_set()

@@ -56,9 +56,6 @@ class Keyspace:
         """`cw:` and, on a cluster, the hash tag of the conversation `any_id` belongs to."""
         return self._prefixes[bucket(any_id)]
 
-    def bucket_prefix(self, index: int) -> str:
-        return self._prefixes[index]
-
     def conversation(self, conversation_id: str) -> str:
         return f"{self.prefix(conversation_id)}conv:{conversation_id}"
 

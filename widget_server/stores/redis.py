@@ -422,16 +422,10 @@ class RedisStore(Store):
         self._lease_ms = max(1, int(lease_seconds * 1000))
         self._owner_pid = 0
         self._owner = ""
-        # Connections are taken per command (readers wait in the process's
-        # one tailing XREAD); the pool is never the limit on open streams
-        # (MAX_STREAMS is). No retries (see the
-        # module docstring); a short connect timeout so an unreachable Redis
-        # fails a request in about a second, not after the OS's minutes.
+        # One Redis or a cluster, made as redis_connection.py says (no retries, a short
+        # connect timeout, a pool that is never the limit on open streams).
         self.redis = client or connect(url)
         self.keys = Keyspace(cluster=is_cluster(self.redis))
-        # A pipeline may hold scripts only on one Redis: a cluster's pipeline cannot load a
-        # script a restarted node lost (redis-py's Script loads it for a plain pipeline only).
-        self._script_pipelines = not self.keys.cluster
         self._next_compact_bucket = 0
         from .redis_tail import tail_hub
 
@@ -476,21 +470,23 @@ class RedisStore(Store):
         self.redis.set(self._lease(message_id), self.owner, px=self._lease_ms)
 
     def keep_runs(self, message_ids: list[str], *, renew: bool) -> dict[str, MessageState | None]:
-        pipe = self.redis.pipeline(transaction=False)
-        states: list[Any] = []
-        for message_id in message_ids:
-            if renew:
-                renewal = {
-                    "keys": [self._msg(message_id), self._lease(message_id)],
-                    "args": [self.owner, self._lease_ms],
-                }
-                if self._script_pipelines:
-                    self._renew(**renewal, client=pipe)
+        states: list[Any]
+        if renew and self.keys.cluster:
+            # A pipeline holds scripts only on one Redis: redis-py's Script loads a script a
+            # restarted node lost for a plain pipeline, not for a cluster's. One call each.
+            states = [
+                self._renew(keys=[self._msg(message_id), self._lease(message_id)], args=[self.owner, self._lease_ms])
+                for message_id in message_ids
+            ]
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            for message_id in message_ids:
+                if renew:
+                    keys = [self._msg(message_id), self._lease(message_id)]
+                    self._renew(keys=keys, args=[self.owner, self._lease_ms], client=pipe)
                 else:
-                    states.append(self._renew(**renewal))
-            else:
-                pipe.hget(self._msg(message_id), "state")
-        states = states or pipe.execute()
+                    pipe.hget(self._msg(message_id), "state")
+            states = pipe.execute()
         return {
             message_id: MessageState(_text(state)) if state is not None else None
             for message_id, state in zip(message_ids, states, strict=True)
@@ -648,7 +644,7 @@ class RedisStore(Store):
         if not due:
             return 0
         logs = [self._msg(_text(cast("bytes", raw))) + ":events" for raw in due]
-        if self._script_pipelines:
+        if not self.keys.cluster:  # scripts in a pipeline: one Redis only (keep_runs)
             pipe = self.redis.pipeline(transaction=False)
             for log_key in logs:
                 self._compact(keys=[log_key], client=pipe)
