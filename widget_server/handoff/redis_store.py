@@ -15,7 +15,7 @@ it is the compare-and-set of every hand-off transition (store.py). A commit touc
 and several conversations' records at once, so on a Redis Cluster every hand-off key carries
 one hash tag, `cw:{handoff}:…` (stores/keyspace.py, HANDOFF_TAG): one slot, one shard, for
 the hand-off's few writes a minute; the answers' streams spread over the shards.
-Readers wait in a TailHub (stores/redis_tail.py: one XREAD per process for every log).
+Readers wait in a TailHub (stores/redis_tail.py: one Pub/Sub subscriber per process for every log).
 
 Bounds (docs/security.md, "Memory"): every key expires with its conversation, each log is
 trimmed, the desk holds at most HANDOFF_QUEUE_MAX waiting conversations (the service refuses
@@ -36,7 +36,8 @@ from .store import DESK, INBOX, Commit, HandoffStore
 # KEYS: the records read (as many as ARGV[3]'s records), then one events key per log
 # ARGV: ttl seconds, the logs' bound (MAXLEN), the change as JSON:
 #   {"records": [[expected version, "keep"|"set"|"del", value JSON]],
-#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]]}
+#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]]},
+#   PUBLISH or SPUBLISH (each new log entry is published as `<seq> <event JSON>`: redis_tail.py)
 # → 1 (applied) or 0 (a record changed since it was read: nothing applied).
 _COMMIT = """
 local change = cjson.decode(ARGV[3])
@@ -60,6 +61,7 @@ for j, log in ipairs(change['logs']) do
   else
     for _, event in ipairs(log[2]) do
       redis.call('XADD', key, 'MAXLEN', ARGV[2], event[1] .. '-1', 'e', event[2])
+      redis.call(ARGV[4], key, event[1] .. ' ' .. event[2])  -- heard by readers (stores/redis_tail.py)
     end
     redis.call('EXPIRE', key, ARGV[1])
   end
@@ -86,13 +88,14 @@ class RedisHandoffStore(HandoffStore):
 
         from ..stores.keyspace import Keyspace
         from ..stores.redis_connection import connection_trouble, is_cluster
-        from ..stores.redis_tail import tail_hub
+        from ..stores.redis_tail import publish_command, tail_hub
 
         self.redis = client
         self.max_events = max_events
         self._ttl = max(1, int(ttl))
         self._commit = client.register_script(_COMMIT)
         self._tail = tail_hub(client, connection_trouble(), max_events=max_events)
+        self._publish = publish_command(client)
         # On a cluster every hand-off key shares one slot (keyspace.HANDOFF_TAG): a commit is one
         # script over the desk and the conversations it changes.
         self._prefix = Keyspace(cluster=is_cluster(client)).handoff_prefix
@@ -131,7 +134,8 @@ class RedisHandoffStore(HandoffStore):
         spec = json.dumps({"records": records, "logs": logs}, ensure_ascii=False)
         # cjson decodes an empty JSON array as an empty object; Lua's ipairs walks both alike.
         applied = self._commit(
-            keys=[_record_key(self._prefix, name) for name in names] + log_keys, args=[self._ttl, self.max_events, spec]
+            keys=[_record_key(self._prefix, name) for name in names] + log_keys,
+            args=[self._ttl, self.max_events, spec, self._publish],
         )
         return bool(applied)
 

@@ -25,9 +25,9 @@ PREFIX = "cw:"
 # The characters protocol.new_id's random part is made of (URL-safe base64): four per bucket.
 ID_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
 # 16 buckets: enough to spread conversations evenly over up to about 16 masters (3 equal
-# masters carry 6, 5 and 5), few enough that a worker's readers wait in at most 16 XREADs
-# (redis_tail.SlotTails): bench/load.py measured 64 buckets at 0.75× one Redis's events/s at
-# N=2,000 on 2 workers, most of the difference in those XREADs' round trips.
+# masters carry 6, 5 and 5), few enough that a worker holds at most 16 subscriber connections
+# (redis_tail.SlotTails; with one XREAD per bucket, bench/load.py measured 64 buckets at 0.75×
+# one Redis's events/s at N=2,000 on 2 workers, most of the difference in their round trips).
 BUCKETS = 16
 # BUCKET_TAGS[i]'s slot (CRC16 of the tag mod 16384) is in [1024·i, 1024·(i+1)); the shortest
 # such decimal strings, found once and checked by tests/test_keyspace.py.

@@ -8,11 +8,13 @@ ids are `<seq>-1`, trimmed to the newest `max_events`; readers on any worker
 tail it with `XREAD BLOCK`. The answer's text is a plain string key grown
 with APPEND, so a long answer costs O(1) per delta.
 
-Readers do not each block in Redis: one thread per process tails every log
-its readers wait on with a single XREAD and hands them the entries
-(redis_tail.py).
+Readers do not each block in Redis: every append also publishes its entry,
+and one subscriber per process hears the logs its readers wait on and hands
+them the entries (redis_tail.py). Concurrent appends go to Redis together
+(script_batches.py).
 
-Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use:
+Keys (prefix `cw:`), all expiring after the conversation TTL, refreshed on use (by a delta at
+most once a minute):
   conv:{cid}            hash  token_hash, created_at
   conv:{cid}:exchanges  list  exchange JSON, in order (a regenerate's or an edit's also names
                               the answer it `replaces`: stores/base.py listed_exchanges)
@@ -84,6 +86,7 @@ from .base import (
 # logs are still whole wait in a compact set, scored by when to compact them (unix ms).
 from .keyspace import PREFIX, Keyspace, bucket
 from .redis_connection import connect, connection_trouble, is_cluster
+from .script_batches import ScriptBatches
 
 if TYPE_CHECKING:
     from redis.typing import StreamEntry
@@ -163,10 +166,11 @@ return {'created', encoded}
 # KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease,
 #       the set of ended logs waiting to be compacted
 # ARGV: op (start|text|complete|fail|cancel|lost), payload_json, text (for op text), maxlen, ttl, message_id,
-#       when to compact an ended log (unix ms; 0: now)
+#       when to compact an ended log (unix ms; 0: now), PUBLISH or SPUBLISH (redis_tail.publish_command)
 # Returns the event JSON, or nil when the transition is refused. `lost` is a
 # `fail` allowed only once the lease has expired. An ending compacts the log to
 # its terminal entry at once (XADD MAXLEN 1), or records when to (compact_due).
+# The new entry is published on the log's channel as `<seq> <event JSON>` (redis_tail.py).
 _APPEND = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return nil end
@@ -178,28 +182,37 @@ else allowed = (state == 'accepted' or state == 'running') end
 if op == 'lost' then allowed = allowed and redis.call('EXISTS', KEYS[5]) == 0 end
 if not allowed then return nil end
 local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
-local event = cjson.decode(ARGV[2])
-event['seq'] = seq
-event['message_id'] = ARGV[6]
-if op == 'start' then redis.call('HSET', KEYS[1], 'state', 'running')
-elseif op == 'text' then redis.call('APPEND', KEYS[2], ARGV[3])
-elseif op == 'complete' then redis.call('HSET', KEYS[1], 'state', 'completed')
-else
-  -- length in code points: count the bytes that do not continue a UTF-8 sequence
-  local text = redis.call('GET', KEYS[2]) or ''
-  event['length'] = select(2, string.gsub(text, '[^\\128-\\191]', ''))
-  if op == 'fail' or op == 'lost' then
-    redis.call('HSET', KEYS[1], 'state', 'failed', 'error', cjson.encode(event['error']))
-  else
-    redis.call('HSET', KEYS[1], 'state', 'cancelled')
+local encoded
+if op == 'start' or op == 'text' then
+  -- The payload's fields as they are, with seq and message_id spliced in: no cjson decode
+  -- and encode per delta (ids are URL-safe characters only: protocol.py new_id).
+  encoded = string.sub(ARGV[2], 1, -2) .. ',"seq":' .. seq .. ',"message_id":"' .. ARGV[6] .. '"}'
+  if op == 'start' then redis.call('HSET', KEYS[1], 'state', 'running')
+  elseif redis.call('APPEND', KEYS[2], ARGV[3]) == #ARGV[3] then
+    redis.call('EXPIRE', KEYS[2], ARGV[5])  -- the first delta made the text: it expires too
   end
-end
-local encoded = cjson.encode(event)
-if op == 'complete' and KEYS[4] then
-  -- the proposals, as stored (raw JSON, not re-encoded by cjson)
-  local actions = redis.call('LRANGE', KEYS[4], 0, -1)
-  if #actions > 0 then
-    encoded = string.sub(encoded, 1, -2) .. ',"actions":[' .. table.concat(actions, ',') .. ']}'
+else
+  local event = cjson.decode(ARGV[2])
+  event['seq'] = seq
+  event['message_id'] = ARGV[6]
+  if op == 'complete' then redis.call('HSET', KEYS[1], 'state', 'completed')
+  else
+    -- length in code points: count the bytes that do not continue a UTF-8 sequence
+    local text = redis.call('GET', KEYS[2]) or ''
+    event['length'] = select(2, string.gsub(text, '[^\\128-\\191]', ''))
+    if op == 'fail' or op == 'lost' then
+      redis.call('HSET', KEYS[1], 'state', 'failed', 'error', cjson.encode(event['error']))
+    else
+      redis.call('HSET', KEYS[1], 'state', 'cancelled')
+    end
+  end
+  encoded = cjson.encode(event)
+  if op == 'complete' and KEYS[4] then
+    -- the proposals, as stored (raw JSON, not re-encoded by cjson)
+    local actions = redis.call('LRANGE', KEYS[4], 0, -1)
+    if #actions > 0 then
+      encoded = string.sub(encoded, 1, -2) .. ',"actions":[' .. table.concat(actions, ',') .. ']}'
+    end
   end
 end
 local ending = op ~= 'start' and op ~= 'text'
@@ -211,7 +224,12 @@ if ending then
   if ARGV[7] == '0' then redis.call('DEL', KEYS[3]) end
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end  -- the actions list too, if any; never the lease
+redis.call(ARGV[8], KEYS[3], seq .. ' ' .. encoded)
+-- Every key expires a TTL after its last use (the actions list too, if any; never the lease).
+-- A delta renews them only once a minute: four EXPIREs per delta were most of its commands.
+if op ~= 'text' or redis.call('TTL', KEYS[1]) < ARGV[5] - 60 then
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
+end
 if ending then
   redis.call('DEL', KEYS[5])  -- ended: nobody owns it
   if ARGV[7] ~= '0' then redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6]) end
@@ -232,7 +250,7 @@ return 1
 """
 
 # KEYS: msg, events, actions list, action
-# ARGV: proposal_json (an object), maxlen, ttl, message_id, conversation_id, name
+# ARGV: proposal_json (an object), maxlen, ttl, message_id, conversation_id, name, PUBLISH or SPUBLISH
 # Appends `action.proposed` (the proposal's fields spliced in as they are) and
 # stores the action, only while the message is running.
 _ADD_ACTION = """
@@ -240,6 +258,7 @@ if redis.call('HGET', KEYS[1], 'state') ~= 'running' then return nil end
 local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
 local encoded = '{"kind":"action.proposed","message_id":"' .. ARGV[4] .. '","seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], seq .. '-1', 'e', encoded)
+redis.call(ARGV[7], KEYS[2], seq .. ' ' .. encoded)
 redis.call('RPUSH', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[4], 'conversation_id', ARGV[5], 'message_id', ARGV[4], 'name', ARGV[6],
   'proposal', ARGV[1], 'status', 'proposed', 'key', '')
@@ -427,11 +446,14 @@ class RedisStore(Store):
         self.redis = client or connect(url)
         self.keys = Keyspace(cluster=is_cluster(self.redis))
         self._next_compact_bucket = 0
-        from .redis_tail import tail_hub
+        from .redis_tail import publish_command, tail_hub
 
         self._tail = tail_hub(self.redis, connection_trouble(), max_events=max_events)
+        self._publish = publish_command(self.redis)
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
+        # Every delta is one call of _APPEND: concurrent calls go to Redis together.
+        self._append_batches = ScriptBatches(self.redis, _APPEND, lambda keys, args: self._append(keys=keys, args=args))
         self._snapshot = self.redis.register_script(_SNAPSHOT)
         self._compact = self.redis.register_script(_COMPACT)
         self._add_action = self.redis.register_script(_ADD_ACTION)
@@ -604,9 +626,9 @@ class RedisStore(Store):
         key = self._msg(message_id)
         ending = op not in ("start", "text")
         compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
-        raw = self._append(
-            keys=[key, key + ":text", key + ":events", key + ":actions", key + ":lease", self._compact_key(message_id)],
-            args=[
+        raw = self._append_batches(
+            [key, key + ":text", key + ":events", key + ":actions", key + ":lease", self._compact_key(message_id)],
+            [
                 op,
                 json.dumps(payload, ensure_ascii=False),
                 text,
@@ -614,6 +636,7 @@ class RedisStore(Store):
                 self._ttl,
                 message_id,
                 compact_at,
+                self._publish,
             ],
         )
         if ending:
@@ -689,9 +712,9 @@ class RedisStore(Store):
         return StreamEvent(message_id, seq, EventKind.SNAPSHOT, {"text": info.text, "state": state.value})
 
     def read_events(self, message_id: str, after_seq: int, timeout: float) -> list[StreamEvent]:
-        # Readers wait in this process's one tailing XREAD (redis_tail.py)
-        # and take events from its buffer; a reader it cannot serve (behind
-        # the buffer, or a log not tailed yet) reads Redis itself first.
+        # Readers wait in this process's one subscriber (redis_tail.py) and take events from
+        # its buffer; a reader it cannot serve (behind the buffer, a log not followed yet, or
+        # nothing heard for the whole wait) reads Redis itself.
         key = self._msg(message_id) + ":events"
         tail_key = key.encode()
         buffered = self._tail.peek(tail_key, after_seq)
@@ -704,8 +727,9 @@ class RedisStore(Store):
         buffered = self._tail.wait(tail_key, after_seq, timeout)
         if buffered:
             return _events(buffered)
-        if buffered is None:
-            return self._events_after(message_id, key, after_seq)
+        events = self._events_after(message_id, key, after_seq)
+        if events:
+            return events
         if not self.redis.exists(self._msg(message_id)):
             raise UnknownMessage(message_id)
         return []
@@ -742,7 +766,7 @@ class RedisStore(Store):
         proposal = json.dumps(action.proposal(), ensure_ascii=False, separators=(",", ":"))
         raw = self._add_action(
             keys=[key, key + ":events", key + ":actions", self._action_key(action.action_id)],
-            args=[proposal, self.max_events, self._ttl, message_id, action.conversation_id, action.name],
+            args=[proposal, self.max_events, self._ttl, message_id, action.conversation_id, action.name, self._publish],
         )
         return _event_from_json(raw) if raw is not None else None
 

@@ -1,16 +1,31 @@
-"""One XREAD per process for all its readers: the Redis store's fan-out.
+"""The Redis store's fan-out: each process hears the logs its readers wait on through Pub/Sub.
 
-Each open stream used to wait in its own blocking XREAD: a Redis connection
-per reader, and a round trip per event per reader. The load bench measured
-about 0.5 ms of CPU per event that way (redis-py's per-command cost, not
-Redis), against 0.11 ms for the memory store. Here one thread per process
-tails every message log its readers wait on with a single `XREAD BLOCK`
-over all of them, keeps each log's newest entries, and wakes the readers of
-a log when it grows; they take their events from memory.
+Every script that adds to a message log (or a hand-off log) also publishes the entry, as
+`<seq> <event JSON>`, on a channel named like the log's key: PUBLISH on one Redis, SPUBLISH
+(a shard channel, in the key's slot) on a Redis Cluster
+(https://redis.io/docs/latest/develop/interact/pubsub/, "Sharded Pub/Sub"). One connection
+per process (per bucket's hash tag on a cluster) subscribes to the logs its readers wait on,
+keeps each log's newest entries, and wakes the readers of a log when it grows; they take
+their events from memory.
 
-A reader the buffer cannot serve (behind it, or the first read of a log)
-reads Redis itself, once, then waits here; the store's continuity check and
-snapshot-after-trimming stay in RedisStore.read_events.
+It replaced one `XREAD BLOCK` over every tailed log: that command named all of them each
+time, so its cost grew with the open streams, not with the events. Once appends went to
+Redis in batches (script_batches.py) the XREAD came back with a few entries each time and
+bench/load.py found 48% of a worker's CPU in it at N=500 (26% packing its arguments).
+
+Pub/Sub delivers at most once and only while subscribed; the log stays the truth:
+- a log's buffer is filled from the log itself (XREVRANGE) only after Redis has confirmed the
+  subscription, so no entry falls between the two; an entry that is both is kept once;
+- an entry whose seq is not the next one (one missed, or trimmed) clears the buffer, and a
+  reader before the hole reads Redis itself: its snapshot, never a gap (_Tail.add);
+- a lost connection (or a cluster moving the slot away) fails the readers waiting then, as
+  before, and every log is subscribed and filled again;
+- a reader that hears nothing for a whole wait reads Redis itself once (wait returns None),
+  so an entry no script published (a process of an older version writing) is still read.
+
+A reader the buffer cannot serve (behind it, or the first read of a log) reads Redis itself,
+then waits here; the store's continuity check and snapshot-after-trimming stay in
+RedisStore.read_events.
 """
 
 from __future__ import annotations
@@ -19,43 +34,55 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from enum import Enum
 from typing import Any
 
 from ..waiting import condition
 from .base import StoreUnavailable
+from .script_batches import pack_command
 
 log = logging.getLogger(__name__)
 
 # Entries kept per log: a reader further behind reads Redis itself.
 BUFFER_ENTRIES = 512
-# The longest one XREAD blocks. A log a reader starts waiting on joins the
-# next XREAD, so this bounds the extra delay of a stream's first new event;
-# later events are delivered as soon as Redis has them.
-BLOCK_MS = 25
-# A log nobody has waited on for this long is no longer tailed.
+# A log nobody has waited on for this long is unsubscribed.
 IDLE_SECONDS = 5.0
+# How often the subscriber looks for idle logs while no message arrives.
+HOUSEKEEPING_SECONDS = 1.0
+# Channels named in one SUBSCRIBE (a resubscription of thousands is sent in parts).
+SUBSCRIBE_CHUNK = 256
+
+
+class Subscription(Enum):
+    ASKED = "asked"  # SUBSCRIBE sent (or to be sent on the next connection), not confirmed
+    CONFIRMED = "confirmed"  # Redis said so; the buffer is not filled from the log yet
+    FILLING = "filling"  # a reader is reading the log into the buffer
+    LIVE = "live"  # the buffer follows the log
 
 
 class _Tail:
-    __slots__ = ("changed", "entries", "last_seq", "readers", "used_at")
+    __slots__ = ("changed", "entries", "heard", "last_seq", "readers", "state", "used_at")
 
-    def __init__(self, after_seq: int, lock: threading.Lock, max_entries: int) -> None:
+    def __init__(self, after_seq: int, lock: Any, max_entries: int) -> None:
         self.last_seq = after_seq  # the newest seq read (or the position it started from)
         self.entries: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=max_entries)
         self.readers = 0
         self.used_at = time.monotonic()
         self.changed = condition(lock)
+        self.state = Subscription.ASKED
+        # Published while the buffer is not filled yet (no more than the buffer holds: an older
+        # one lost here is a hole that add() sees).
+        self.heard: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=max_entries)
 
     def add(self, seq: int, event: bytes) -> None:
-        """Keep one entry the tailing XREAD returned (older or repeated ones are ignored)."""
+        """Keep one entry (older or repeated ones are ignored)."""
         if seq <= self.last_seq:
             return
         if seq != self.last_seq + 1:
-            # Redis trimmed entries before this tail read them (the log keeps
-            # LOG_MAX_EVENTS): the buffer must not bridge the hole, or a
-            # reader before it would get a gap instead of its snapshot
-            # (tests/test_redis_store.py).
+            # An entry this process never heard (trimmed from the log, or published while it
+            # was not subscribed): the buffer must not bridge the hole, or a reader before it
+            # would get a gap instead of its snapshot (tests/test_redis_store.py).
             self.entries.clear()
         self.entries.append((seq, event))
         self.last_seq = seq
@@ -70,160 +97,250 @@ class _Tail:
         return [entry for entry in self.entries if entry[0] > after_seq]
 
 
-def _read_one_redis(client: Any, positions: dict[bytes, str]) -> Any:
-    return client.xread(positions, count=BUFFER_ENTRIES, block=BLOCK_MS)
+def _hang_up(pool: Any, connection: Any) -> None:
+    connection.disconnect()
+    pool.release(connection)
 
 
-def _read_cluster_slot(client: Any, positions: dict[bytes, str]) -> Any:
-    """XREAD on a cluster, sent to the master of the logs' one slot. redis-py cannot find an
-    XREAD's keys by itself (they follow STREAMS) and asks a node with two `COMMAND GETKEYS`
-    per call: bench/load.py counted 62,462 of them at N=500, all on the first seed. The node
-    is looked up in the client's slot map each time, so a resharding is followed."""
-    node = client.get_node_from_key(next(iter(positions)))
-    return client.execute_command(
-        "XREAD",
-        "COUNT",
-        BUFFER_ENTRIES,
-        "BLOCK",
-        BLOCK_MS,
-        "STREAMS",
-        *positions.keys(),
-        *positions.values(),
-        target_nodes=node,
-    )
+def _seq_and_event(data: bytes) -> tuple[int, bytes]:
+    seq, _, event = data.partition(b" ")
+    return int(seq), event
 
 
 class TailHub:
+    """The subscriber of one Redis server (or of one hash tag's master on a cluster)."""
+
     def __init__(
         self,
         client: Any,
         trouble: tuple[type[BaseException], ...],
         *,
         max_events: int,
-        read: Callable[[Any, dict[bytes, str]], Any] = _read_one_redis,
+        pool: Callable[[], Any] | None = None,
+        sharded: bool = False,
     ) -> None:
         self.client = client
-        self._read = read
+        # Where the subscriber's connection comes from (looked up at each connection: a
+        # cluster's slot may have moved to another master).
+        self._pool = pool or (lambda: client.connection_pool)
+        self._subscribe, self._unsubscribe = (
+            (b"SSUBSCRIBE", b"SUNSUBSCRIBE") if sharded else (b"SUBSCRIBE", b"UNSUBSCRIBE")
+        )
+        self._message = b"smessage" if sharded else b"message"
+        self._confirmation = b"ssubscribe" if sharded else b"subscribe"
+        self._ended = b"sunsubscribe" if sharded else b"unsubscribe"
         # Never more than the store keeps (LOG_MAX_EVENTS): a position the
         # store has evicted gets its snapshot here too, as documented.
         self.max_entries = max(1, min(BUFFER_ENTRIES, max_events))
         self._trouble = trouble
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # one command at a time on the subscriber's socket
         self._tails: dict[bytes, _Tail] = {}
+        self._connection: Any = None
         self._running = False
         self._closed = False
-        # Failures of the tailing XREAD: a reader fails only for one that
-        # happens while it waits (never for a stale one after Redis is back).
+        # Failures of the subscriber: a reader fails only for one that happens while it
+        # waits (never for a stale one after Redis is back).
         self._failures = 0
         self._error: BaseException | None = None
 
     def close(self) -> None:
-        """Stop tailing (the store is closing); waiting readers time out."""
+        """Stop listening (the store is closing); waiting readers time out."""
         with self._lock:
             self._closed = True
             self._tails.clear()
 
     def peek(self, key: bytes, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Without waiting: entries after `after_seq` from the buffer ([] if
-        the log is tailed and has nothing new), or None if this log is not
-        tailed or the buffer cannot serve this position."""
+        the log is followed and has nothing new), or None if this log is not
+        followed yet or the buffer cannot serve this position."""
         with self._lock:
             tail = self._tails.get(key)
-            if tail is None:
+            if tail is None or tail.state is not Subscription.LIVE:
                 return None
             tail.used_at = time.monotonic()
             return tail.after(after_seq)
 
     def wait(self, key: bytes, after_seq: int, timeout: float) -> list[tuple[int, bytes]] | None:
-        """Entries after `after_seq`, waiting up to `timeout` s for the first
-        ([] on timeout); None if the buffer cannot serve this position.
-        Raises StoreUnavailable while the tailing XREAD fails."""
+        """Entries after `after_seq`, waiting up to `timeout` s for the first;
+        None if the buffer cannot serve this position, or if nothing came (the
+        caller reads Redis once). Raises StoreUnavailable while the subscriber fails."""
         deadline = time.monotonic() + timeout
         with self._lock:
             failures_before = self._failures
             tail = self._tails.get(key)
             if tail is None:
                 tail = self._tails[key] = _Tail(after_seq, self._lock, self.max_entries)
+                connection = self._connection
                 if not self._running:
                     self._running = True
                     threading.Thread(target=self._run, name="redis-tail", daemon=True).start()
+            else:
+                connection = None
             tail.readers += 1
-            try:
+        try:
+            if connection is not None:
+                # Without a connection the subscriber asks for every log when it connects.
+                self._send(connection, self._subscribe, [key])
+            with self._lock:
                 while True:
-                    found = tail.after(after_seq)
-                    if found != []:
-                        return found
+                    if tail.state is Subscription.LIVE:
+                        found = tail.after(after_seq)
+                        if found != []:
+                            return found
+                    elif tail.state is Subscription.CONFIRMED:
+                        self._fill(key, tail)
+                        continue
                     if self._failures != failures_before:
                         raise StoreUnavailable(f"redis: {type(self._error).__name__}: {self._error}")
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        return []
+                        return None
                     tail.changed.wait(remaining)
-            finally:
+        finally:
+            with self._lock:
                 tail.readers -= 1
                 tail.used_at = time.monotonic()
 
-    def _positions(self) -> dict[bytes, str] | None:
+    def _fill(self, key: bytes, tail: _Tail) -> None:
+        """Read the log's newest entries into the buffer (called with the lock held; the lock
+        is let go during the read). Redis has confirmed the subscription: every entry after
+        the ones read arrives as a message, and those heard meanwhile wait in `heard`."""
+        tail.state = Subscription.FILLING
+        self._lock.release()
+        try:
+            newest = self.client.xrevrange(key, max="+", min=f"({tail.last_seq}-1", count=self.max_entries)
+        except BaseException:
+            self._lock.acquire()
+            if tail.state is Subscription.FILLING:
+                tail.state = Subscription.CONFIRMED
+            raise
+        self._lock.acquire()
+        if tail.state is not Subscription.FILLING:
+            return  # the connection was lost meanwhile: subscribed and filled again
+        for entry_id, fields in reversed(newest):
+            tail.add(int(entry_id.split(b"-")[0]), fields[b"e"])
+        for seq, event in tail.heard:
+            tail.add(seq, event)
+        tail.heard.clear()
+        tail.state = Subscription.LIVE
+        tail.changed.notify_all()
+
+    def _send(self, connection: Any, command: bytes, keys: list[bytes]) -> None:
+        try:
+            with self._send_lock:
+                for start in range(0, len(keys), SUBSCRIBE_CHUNK):
+                    part = pack_command((command, *keys[start : start + SUBSCRIBE_CHUNK]))
+                    # No health check: its PING's reply would be read by the subscriber.
+                    connection.send_packed_command([part], check_health=False)
+        except Exception as error:  # the subscriber sees the broken connection and asks again
+            log.debug("%s on the subscriber's connection failed: %s", command.decode(), error)
+
+    def _connect(self) -> tuple[Any, Any]:
+        pool = self._pool()
+        connection = pool.get_connection()
+        with self._lock:
+            self._connection = connection
+            keys = list(self._tails)
+            for tail in self._tails.values():
+                tail.state = Subscription.ASKED
+        if keys:
+            with self._send_lock:
+                for start in range(0, len(keys), SUBSCRIBE_CHUNK):
+                    command = pack_command((self._subscribe, *keys[start : start + SUBSCRIBE_CHUNK]))
+                    connection.send_packed_command([command], check_health=False)
+        return pool, connection
+
+    def _idle_keys(self) -> list[bytes] | None:
+        """Forget the logs nobody waited on lately (their keys, to unsubscribe); None when
+        nothing is followed any more or the store closed: the subscriber stops."""
         with self._lock:
             now = time.monotonic()
-            for key, tail in list(self._tails.items()):
-                if not tail.readers and now - tail.used_at > IDLE_SECONDS:
-                    del self._tails[key]
+            idle = [key for key, tail in self._tails.items() if not tail.readers and now - tail.used_at > IDLE_SECONDS]
+            for key in idle:
+                del self._tails[key]
             if not self._tails or self._closed:
                 self._running = False
+                self._connection = None
                 return None
-            return {key: f"{tail.last_seq}-1" for key, tail in self._tails.items()}
+            return idle
 
     def _run(self) -> None:
+        pool = connection = None
+        housekept = time.monotonic()
         while True:
-            positions = self._positions()
-            if positions is None:
-                return
             try:
-                reply = self._read(self.client, positions)
+                if connection is None:
+                    pool, connection = self._connect()
+                messages = []
+                if connection.can_read(timeout=HOUSEKEEPING_SECONDS):
+                    messages.append(connection.read_response(push_request=True))
+                    while connection.can_read(timeout=0):  # what is already here, under one lock
+                        messages.append(connection.read_response(push_request=True))
+                if messages:
+                    self._hear(messages)
+                if time.monotonic() - housekept >= HOUSEKEEPING_SECONDS:
+                    housekept = time.monotonic()
+                    idle = self._idle_keys()
+                    if idle is None:
+                        _hang_up(pool, connection)
+                        return
+                    if idle:
+                        self._send(connection, self._unsubscribe, idle)
             except Exception as error:
-                if self._closed:
-                    return  # the store closed its connections under us
-                if not isinstance(error, self._trouble):
-                    log.exception("tailing %d message log(s) failed", len(positions))
-                else:
-                    log.warning("tailing %d message log(s): %s", len(positions), error)
+                if connection is not None:
+                    _hang_up(pool, connection)
+                    connection = None
                 with self._lock:
+                    self._connection = None
+                    if self._closed:
+                        self._running = False
+                        return
+                    if not isinstance(error, self._trouble):
+                        log.exception("following %d message log(s) failed", len(self._tails))
+                    else:
+                        log.warning("following %d message log(s): %s", len(self._tails), error)
                     self._error = error
                     self._failures += 1
                     for tail in self._tails.values():
+                        tail.state = Subscription.ASKED
+                        tail.heard.clear()
                         tail.changed.notify_all()
                 time.sleep(0.2)
-                continue
-            with self._lock:
-                for key, entries in _streams(reply):
-                    read = self._tails.get(key)
-                    if read is None or not entries:
-                        continue
-                    for entry_id, fields in entries:
-                        read.add(int(entry_id.split(b"-")[0]), fields[b"e"])
-                    read.changed.notify_all()
 
+    def _hear(self, messages: Iterable[Any]) -> None:
+        woken: set[_Tail] = set()
+        with self._lock:
+            for message in messages:
+                kind, channel, data = message[0], message[1], message[2]
+                tail = self._tails.get(channel)
+                if tail is None:
+                    continue
+                if kind == self._message:
+                    if tail.state is Subscription.LIVE:
+                        tail.add(*_seq_and_event(data))
+                        woken.add(tail)
+                    elif tail.state is not Subscription.ASKED:
+                        tail.heard.append(_seq_and_event(data))
+                elif kind == self._confirmation:
+                    if tail.state is Subscription.ASKED:
+                        tail.state = Subscription.CONFIRMED
+                        woken.add(tail)
+                elif kind == self._ended and tail.state is not Subscription.ASKED:
+                    # Not asked for by this process (it forgets a log before unsubscribing):
+                    # a cluster moved the slot. Connect again, to the slot's master now.
+                    from redis.exceptions import ConnectionError
 
-def _streams(reply: Any) -> list[tuple[bytes, list]]:
-    """(key, entries) pairs of an XREAD reply, RESP2 or RESP3."""
-    if not reply:
-        return []
-    if isinstance(reply, dict):  # RESP3: {key: [entries]} (redis-py may nest once more)
-        pairs = []
-        for key, value in reply.items():
-            nested = value and value[0] and isinstance(value[0][0], (list, tuple))
-            pairs.append((key, value[0] if nested else value))
-        return pairs
-    return [(key, entries) for key, entries in reply]
+                    raise ConnectionError(f"Redis ended the subscription of {channel!r}")
+            for tail in woken:
+                tail.changed.notify_all()
 
 
 class SlotTails:
-    """On a Redis Cluster, one TailHub per hash tag: an XREAD may name keys of one slot only
-    (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/, "Key
-    distribution model"), and every log of a bucket of conversations shares its tag
-    (keyspace.py). So a process waits in at most one XREAD per bucket with readers, each in its
-    own thread (a greenlet under gevent), and each hub stops when its logs go idle."""
+    """On a Redis Cluster, one TailHub per hash tag, each subscribed on the master of its slot
+    (a shard channel lives in its slot: every log of a bucket of conversations shares its tag,
+    keyspace.py). So a process holds at most one subscriber per bucket with readers, each in
+    its own thread (a greenlet under gevent), and each stops when its logs go idle."""
 
     def __init__(self, client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> None:
         self._client = client
@@ -239,8 +356,13 @@ class SlotTails:
         with self._lock:
             hub = self._hubs.get(tag)
             if hub is None:
+                client = self._client
+
+                def pool() -> Any:
+                    return client.get_redis_connection(client.get_node_from_key(key)).connection_pool
+
                 hub = self._hubs[tag] = TailHub(
-                    self._client, self._trouble, max_events=self._max_events, read=_read_cluster_slot
+                    client, self._trouble, max_events=self._max_events, pool=pool, sharded=True
                 )
             return hub
 
@@ -256,10 +378,18 @@ class SlotTails:
         return self._hub(key).wait(key, after_seq, timeout)
 
 
-def tail_hub(client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> TailHub | SlotTails:
-    """The readers' fan-out for this client: one XREAD per process on one Redis, one per hash
-    tag on a cluster."""
+def publish_command(client: Any) -> str:
+    """The command a script publishes a log's new entry with (an ARGV of the scripts)."""
     from .redis_connection import is_cluster
 
-    hub_class = SlotTails if is_cluster(client) else TailHub
-    return hub_class(client, trouble, max_events=max_events)
+    return "SPUBLISH" if is_cluster(client) else "PUBLISH"
+
+
+def tail_hub(client: Any, trouble: tuple[type[BaseException], ...], *, max_events: int) -> TailHub | SlotTails:
+    """The readers' fan-out for this client: one subscriber per process on one Redis, one per
+    hash tag on a cluster."""
+    from .redis_connection import is_cluster
+
+    if is_cluster(client):
+        return SlotTails(client, trouble, max_events=max_events)
+    return TailHub(client, trouble, max_events=max_events)

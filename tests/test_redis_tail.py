@@ -1,0 +1,171 @@
+"""The Redis store's fan-out through Pub/Sub (widget_server/stores/redis_tail.py), against a
+real redis-server and a real 3-master Redis Cluster (SPUBLISH, SSUBSCRIBE).
+
+Pub/Sub delivers at most once and only while subscribed; these show that a reader still gets
+every event once and in order: entries written before the subscription, an entry nobody
+published (a process of an older version), a subscriber connection Redis closed, and that
+a log nobody waits on is unsubscribed."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from widget_server.messages import EventKind
+from widget_server.stores import redis_tail
+from widget_server.stores.base import Conversation, StoreUnavailable
+from widget_server.stores.redis import RedisStore
+
+from .helpers import wait_until
+from .redis_support import redis_client
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def server(request):
+    server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
+    server.flush()
+    return server
+
+
+@pytest.fixture
+def store(server):
+    store = RedisStore(server.url)
+    yield store
+    store.close()
+
+
+def running(store: RedisStore, conversation_id: str = "c_tail1") -> str:
+    message_id = "m_tail" + conversation_id[-1]  # its conversation's slot on a cluster
+    store.create_conversation(Conversation(conversation_id, "hash", 0.0))
+    store.claim_request(conversation_id, "r1", "fp", "question", "u_1", message_id)
+    store.start(message_id)
+    return message_id
+
+
+def read_all(
+    store: RedisStore, message_id: str, after_seq: int, until_seq: int, timeout: float = 0.3, events: list | None = None
+) -> list:
+    """Every event after `after_seq` up to `until_seq`, as a stream reads them (into `events`)."""
+    events = [] if events is None else events
+    seq = after_seq
+    deadline = 40
+    while seq < until_seq and deadline:
+        deadline -= 1
+        for event in store.read_events(message_id, seq, timeout):
+            events.append(event)
+            seq = event.seq
+    return events
+
+
+def test_a_waiting_reader_gets_what_was_written_before_and_after_it_subscribed(store):
+    message_id = running(store)
+    store.append_text(message_id, "before ")  # seq 2, never published to this reader
+    got: list = []
+    reader = threading.Thread(target=lambda: read_all(store, message_id, 1, 4, timeout=2, events=got))
+    reader.start()
+    assert wait_until(lambda: got, timeout=10)
+    store.append_text(message_id, "after, ")
+    store.append_text(message_id, "and more")
+    reader.join(timeout=10)
+    assert [(event.seq, event.kind) for event in got] == [
+        (2, EventKind.DELTA),
+        (3, EventKind.DELTA),
+        (4, EventKind.DELTA),
+    ]
+    assert "".join(event.payload["text"] for event in got) == "before after, and more"
+
+
+def test_an_entry_nobody_published_is_still_read_in_order(store, server):
+    """A process of an older version appends without publishing: the next published entry
+    shows the hole (the buffer never bridges it), and a lone one is found after a wait."""
+    message_id = running(store)
+    assert read_all(store, message_id, 0, 1)[-1].seq == 1
+    events_key = store._msg(message_id) + ":events"
+    client = redis_client(server.url)
+    try:
+        client.hincrby(store._msg(message_id), "last_seq", 1)
+        client.xadd(
+            events_key, {"e": f'{{"kind":"text.delta","text":"quiet ","seq":2,"message_id":"{message_id}"}}'}, id="2-1"
+        )
+        # Alone: heard by nobody, read from Redis once the wait ends.
+        assert [(event.seq, event.payload["text"]) for event in read_all(store, message_id, 1, 2)] == [(2, "quiet ")]
+        client.hincrby(store._msg(message_id), "last_seq", 1)
+        client.xadd(
+            events_key, {"e": f'{{"kind":"text.delta","text":"gap ","seq":3,"message_id":"{message_id}"}}'}, id="3-1"
+        )
+        store.append_text(message_id, "loud")  # seq 4, published
+        events = read_all(store, message_id, 2, 4)
+        assert [(event.seq, event.payload["text"]) for event in events] == [(3, "gap "), (4, "loud")]
+    finally:
+        client.close()
+
+
+def test_a_lost_subscriber_connection_fails_waiting_readers_then_every_event_arrives_once(store, server):
+    message_id = running(store)
+    read_all(store, message_id, 0, 1)
+    outcome: dict = {}
+
+    def wait_long() -> None:
+        try:
+            outcome["events"] = store.read_events(message_id, 1, 10)
+        except StoreUnavailable as error:
+            outcome["error"] = error
+
+    reader = threading.Thread(target=wait_long)
+    reader.start()
+    client = redis_client(server.url)
+    try:
+        pubsub_clients = lambda: [  # noqa: E731
+            entry
+            for node_clients in _client_lists(client)
+            for entry in node_clients
+            if entry.get("flags") == "P" or int(entry.get("sub", 0)) + int(entry.get("ssub", 0)) > 0
+        ]
+        assert wait_until(pubsub_clients, timeout=10)
+        for node in _nodes(client):
+            node.client_kill_filter(_type="pubsub")
+    finally:
+        client.close()
+    reader.join(timeout=15)
+    assert "error" in outcome or outcome.get("events") == []
+    for text in ("one ", "two ", "three"):
+        store.append_text(message_id, text)
+    events = read_all(store, message_id, 1, 4, timeout=2)
+    assert [event.seq for event in events] == [2, 3, 4]
+    assert "".join(event.payload["text"] for event in events) == "one two three"
+
+
+def test_a_log_nobody_waits_on_is_unsubscribed(store, server, monkeypatch):
+    monkeypatch.setattr(redis_tail, "IDLE_SECONDS", 0.2)
+    monkeypatch.setattr(redis_tail, "HOUSEKEEPING_SECONDS", 0.1)
+    message_id = running(store)
+    channel = store._msg(message_id) + ":events"
+    client = redis_client(server.url)
+    try:
+        reader = threading.Thread(target=lambda: store.read_events(message_id, 1, 1.0))
+        reader.start()
+        assert wait_until(lambda: _subscribers(client, channel) == 1, timeout=10)
+        reader.join(timeout=10)
+        assert wait_until(lambda: _subscribers(client, channel) == 0, timeout=10)
+    finally:
+        client.close()
+
+
+def _nodes(client) -> list:
+    if hasattr(client, "get_primaries"):
+        return [client.get_redis_connection(node) for node in client.get_primaries()]
+    return [client]
+
+
+def _client_lists(client) -> list[list[dict]]:
+    return [node.client_list() for node in _nodes(client)]
+
+
+def _subscribers(client, channel: str) -> int:
+    if hasattr(client, "get_primaries"):
+        node = client.get_redis_connection(client.get_node_from_key(channel))
+        reply = node.execute_command("PUBSUB", "SHARDNUMSUB", channel)
+    else:
+        reply = client.execute_command("PUBSUB", "NUMSUB", channel)
+    return int(reply[1])

@@ -1,0 +1,139 @@
+"""Concurrent calls of one script, sent together (widget_server/stores/script_batches.py),
+against a real redis-server and a real 3-master Redis Cluster.
+
+What a batch must not change: each call's own reply, a script that errors failing only its own
+call, a script Redis lost (a restart, SCRIPT FLUSH) run exactly once after loading it, and a
+restarted Redis served again without the server restarting."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import redis
+from redis.commands.core import Script
+
+from widget_server.stores.keyspace import BUCKETS, ID_ALPHABET, Keyspace
+from widget_server.stores.redis_connection import connect
+from widget_server.stores.script_batches import ScriptBatches, pack_command
+
+from .helpers import wait_until
+
+# Counts its calls in KEYS[1] and answers with its argument; 'fail' is an error reply.
+COUNTING = """
+if ARGV[1] == 'fail' then return redis.error_reply('ERR asked to fail') end
+redis.call('INCR', KEYS[1])
+return ARGV[1]
+"""
+
+
+def batches_for(client) -> ScriptBatches:
+    script: Script = client.register_script(COUNTING)
+    return ScriptBatches(client, COUNTING, lambda keys, args: script(keys=keys, args=args))
+
+
+@pytest.fixture
+def one_redis(redis_server):
+    redis_server.flush()
+    client = connect(redis_server.url)
+    yield client
+    client.close()
+
+
+def call_together(batches: ScriptBatches, calls: list[tuple[str, str]]) -> dict[str, object]:
+    """Make `calls` (key, argument) from one thread each while the lane's first batch is held
+    on the wire, so the rest queue behind it; the replies (or errors) by argument."""
+    lane = batches._lane(calls[0][0])
+    results: dict[str, object] = {}
+
+    def one(key: str, argument: str) -> None:
+        try:
+            results[argument] = batches([key], [argument])
+        except Exception as error:  # the error is the result under test
+            results[argument] = error
+
+    with lane._turn:  # as if a batch were on the wire
+        threads = [threading.Thread(target=one, args=call) for call in calls]
+        for thread in threads:
+            thread.start()
+        assert wait_until(lambda: len(lane._next.calls) == len(calls), timeout=10)
+    for thread in threads:
+        thread.join(timeout=10)
+    return results
+
+
+def test_commands_are_packed_as_redis_reads_them():
+    assert pack_command(("EVALSHA", "ab", 1, "k", "café")) == (
+        b"*5\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n1\r\n$1\r\nk\r\n$5\r\ncaf\xc3\xa9\r\n"
+    )
+    assert pack_command((b"\r\n", -3)) == b"*2\r\n$2\r\n\r\n\r\n$2\r\n-3\r\n"
+
+
+def test_calls_queued_behind_a_batch_go_as_one_and_each_gets_its_own_reply(one_redis):
+    batches = batches_for(one_redis)
+    assert batches(["count"], ["alone"]) == b"alone"  # a lone call goes at once
+    sent_before = batches.batches_sent
+    results = call_together(batches, [("count", f"call-{index}") for index in range(40)])
+    assert results == {f"call-{index}": f"call-{index}".encode() for index in range(40)}
+    assert batches.batches_sent - sent_before == 1
+    assert one_redis.get("count") == b"41"
+
+
+def test_an_error_reply_fails_only_its_own_call(one_redis):
+    batches = batches_for(one_redis)
+    results = call_together(batches, [("count", "before"), ("count", "fail"), ("count", "after")])
+    assert results["before"] == b"before" and results["after"] == b"after"
+    assert isinstance(results["fail"], redis.ResponseError) and "asked to fail" in str(results["fail"])
+    assert one_redis.get("count") == b"2"
+
+
+def test_a_script_redis_lost_is_loaded_and_each_call_runs_once(one_redis):
+    batches = batches_for(one_redis)
+    assert batches(["count"], ["first"]) == b"first"
+    one_redis.script_flush()  # as a restarted Redis would have lost it
+    results = call_together(batches, [("count", f"call-{index}") for index in range(10)])
+    assert results == {f"call-{index}": f"call-{index}".encode() for index in range(10)}
+    assert one_redis.get("count") == b"11"
+
+
+def test_a_restarted_redis_is_served_again_without_a_new_client(redis_server):
+    redis_server.flush()
+    client = connect(redis_server.url)
+    try:
+        batches = batches_for(client)
+        assert batches(["count"], ["before"]) == b"before"
+        redis_server.crash()
+        with pytest.raises(redis.ConnectionError):
+            batches(["count"], ["while down"])
+        redis_server.recover()
+        # The pool makes the connection Redis closed again before the next batch uses it.
+        assert batches(["count"], ["after"]) == b"after"
+        assert client.get("count") == b"1"
+    finally:
+        client.close()
+
+
+def test_on_a_cluster_each_call_goes_to_the_master_of_its_slot(redis_cluster):
+    redis_cluster.flush()
+    client = connect(redis_cluster.url)
+    keys = Keyspace(cluster=True)
+    try:
+        batches = batches_for(client)
+        # One key per bucket: sixteen hash tags spread over the three masters.
+        names = [keys.conversation(f"c_{char}") + ":count" for char in ID_ALPHABET[:: len(ID_ALPHABET) // BUCKETS]]
+        results = {}
+        threads = [
+            threading.Thread(target=lambda name=name: results.__setitem__(name, batches([name], [name])))
+            for name in names
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert results == {name: name.encode() for name in names}
+        checker = redis_cluster.client()
+        assert [checker.get(name) for name in names] == [b"1"] * len(names)
+        assert len({checker.get_node_from_key(name).name for name in names}) == 3
+        checker.close()
+    finally:
+        client.close()

@@ -1,0 +1,201 @@
+"""Concurrent calls of one Lua script, sent to Redis together (a group commit, issue 16).
+
+Every delta of every answer is one call of the append script (redis.py `_APPEND`). Sent one
+by one, each call took a pooled connection, was packed by redis-py, cost a send and a receive
+syscall on both sides and a greenlet switch to wait: py-spy found 27% of a worker's CPU in
+those calls at N=500 (bench/load.py, redis-2w), and Redis spent its time on the sockets of
+500 clients. Here calls that arrive while a batch is on the wire join the next batch: one
+send, one read of the replies, one connection per process (per master on a cluster). A lone
+call goes at once; nothing waits for a timer, so an idle server's latency is unchanged.
+
+A batch is not a transaction, and nothing about a call changes by being in one:
+- each script is atomic in Redis, as before; Redis runs a batch's scripts one after another,
+  like the same calls from separate connections;
+- an error reply fails only its own call. NOSCRIPT (a restarted Redis lost its scripts) means
+  the script did not run: it is loaded and the call sent again. MOVED or ASK (a cluster moving
+  a slot) means it did not run either: the call goes through redis-py, which follows them;
+- a connection error fails every call of the batch still without a reply, and none is sent
+  again: a call whose reply was lost may have run (redis.py's module docstring);
+- an answer's writer waits for its call before making the next, so its appends stay in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..waiting import Flag
+
+Arg = str | int | bytes
+
+
+def pack_command(parts: Sequence[Arg]) -> bytes:
+    """One command in RESP (https://redis.io/docs/latest/develop/reference/protocol-spec/,
+    "Sending commands to a Redis server": an array of bulk strings)."""
+    out = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        if isinstance(part, str):
+            part = part.encode()
+        elif isinstance(part, int):
+            part = b"%d" % part
+        out += (b"$%d\r\n" % len(part), part, b"\r\n")
+    return b"".join(out)
+
+
+class _Call:
+    __slots__ = ("args", "error", "keys", "packed", "replied", "reply")
+
+    def __init__(self, keys: Sequence[str], args: Sequence[Arg], packed: bytes) -> None:
+        self.keys = keys
+        self.args = args
+        self.packed = packed
+        self.replied = False
+        self.reply: Any = None
+        self.error: BaseException | None = None
+
+    def answer(self, reply: Any) -> None:
+        self.reply = reply
+        self.replied = True
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+
+class _Batch:
+    __slots__ = ("calls", "done")
+
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
+        self.done = Flag()
+
+
+class _Lane:
+    """The batches to one Redis server: one connection, one batch on the wire at a time."""
+
+    def __init__(self, pool: Callable[[], Any], script: ScriptBatches) -> None:
+        self._pool = pool  # the server's connection pool
+        self._script = script
+        self._lock = threading.Lock()
+        self._turn = threading.Lock()  # held by the batch on the wire
+        self._next = _Batch()
+        self.batches_sent = 0  # (tests/test_script_batches.py)
+
+    def call(self, call: _Call) -> Any:
+        with self._lock:
+            batch = self._next
+            batch.calls.append(call)
+            leads = len(batch.calls) == 1  # the first call of a batch sends it
+        if not leads:
+            batch.done.wait()
+            return call.result()
+        with self._turn:
+            with self._lock:
+                self._next = _Batch()  # later calls join the next batch
+            try:
+                self._send(batch.calls)
+            finally:
+                batch.done.set()
+        return call.result()
+
+    def _send(self, calls: list[_Call]) -> None:
+        from redis.exceptions import AskError, ConnectionError, MovedError, NoScriptError, ResponseError
+
+        # Taken from the pool for each batch, so that the pool's checks apply: a connection
+        # Redis closed (a restart) is made again before it is used, a forked child gets its own.
+        pool = self._pool()
+        connection = None
+        unsent = calls
+        try:
+            connection = pool.get_connection()
+            for attempt in range(2):
+                self.batches_sent += 1
+                connection.send_packed_command([b"".join(call.packed for call in unsent)])
+                for call in unsent:
+                    try:
+                        call.answer(connection.read_response())
+                    except ResponseError as error:
+                        call.answer(error)
+                unsent = [call for call in unsent if isinstance(call.reply, NoScriptError)]
+                if not unsent or attempt:
+                    break
+                connection.send_packed_command([pack_command(("SCRIPT", "LOAD", self._script.source))])
+                connection.read_response()
+        except BaseException as error:
+            if connection is not None:
+                connection.disconnect()
+            self._script.lost_connection()
+            # Another caller's greenlet must not receive this one's GreenletExit or Timeout.
+            failure = error if isinstance(error, Exception) else ConnectionError("the batch was interrupted")
+            for call in calls:
+                if not call.replied:
+                    call.error = failure
+            if failure is not error:
+                raise
+            return
+        finally:
+            if connection is not None:
+                pool.release(connection)
+        for call in calls:
+            if isinstance(call.reply, (MovedError, AskError)):
+                try:
+                    call.answer(self._script.redirected(call.keys, call.args))
+                except Exception as error:
+                    call.error = error
+            elif isinstance(call.reply, ResponseError):
+                call.error = call.reply
+
+
+class ScriptBatches:
+    """Calls of `source` on `client` (redis-py's Redis or RedisCluster), batched per server.
+    `redirected(keys, args)` makes one call through redis-py (its Script object), for a call a
+    cluster answered with MOVED or ASK."""
+
+    def __init__(self, client: Any, source: str, redirected: Callable[[Sequence[str], Sequence[Arg]], Any]) -> None:
+        from .redis_connection import is_cluster
+
+        self.source = source
+        self.redirected = redirected
+        self._client = client
+        self._cluster = is_cluster(client)
+        self._prefix = (b"EVALSHA", hashlib.sha1(source.encode()).hexdigest().encode())
+        self._lock = threading.Lock()
+        self._lanes: dict[str, _Lane] = {}
+        self._single = None if self._cluster else _Lane(lambda: client.connection_pool, self)
+
+    def __call__(self, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        call = _Call(keys, args, pack_command((*self._prefix, len(keys), *keys, *args)))
+        return self._lane(keys[0]).call(call)
+
+    def _lane(self, key: str) -> _Lane:
+        if self._single is not None:
+            return self._single
+        node = self._client.get_node_from_key(key)
+        lane = self._lanes.get(node.name)
+        if lane is None:
+            with self._lock:
+                lane = self._lanes.get(node.name)
+                if lane is None:
+                    client = self._client
+                    lane = self._lanes[node.name] = _Lane(
+                        lambda: client.get_redis_connection(node).connection_pool, self
+                    )
+        return lane
+
+    @property
+    def batches_sent(self) -> int:
+        lanes = [self._single] if self._single is not None else list(self._lanes.values())
+        return sum(lane.batches_sent for lane in lanes)
+
+    def lost_connection(self) -> None:
+        """A server stopped answering: on a cluster, read the slot map again (redis-py does the
+        same after a connection error), so calls go to the master that took its slots over."""
+        if not self._cluster:
+            return
+        try:
+            self._client.nodes_manager.initialize()
+        except Exception:  # no node answers yet: the next failure tries again
+            pass
