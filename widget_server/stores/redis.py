@@ -623,6 +623,11 @@ class RedisStore(Store):
     # -- writing -----------------------------------------------------------
 
     def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
+        raw = self._append_raw(message_id, op, payload, text)
+        return _event_from_json(raw) if raw is not None else None
+
+    def _append_raw(self, message_id: str, op: str, payload: dict, text: str) -> bytes | None:
+        """One _APPEND: the new event's JSON, or None if the transition is refused."""
         key = self._msg(message_id)
         ending = op not in ("start", "text")
         compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
@@ -641,7 +646,7 @@ class RedisStore(Store):
         )
         if ending:
             self.compact_due(message_id)
-        return _event_from_json(raw) if raw is not None else None
+        return raw
 
     def _compact_key(self, any_id: str) -> str:
         return self.keys.compact(bucket(any_id))
@@ -684,7 +689,15 @@ class RedisStore(Store):
 
     def append_text(self, message_id: str, text: str) -> StreamEvent | None:
         text = clean_text(text)
-        return self._write(message_id, "text", {"kind": EventKind.DELTA.value, "text": text}, text)
+        raw = self._append_raw(message_id, "text", {"kind": EventKind.DELTA.value, "text": text}, text)
+        if raw is None:
+            return None
+        # The event is known but for its seq, which _APPEND spliced in last but one: read it
+        # there instead of decoding the whole event per delta (inside the JSON string of the
+        # text every '"' is escaped, so the last ',"seq":' is the spliced one).
+        start = raw.rindex(b',"seq":') + 7
+        seq = int(raw[start : raw.index(b",", start)])
+        return StreamEvent(message_id, seq, EventKind.DELTA, {"text": text})
 
     def complete(self, message_id: str) -> StreamEvent | None:
         # The digest is over the text as stored; computed here once, from Redis.

@@ -4,7 +4,8 @@ others are discovered; the scheme the `limits` library also reads, so ratelimits
 
 Both clients are made the same way (redis.py's module docstring says why): no retries of a
 command (a script whose reply was lost may have run; running an APPEND twice would duplicate
-text), a short connect timeout, and a pool that is never the limit on open streams. A
+text), a short connect timeout, and on one Redis a bounded pool of connections that a
+command waits for (POOL_CONNECTIONS). A
 cluster's redirections (MOVED, ASK) are not retries: the command did not run, and redis-py
 follows them (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/,
 "Redirection and resharding").
@@ -18,6 +19,15 @@ from typing import Any, cast
 
 from ..store_url import CLUSTER_SCHEME, cluster_nodes
 
+# Connections per process to each Redis server. No command blocks in Redis (readers wait in
+# one subscriber per process: redis_tail.py; appends go in batches: script_batches.py), so a
+# connection is held for one round trip, and a command waits for a free one instead of
+# opening another: with an unbounded pool, 500 streams opening at once left about 250 idle
+# connections per worker (bench/load.py: redis_peak_clients), each with its buffers.
+POOL_CONNECTIONS = 64
+# The longest a command waits for a free connection before it is `store_unavailable`.
+POOL_WAIT_SECONDS = 10.0
+
 
 def connect(url: str) -> Any:
     import redis
@@ -25,14 +35,15 @@ def connect(url: str) -> Any:
     from redis.retry import Retry
 
     options: dict[str, Any] = {
-        "max_connections": 100_000,
+        "max_connections": POOL_CONNECTIONS,
         "health_check_interval": 30,
         "socket_connect_timeout": 1.0,
         "socket_keepalive": True,
         "retry": Retry(NoBackoff(), 0),
     }
     if not url.startswith(CLUSTER_SCHEME):
-        return redis.Redis.from_url(url, **options)
+        pool = redis.BlockingConnectionPool.from_url(url, timeout=POOL_WAIT_SECONDS, **options)
+        return redis.Redis(connection_pool=pool)
     from redis.cluster import ClusterNode, RedisCluster
 
     nodes, username, password = cluster_nodes(url)
@@ -41,7 +52,10 @@ def connect(url: str) -> Any:
             startup_nodes=[ClusterNode(host, port) for host, port in nodes],
             username=username,
             password=password,
-            **options,
+            # redis-py gives each master a plain pool (its connection_pool_class is used only
+            # for a client made from a URL), which refuses a command past its size instead of
+            # making it wait (MaxConnectionsError): unbounded on a cluster.
+            **{**options, "max_connections": 100_000},
         )
     )
 
