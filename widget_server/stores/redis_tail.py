@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 BUFFER_ENTRIES = 512
 # A log nobody has waited on for this long is unsubscribed.
 IDLE_SECONDS = 5.0
-# How often the subscriber looks for idle logs while no message arrives.
+# How often a log nobody waits on is looked for.
 HOUSEKEEPING_SECONDS = 1.0
 # Channels named in one SUBSCRIBE (a resubscription of thousands is sent in parts).
 SUBSCRIBE_CHUNK = 256
@@ -138,6 +138,7 @@ class TailHub:
         self._tails: dict[bytes, _Tail] = {}
         self._connection: Any = None
         self._running = False
+        self._epoch = 0  # which start of the subscriber a housekeeper belongs to
         self._closed = False
         # Failures of the subscriber: a reader fails only for one that happens while it
         # waits (never for a stale one after Redis is back).
@@ -149,6 +150,9 @@ class TailHub:
         with self._lock:
             self._closed = True
             self._tails.clear()
+            connection = self._connection
+        if connection is not None:
+            connection.disconnect()  # ends the subscriber's read: it sees the store closed
 
     def peek(self, key: bytes, after_seq: int) -> list[tuple[int, bytes]] | None:
         """Without waiting: entries after `after_seq` from the buffer ([] if
@@ -173,8 +177,7 @@ class TailHub:
                 tail = self._tails[key] = _Tail(after_seq, self._lock, self.max_entries)
                 connection = self._connection
                 if not self._running:
-                    self._running = True
-                    threading.Thread(target=self._run, name="redis-tail", daemon=True).start()
+                    self._start()
             else:
                 connection = None
             tail.readers += 1
@@ -251,50 +254,69 @@ class TailHub:
                     connection.send_packed_command([command], check_health=False)
         return pool, connection
 
-    def _idle_keys(self) -> list[bytes] | None:
-        """Forget the logs nobody waited on lately (their keys, to unsubscribe); None when
-        nothing is followed any more or the store closed: the subscriber stops."""
-        with self._lock:
-            now = time.monotonic()
-            idle = [key for key, tail in self._tails.items() if not tail.readers and now - tail.used_at > IDLE_SECONDS]
-            for key in idle:
-                del self._tails[key]
-            if not self._tails or self._closed:
-                self._running = False
-                self._connection = None
-                return None
-            return idle
+    def _start(self) -> None:
+        """Start the subscriber and its housekeeper (called with the lock held)."""
+        self._running = True
+        self._epoch += 1
+        threading.Thread(target=self._run, name="redis-tail", daemon=True).start()
+        threading.Thread(target=self._housekeep, args=(self._epoch,), name="redis-tail-idle", daemon=True).start()
+
+    def _housekeep(self, epoch: int) -> None:
+        """Every HOUSEKEEPING_SECONDS: forget the logs nobody waited on lately and unsubscribe
+        them. The subscriber stops once nothing is followed (when Redis confirms the last
+        unsubscription), and so does this."""
+        while True:
+            time.sleep(HOUSEKEEPING_SECONDS)
+            with self._lock:
+                if self._epoch != epoch or not self._running:
+                    return
+                now = time.monotonic()
+                idle = [
+                    key for key, tail in self._tails.items() if not tail.readers and now - tail.used_at > IDLE_SECONDS
+                ]
+                for key in idle:
+                    del self._tails[key]
+                connection = self._connection
+            if idle and connection is not None:
+                self._send(connection, self._unsubscribe, idle)
+
+    def _stopping(self) -> bool:
+        """Whether the subscriber stops now: nothing is followed, or the store closed (called
+        with the lock held)."""
+        if self._tails and not self._closed:
+            return False
+        self._running = False
+        self._connection = None
+        return True
 
     def _run(self) -> None:
         pool = connection = None
-        housekept = time.monotonic()
         while True:
             try:
                 if connection is None:
                     pool, connection = self._connect()
-                messages = []
-                if connection.can_read(timeout=HOUSEKEEPING_SECONDS):
-                    messages.append(connection.read_response(push_request=True))
-                    while connection.can_read(timeout=0):  # what is already here, under one lock
-                        messages.append(connection.read_response(push_request=True))
-                if messages:
-                    self._hear(messages)
-                if time.monotonic() - housekept >= HOUSEKEEPING_SECONDS:
-                    housekept = time.monotonic()
-                    idle = self._idle_keys()
-                    if idle is None:
+                    with self._lock:
+                        stop = self._stopping()  # closed, or every log forgotten, meanwhile
+                    if stop:
                         _hang_up(pool, connection)
                         return
-                    if idle:
-                        self._send(connection, self._unsubscribe, idle)
+                # Blocks until Redis sends something: no timeout to arm per wait.
+                messages = [connection.read_response(push_request=True)]
+                while connection.can_read(timeout=0):  # what is already here, under one lock
+                    messages.append(connection.read_response(push_request=True))
+                self._hear(messages)
+                with self._lock:
+                    stop = self._stopping()
+                if stop:
+                    _hang_up(pool, connection)
+                    return
             except Exception as error:
                 if connection is not None:
                     _hang_up(pool, connection)
                     connection = None
                 with self._lock:
                     self._connection = None
-                    if self._closed:
-                        self._running = False
+                    if self._stopping():
                         return
                     if not isinstance(error, self._trouble):
                         log.exception("following %d message log(s) failed", len(self._tails))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -93,6 +94,10 @@ class _Lane:
             batch.done.wait()
             return call.result()
         with self._turn:
+            # Let the calls that are ready to run now join this batch: writers whose timers
+            # fired in the same turn of the loop (a sleep(0) under gevent, a GIL release
+            # with threads) — one switch per batch.
+            time.sleep(0)
             with self._lock:
                 self._next = _Batch()  # later calls join the next batch
             try:
