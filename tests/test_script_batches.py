@@ -137,3 +137,29 @@ def test_on_a_cluster_each_call_goes_to_the_master_of_its_slot(redis_cluster):
         checker.close()
     finally:
         client.close()
+
+
+def test_one_redis_pool_is_bounded_and_a_command_waits_for_a_free_connection(one_redis):
+    """No command blocks in Redis any more, so a process keeps at most POOL_CONNECTIONS
+    connections (redis_connection.py): 300 commands at once all succeed, none refused."""
+    from widget_server.stores.redis_connection import POOL_CONNECTIONS
+
+    release = threading.Event()
+    results: list[object] = []
+
+    def one(index: int) -> None:
+        release.wait(timeout=10)
+        try:
+            results.append(one_redis.set(f"key-{index}", index))
+        except Exception as error:  # the failure is what the test looks for
+            results.append(error)
+
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(300)]
+    for thread in threads:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results == [True] * 300
+    # The pool's connections stay open; Redis counts them (and this INFO's own).
+    assert one_redis.info("clients")["connected_clients"] <= POOL_CONNECTIONS
