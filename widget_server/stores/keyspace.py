@@ -11,7 +11,8 @@ character as the conversation's id (protocol.new_id's `near`), and that last
 character picks one of 16 buckets. Each bucket's tag is chosen so the 16
 buckets sit evenly over the 16,384 slots (one per 1,024): a cluster whose
 masters hold equal slot ranges holds equal shares of conversations, and one
-XREAD per bucket can wait on all of a bucket's logs (redis_tail.py, SlotTails).
+subscriber per bucket hears all of a bucket's logs (sharded Pub/Sub: redis_tail.py,
+SlotTails).
 
 On a single Redis there are no tags: the key names stay what they were, so an
 upgrade keeps the conversations in flight (tests/test_keyspace.py).

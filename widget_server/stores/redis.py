@@ -5,7 +5,7 @@ the request-id claim, and each event append with its state transition
 (terminal states are compare-and-set: the first ending wins, whichever
 process sends it). Each message's events live in a Redis Stream whose entry
 ids are `<seq>-1`, trimmed to the newest `max_events`; readers on any worker
-tail it with `XREAD BLOCK`. The answer's text is a plain string key grown
+read it (and hear its new entries: below). The answer's text is a plain string key grown
 with APPEND, so a long answer costs O(1) per delta.
 
 Readers do not each block in Redis: every append also publishes its entry,
