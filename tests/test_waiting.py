@@ -10,7 +10,7 @@ import textwrap
 import threading
 import time
 
-from widget_server.waiting import Flag, condition
+from widget_server.waiting import Flag, call_later, condition
 
 GEVENT_CHECKS = textwrap.dedent(
     """
@@ -61,6 +61,17 @@ GEVENT_CHECKS = textwrap.dedent(
     other = Flag()
     for _ in range(200):
         other.wait(0.0001)
+
+    # call_later: runs once, in a greenlet of its own (it may block), unless cancelled first.
+    from widget_server.waiting import call_later
+    ran = []
+    def later(name):
+        gevent.sleep(0.001)  # would raise in the hub ("cannot switch"): this is a greenlet
+        ran.append(name)
+    call_later(0.02, lambda: later("due"))
+    call_later(0.02, lambda: later("cancelled")).cancel()
+    gevent.sleep(0.2)
+    assert ran == ["due"], ran
     print("ok")
     """
 )
@@ -79,3 +90,13 @@ def test_with_plain_threads_the_standard_classes_serve():
     started = time.monotonic()
     assert flag.wait(5) is True and time.monotonic() - started < 2
     assert Flag().wait(0.01) is False
+
+
+def test_call_later_with_plain_threads_runs_once_unless_cancelled():
+    ran: list[str] = []
+    due = Flag()
+    call_later(0.02, lambda: (ran.append("due"), due.set()))
+    call_later(0.02, lambda: ran.append("cancelled")).cancel()
+    assert due.wait(5)
+    time.sleep(0.1)
+    assert ran == ["due"]

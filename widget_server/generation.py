@@ -29,6 +29,7 @@ from .errors import ChatError, ErrorCode, ErrorInfo
 from .messages import StreamEvent
 from .metrics import NO_METRICS, Metrics
 from .stores.base import Store, StoreUnavailable
+from .waiting import call_later
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ class GenerationRun:
         self._on_finish = on_finish
         self.metrics = metrics
         self.accepted_at = time.monotonic()  # created right after the claim
+        # When the store last took a write of this run: it was still running then, so the
+        # RunKeeper need not ask (a refused write stops the run by itself).
+        self.written_at = self.accepted_at
         self.finished = threading.Event()
 
     def start(self) -> None:
@@ -92,9 +96,7 @@ class GenerationRun:
         return self.store.add_action(self.message_id, record)
 
     def run(self) -> None:
-        timer = threading.Timer(self.time_limit, self._on_time_limit)
-        timer.daemon = True
-        timer.start()
+        timer = call_later(self.time_limit, self._on_time_limit)
         keeper = RunKeeper.for_store(self.store) if self.store.shared else None
         if keeper is not None:
             keeper.add(self)
@@ -113,8 +115,9 @@ class GenerationRun:
                 if isinstance(delta, ActionProposal):
                     # Validated now (ChatError fails the answer); stored and
                     # announced only while the answer still runs; actionable
-                    # only once it completes (widget_server.actions).
-                    if self._propose(delta, proposals) is None:
+                    # only once it completes (widget_server.actions). After the
+                    # deltas before it, in order.
+                    if not self.store.settle(self.message_id) or self._propose(delta, proposals) is None:
                         return  # ended elsewhere: the proposal is never offered
                     proposals += 1
                     continue
@@ -129,8 +132,9 @@ class GenerationRun:
                         return
                     raise ChatError(ErrorCode.ANSWER_TOO_LONG, f"the answer passed MAX_ANSWER_CHARS ({limit})")
                 length += len(delta)
-                if self.store.append_text(self.message_id, delta) is None:
+                if not self.store.append_text_soon(self.message_id, delta):
                     return  # ended elsewhere (cancel, time limit): stop reading
+                self.written_at = time.monotonic()
                 if first_delta:
                     first_delta = False
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
@@ -148,6 +152,10 @@ class GenerationRun:
             log.exception("message %s: backend %s crashed", self.message_id, getattr(self.backend, "name", "?"))
             self._fail(ErrorInfo.for_code(ErrorCode.INTERNAL))
         finally:
+            try:
+                self.store.settle(self.message_id)  # the last delta's outcome, if not yet asked
+            except StoreUnavailable:
+                pass  # logged above, or the answer ended anyway
             if keeper is not None:
                 keeper.remove(self)
             timer.cancel()
@@ -218,7 +226,15 @@ class RunKeeper:
                 if not runs:
                     self._running = False
                     return
-            renew = time.monotonic() - renewed_at >= self.renew_every
+            now = time.monotonic()
+            renew = now - renewed_at >= self.renew_every
+            if not renew:
+                # A run whose last write the store took within the tick was running then: ask
+                # only about the quiet ones (a backend waiting on its upstream). At N=2,000 the
+                # question for every run, twice a second, was about one command per event.
+                runs = [run for run in runs if now - run.written_at >= self.TICK_SECONDS]
+                if not runs:
+                    continue
             try:
                 states = self.store.keep_runs([run.message_id for run in runs], renew=renew)
             except StoreUnavailable as error:

@@ -200,9 +200,9 @@ class ChatService:
                     del self._claim_waiters[conversation_id]
                     del self._claim_locks[conversation_id]
 
-    def running_count(self, conversation_id: str) -> int:
+    def running_count(self, conversation_id: str, exchanges: list[Exchange] | None = None) -> int:
         count = 0
-        for exchange in self.store.exchanges(conversation_id):
+        for exchange in self.store.exchanges(conversation_id) if exchanges is None else exchanges:
             message_id = exchange.assistant_message_id
             state = self.store.message_state(message_id)
             if state is None or state.terminal or self.reap_lost(message_id):
@@ -216,9 +216,10 @@ class ChatService:
         A retry of a request id already claimed is always allowed: it starts
         nothing, it only reads.
         """
-        if any(e.request_id == request_id for e in self.store.exchanges(conversation_id)):
+        exchanges = self.store.exchanges(conversation_id)  # one read for both questions
+        if any(e.request_id == request_id for e in exchanges):
             return
-        if self.running_count(conversation_id) >= self.settings["MAX_RUNNING_PER_CONVERSATION"]:
+        if self.running_count(conversation_id, exchanges) >= self.settings["MAX_RUNNING_PER_CONVERSATION"]:
             raise ApiError(
                 429,
                 "too_many_running",

@@ -131,3 +131,32 @@ class Flag:
         if not _patched():
             return self._event.wait(timeout)
         return _wait_on_hub(self._waiters, timeout, _no_lock, _no_relock) or self._event.is_set()
+
+
+class _Cancellable:
+    __slots__ = ("_cancel",)
+
+    def __init__(self, cancel: Any) -> None:
+        self._cancel = cancel
+
+    def cancel(self) -> None:
+        self._cancel()
+
+
+def call_later(seconds: float, function: Any) -> Any:
+    """Run `function()` once after `seconds`, in a greenlet of its own (a thread without
+    gevent), unless the returned handle's cancel() comes first. Under gevent this is one
+    loop timer, not a `threading.Timer`: a greenlet, an Event and its locks for every
+    answer's time limit, held for the whole answer."""
+    if not _patched():
+        timer = threading.Timer(seconds, function)
+        timer.daemon = True
+        timer.start()
+        return timer
+    import gevent  # type: ignore[import-untyped]
+    from gevent.hub import get_hub  # type: ignore[import-untyped]
+
+    watcher = get_hub().loop.timer(max(0.0, seconds))
+    # The callback runs in the hub, which must not block: the function gets a greenlet.
+    watcher.start(gevent.spawn, function)
+    return _Cancellable(watcher.close)

@@ -222,6 +222,18 @@ class Store(ABC):
     def append_text(self, message_id: str, text: str) -> StreamEvent | None:
         """Append a delta; None if the message is no longer running."""
 
+    def append_text_soon(self, message_id: str, text: str) -> bool:
+        """Append a delta of the answer this process generates, without waiting for the store
+        to take it: False once an earlier one was refused (the message no longer runs).
+        A store with round trips (redis.py) sends it and learns its outcome at the next call
+        or at settle(); deltas and every later write of the message stay in order."""
+        return self.append_text(message_id, text) is not None
+
+    def settle(self, message_id: str) -> bool:
+        """Wait until the deltas appended with append_text_soon are taken: False if one was
+        refused; raises StoreUnavailable if one could not be sent."""
+        return True
+
     @abstractmethod
     def complete(self, message_id: str) -> StreamEvent | None: ...
 

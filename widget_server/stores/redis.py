@@ -450,6 +450,9 @@ class RedisStore(Store):
 
         self._tail = tail_hub(self.redis, connection_trouble(), max_events=max_events)
         self._publish = publish_command(self.redis)
+        # The last delta of each answer this process generates, sent but not yet known taken
+        # (append_text_soon); written and read only by that answer's run.
+        self._unsettled: dict[str, Any] = {}
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         # Every delta is one call of _APPEND: concurrent calls go to Redis together.
@@ -628,25 +631,23 @@ class RedisStore(Store):
 
     def _append_raw(self, message_id: str, op: str, payload: dict, text: str) -> bytes | None:
         """One _APPEND: the new event's JSON, or None if the transition is refused."""
-        key = self._msg(message_id)
         ending = op not in ("start", "text")
         compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
         raw = self._append_batches(
-            [key, key + ":text", key + ":events", key + ":actions", key + ":lease", self._compact_key(message_id)],
-            [
-                op,
-                json.dumps(payload, ensure_ascii=False),
-                text,
-                self.max_events,
-                self._ttl,
-                message_id,
-                compact_at,
-                self._publish,
-            ],
+            self._append_keys(message_id),
+            [op, json.dumps(payload, ensure_ascii=False), text, *self._append_args(message_id, compact_at)],
         )
         if ending:
             self.compact_due(message_id)
         return raw
+
+    def _append_keys(self, message_id: str) -> list[str]:
+        key = self._msg(message_id)
+        return [key, key + ":text", key + ":events", key + ":actions", key + ":lease", self._compact_key(message_id)]
+
+    def _append_args(self, message_id: str, compact_at: int) -> list[str | int]:
+        """_APPEND's arguments after op, payload and text."""
+        return [self.max_events, self._ttl, message_id, compact_at, self._publish]
 
     def _compact_key(self, any_id: str) -> str:
         return self.keys.compact(bucket(any_id))
@@ -699,8 +700,27 @@ class RedisStore(Store):
         seq = int(raw[start : raw.index(b",", start)])
         return StreamEvent(message_id, seq, EventKind.DELTA, {"text": text})
 
+    def append_text_soon(self, message_id: str, text: str) -> bool:
+        # The generating run's next delta waits for nothing but the previous one's outcome,
+        # which came back while its pacing or its upstream ran: at N=2,000 a delta's round
+        # trip under load had stretched every answer (bench/load.py, events/s).
+        if not self.settle(message_id):
+            return False
+        text = clean_text(text)
+        payload = json.dumps({"kind": EventKind.DELTA.value, "text": text}, ensure_ascii=False)
+        self._unsettled[message_id] = self._append_batches.submit(
+            self._append_keys(message_id), ["text", payload, text, *self._append_args(message_id, 0)]
+        )
+        return True
+
+    def settle(self, message_id: str) -> bool:
+        call = self._unsettled.pop(message_id, None)
+        return call is None or call.result() is not None
+
     def complete(self, message_id: str) -> StreamEvent | None:
         # The digest is over the text as stored; computed here once, from Redis.
+        if not self.settle(message_id):
+            return None
         info = self.message(message_id)
         if info is None or info.state is not MessageState.RUNNING:
             return None
@@ -733,10 +753,11 @@ class RedisStore(Store):
         buffered = self._tail.peek(tail_key, after_seq)
         if buffered:
             return _events(buffered)
-        if buffered is None:
+        if buffered is None and self._tail.follows(tail_key):  # followed, this position not kept
             events = self._events_after(message_id, key, after_seq)
             if events:
                 return events
+        # (A log not followed yet: wait() subscribes, then reads its newest entries itself.)
         buffered = self._tail.wait(tail_key, after_seq, timeout)
         if buffered:
             return _events(buffered)

@@ -165,6 +165,12 @@ class TailHub:
             tail.used_at = time.monotonic()
             return tail.after(after_seq)
 
+    def follows(self, key: bytes) -> bool:
+        """Whether this process hears `key`'s log already (else wait() subscribes and reads
+        the log's newest entries itself: the caller need not read Redis first)."""
+        with self._lock:
+            return key in self._tails
+
     def wait(self, key: bytes, after_seq: int, timeout: float) -> list[tuple[int, bytes]] | None:
         """Entries after `after_seq`, waiting up to `timeout` s for the first;
         None if the buffer cannot serve this position, or if nothing came (the
@@ -395,6 +401,9 @@ class SlotTails:
 
     def peek(self, key: bytes, after_seq: int) -> list[tuple[int, bytes]] | None:
         return self._hub(key).peek(key, after_seq)
+
+    def follows(self, key: bytes) -> bool:
+        return self._hub(key).follows(key)
 
     def wait(self, key: bytes, after_seq: int, timeout: float) -> list[tuple[int, bytes]] | None:
         return self._hub(key).wait(key, after_seq, timeout)

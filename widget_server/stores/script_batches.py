@@ -45,13 +45,16 @@ def pack_command(parts: Sequence[Arg]) -> bytes:
     return b"".join(out)
 
 
-class _Call:
-    __slots__ = ("args", "error", "keys", "packed", "replied", "reply")
+class Call:
+    """One call of the script, sent or about to be: result() waits for its reply."""
+
+    __slots__ = ("args", "batch", "error", "keys", "packed", "replied", "reply")
 
     def __init__(self, keys: Sequence[str], args: Sequence[Arg], packed: bytes) -> None:
         self.keys = keys
         self.args = args
         self.packed = packed
+        self.batch: _Batch | None = None
         self.replied = False
         self.reply: Any = None
         self.error: BaseException | None = None
@@ -61,6 +64,9 @@ class _Call:
         self.replied = True
 
     def result(self) -> Any:
+        """The script's reply (waiting for it), or its error raised."""
+        if self.batch is not None:
+            self.batch.done.wait()
         if self.error is not None:
             raise self.error
         return self.reply
@@ -70,12 +76,12 @@ class _Batch:
     __slots__ = ("calls", "done")
 
     def __init__(self) -> None:
-        self.calls: list[_Call] = []
-        self.done = Flag()
+        self.calls: list[Call] = []
+        self.done = Flag()  # set once every call of the batch has its reply or error
 
 
 class _Lane:
-    """The batches to one Redis server: one connection, one batch on the wire at a time."""
+    """The batches to one Redis server: one sender, one batch on the wire at a time."""
 
     def __init__(self, pool: Callable[[], Any], script: ScriptBatches) -> None:
         self._pool = pool  # the server's connection pool
@@ -83,30 +89,53 @@ class _Lane:
         self._lock = threading.Lock()
         self._turn = threading.Lock()  # held by the batch on the wire
         self._next = _Batch()
+        self._sending = False
         self.batches_sent = 0  # (tests/test_script_batches.py)
 
-    def call(self, call: _Call) -> Any:
+    def submit(self, call: Call) -> None:
+        """Queue `call` for the next batch, without waiting (call.result() waits)."""
         with self._lock:
-            batch = self._next
+            batch = call.batch = self._next
             batch.calls.append(call)
-            leads = len(batch.calls) == 1  # the first call of a batch sends it
-        if not leads:
-            batch.done.wait()
-            return call.result()
-        with self._turn:
-            # Let the calls that are ready to run now join this batch: writers whose timers
-            # fired in the same turn of the loop (a sleep(0) under gevent, a GIL release
-            # with threads) — one switch per batch.
-            time.sleep(0)
-            with self._lock:
-                self._next = _Batch()  # later calls join the next batch
-            try:
-                self._send(batch.calls)
-            finally:
-                batch.done.set()
-        return call.result()
+            if self._sending:
+                return
+            self._sending = True
+        # A thread (a greenlet under gevent) sends while calls keep coming, so a caller that
+        # does not wait for its reply (RedisStore.append_text_soon) is never the one sending.
+        threading.Thread(target=self._send_while_queued, name="redis-batches", daemon=True).start()
 
-    def _send(self, calls: list[_Call]) -> None:
+    def _send_while_queued(self) -> None:
+        while True:
+            with self._turn:
+                # Let the calls that are ready to run now join this batch: writers whose
+                # timers fired in the same turn of the loop (a sleep(0) under gevent, a GIL
+                # release with threads).
+                time.sleep(0)
+                with self._lock:
+                    batch = self._next
+                    if not batch.calls:
+                        self._sending = False
+                        return
+                    self._next = _Batch()  # later calls join the next batch
+                try:
+                    self._send(batch.calls)
+                except BaseException:  # the calls have their error; this thread ends
+                    with self._lock:
+                        self._sending = False
+                    batch.done.set()
+                    if self._next.calls:
+                        self._restart()
+                    raise
+                batch.done.set()
+
+    def _restart(self) -> None:
+        with self._lock:
+            if self._sending or not self._next.calls:
+                return
+            self._sending = True
+        threading.Thread(target=self._send_while_queued, name="redis-batches", daemon=True).start()
+
+    def _send(self, calls: list[Call]) -> None:
         from redis.exceptions import AskError, ConnectionError, MovedError, NoScriptError, ResponseError
 
         # Taken from the pool for each batch, so that the pool's checks apply: a connection
@@ -172,8 +201,15 @@ class ScriptBatches:
         self._single = None if self._cluster else _Lane(lambda: client.connection_pool, self)
 
     def __call__(self, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        call = _Call(keys, args, pack_command((*self._prefix, len(keys), *keys, *args)))
-        return self._lane(keys[0]).call(call)
+        """One call: its reply, once it has come."""
+        return self.submit(keys, args).result()
+
+    def submit(self, keys: Sequence[str], args: Sequence[Arg]) -> Call:
+        """One call, sent with the next batch; its result() waits for the reply. Calls on the
+        same server are sent in the order they were submitted."""
+        call = Call(keys, args, pack_command((*self._prefix, len(keys), *keys, *args)))
+        self._lane(keys[0]).submit(call)
+        return call
 
     def _lane(self, key: str) -> _Lane:
         if self._single is not None:
