@@ -12,7 +12,7 @@ import pytest
 
 from widget_server.errors import ErrorCode, ErrorInfo
 from widget_server.messages import EventKind
-from widget_server.stores.base import Conversation, RequestConflict
+from widget_server.stores.base import Conversation, RequestConflict, StoreUnavailable
 from widget_server.stores.redis import RedisStore
 from widget_server.stores.redis_tail import _Tail
 
@@ -172,6 +172,61 @@ def test_cancel_on_another_server_stops_the_generation(two_servers):
     assert rest.kinds[-1] == "message.cancelled"
     on_a.close()
     on_b.close()
+
+
+def test_a_cancel_on_another_server_stops_a_run_that_writes_nothing(two_servers):
+    """The generating server asks Redis only about runs that wrote nothing within a tick (a
+    refused write stops a streaming run by itself): a backend waiting on its upstream still
+    learns of a cancel sent to another server within two ticks."""
+    from widget_server.generation import RunKeeper
+
+    from .helpers import ChatClient
+
+    a, b = two_servers
+    a.service.backend = CountingBackend(a.service.backend)
+    on_a = ChatClient(a.url).new_conversation()
+    first = on_a.send("/scenario hang", "r1", max_events=2)  # started, one delta, then nothing
+    on_b = ChatClient(b.url)
+    on_b.conversation_id, on_b.token = on_a.conversation_id, on_a.token
+    assert on_b.cancel(first.message_id).json()["state"] == "cancelled"
+    assert wait_until(lambda: a.service.backend.closed == 1, timeout=2 * RunKeeper.TICK_SECONDS + 1)
+    on_a.close()
+    on_b.close()
+
+
+def test_deltas_sent_without_waiting_stay_in_order_and_a_refusal_is_learned_next(store):
+    """append_text_soon (a generating run's deltas): the store takes them in order, complete()
+    waits for them (its digest covers every one), and a delta the store refused is learned at
+    the next call, which sends nothing."""
+    running_message(store)
+    for part in ("Am ", "F ", "C ", "G"):
+        assert store.append_text_soon("m_1", part) is True
+    completed = store.complete("m_1")
+    assert completed.payload["sha256"] == hashlib.sha256(b"Am F C G").hexdigest()
+    assert store.message("m_1").text == "Am F C G" and completed.seq == 6
+
+    store.claim_request("c_1", "r2", "fp2", "again", "u_2", "m_2")
+    store.start("m_2")
+    assert store.append_text_soon("m_2", "kept ") is True
+    store.cancel("m_2")
+    assert store.append_text_soon("m_2", "refused ") is True  # sent; its outcome comes next
+    assert store.append_text_soon("m_2", "never sent") is False
+    assert store.settle("m_2") is True  # nothing left unsettled
+    assert store.message("m_2").text == "kept "
+
+
+def test_a_delta_sent_while_redis_is_down_is_learned_as_store_unavailable(redis_server):
+    redis_server.flush()
+    store = RedisStore(redis_server.url)
+    try:
+        running_message(store)
+        redis_server.crash()
+        assert store.append_text_soon("m_1", "lost") is True
+        with pytest.raises(StoreUnavailable):
+            store.settle("m_1")
+    finally:
+        redis_server.recover()
+        store.close()
 
 
 def test_a_double_submit_across_servers_runs_once(two_servers, seed_answers):

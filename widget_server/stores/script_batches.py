@@ -4,9 +4,12 @@ Every delta of every answer is one call of the append script (redis.py `_APPEND`
 by one, each call took a pooled connection, was packed by redis-py, cost a send and a receive
 syscall on both sides and a greenlet switch to wait: py-spy found 27% of a worker's CPU in
 those calls at N=500 (bench/load.py, redis-2w), and Redis spent its time on the sockets of
-500 clients. Here calls that arrive while a batch is on the wire join the next batch: one
-send, one read of the replies, one connection per process (per master on a cluster). A lone
-call goes at once; nothing waits for a timer, so an idle server's latency is unchanged.
+500 clients. Here one sender per Redis server (a thread; a greenlet under gevent) sends
+what was submitted while its previous batch was on the wire as the next batch: one send,
+one read of the replies, one connection at a time per process (per master on a cluster).
+A lone call goes at once; nothing waits for a timer, so an idle server's latency is
+unchanged. A caller may wait for its reply (`__call__`) or not (`submit`, then
+`Call.result()` when it needs it: RedisStore.append_text_soon).
 
 A batch is not a transaction, and nothing about a call changes by being in one:
 - each script is atomic in Redis, as before; Redis runs a batch's scripts one after another,
@@ -16,7 +19,8 @@ A batch is not a transaction, and nothing about a call changes by being in one:
   a slot) means it did not run either: the call goes through redis-py, which follows them;
 - a connection error fails every call of the batch still without a reply, and none is sent
   again: a call whose reply was lost may have run (redis.py's module docstring);
-- an answer's writer waits for its call before making the next, so its appends stay in order.
+- calls to one server are sent in the order they were submitted, and all of a message's keys
+  are on one server, so an answer's appends and its ending stay in order.
 """
 
 from __future__ import annotations
