@@ -72,6 +72,12 @@ GEVENT_CHECKS = textwrap.dedent(
     call_later(0.02, lambda: later("cancelled")).cancel()
     gevent.sleep(0.2)
     assert ran == ["due"], ran
+
+    # spawn: a greenlet (no Thread object), which may block.
+    from widget_server.waiting import spawn
+    spawned = Flag()
+    spawn(lambda: (gevent.sleep(0.001), spawned.set()), "test")
+    assert spawned.wait(5) and threading.current_thread().name != "test"
     print("ok")
     """
 )
@@ -100,3 +106,13 @@ def test_call_later_with_plain_threads_runs_once_unless_cancelled():
     assert due.wait(5)
     time.sleep(0.1)
     assert ran == ["due"]
+
+
+def test_spawn_with_plain_threads_runs_in_a_daemon_thread():
+    from widget_server.waiting import spawn
+
+    seen: list[threading.Thread] = []
+    done = Flag()
+    spawn(lambda: (seen.append(threading.current_thread()), done.set()), "spawned")
+    assert done.wait(5)
+    assert seen[0].name == "spawned" and seen[0].daemon

@@ -29,7 +29,7 @@ from .errors import ChatError, ErrorCode, ErrorInfo
 from .messages import StreamEvent
 from .metrics import NO_METRICS, Metrics
 from .stores.base import Store, StoreUnavailable
-from .waiting import call_later
+from .waiting import call_later, spawn
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,7 @@ class GenerationRun:
         self.finished = threading.Event()
 
     def start(self) -> None:
-        thread = threading.Thread(target=self.run, name=f"generate-{self.message_id}", daemon=True)
-        thread.start()
+        spawn(self.run, f"generate-{self.message_id}")
 
     def cancel(self) -> None:
         """Stop the backend promptly (the caller records the cancelled state)."""
@@ -211,7 +210,7 @@ class RunKeeper:
             if self._running:
                 return
             self._running = True
-        threading.Thread(target=self._loop, name="run-keeper", daemon=True).start()
+        spawn(self._loop, "run-keeper")
 
     def remove(self, run: GenerationRun) -> None:
         with self._lock:

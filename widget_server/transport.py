@@ -13,7 +13,6 @@ import io
 import json
 import socket
 import tempfile
-import threading
 from collections.abc import Callable
 from typing import IO, Any, ClassVar
 
@@ -28,6 +27,7 @@ from .handoff.service import HandoffService
 from .protocol import is_id
 from .service import ChatService
 from .stores.base import Conversation
+from .waiting import call_later
 
 # `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
 # page to find it again (api.py, web.py). The `__Host-` prefix makes the browser refuse the
@@ -163,16 +163,18 @@ def _request_socket() -> socket.socket | None:
 class _ReadDeadline:
     """Cuts the body's reading at a deadline, however the bytes trickle in: a timer shuts
     down the socket's read side, so a read blocked in the server's input stream (a thread
-    under werkzeug, a greenlet under gevent, where `threading` is patched) returns at once."""
+    under werkzeug, a greenlet under gevent, where `threading` is patched) returns at once.
+    The timer is waiting.call_later's: one loop timer under gevent (a `threading.Timer` per
+    request was half the CPU of a new message's POST: bench/load.py, N=2,000)."""
 
     def __init__(self, seconds: float) -> None:
-        self.expired = threading.Event()
+        self.expired = False
+        self._seconds = seconds
         self._socket = _request_socket()
-        self._timer = threading.Timer(seconds, self._cut)
-        self._timer.daemon = True
+        self._timer: Any = None
 
     def _cut(self) -> None:
-        self.expired.set()
+        self.expired = True
         if self._socket is not None:
             try:
                 self._socket.shutdown(socket.SHUT_RD)
@@ -180,7 +182,7 @@ class _ReadDeadline:
                 pass  # already closed
 
     def __enter__(self) -> _ReadDeadline:
-        self._timer.start()
+        self._timer = call_later(self._seconds, self._cut)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -256,9 +258,9 @@ def _read_body(
             if size > limit:
                 _read_up_to(stream, _DRAIN_BYTES, io.BytesIO() if sink is not None else None)
         except Exception:
-            if not deadline.expired.is_set():
+            if not deadline.expired:
                 raise
-    if deadline.expired.is_set():
+    if deadline.expired:
         environ[CLOSE_KEY] = True
         raise ApiError(
             408,

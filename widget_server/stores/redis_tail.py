@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from ..waiting import condition
+from ..waiting import condition, spawn
 from .base import StoreUnavailable
 from .script_batches import pack_command
 
@@ -264,8 +264,9 @@ class TailHub:
         """Start the subscriber and its housekeeper (called with the lock held)."""
         self._running = True
         self._epoch += 1
-        threading.Thread(target=self._run, name="redis-tail", daemon=True).start()
-        threading.Thread(target=self._housekeep, args=(self._epoch,), name="redis-tail-idle", daemon=True).start()
+        epoch = self._epoch
+        spawn(self._run, "redis-tail")
+        spawn(lambda: self._housekeep(epoch), "redis-tail-idle")
 
     def _housekeep(self, epoch: int) -> None:
         """Every HOUSEKEEPING_SECONDS: forget the logs nobody waited on lately and unsubscribe

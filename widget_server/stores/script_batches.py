@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..waiting import Flag
+from ..waiting import Flag, spawn
 
 Arg = str | int | bytes
 
@@ -106,7 +106,7 @@ class _Lane:
             self._sending = True
         # A thread (a greenlet under gevent) sends while calls keep coming, so a caller that
         # does not wait for its reply (RedisStore.append_text_soon) is never the one sending.
-        threading.Thread(target=self._send_while_queued, name="redis-batches", daemon=True).start()
+        spawn(self._send_while_queued, "redis-batches")
 
     def _send_while_queued(self) -> None:
         while True:
@@ -137,7 +137,7 @@ class _Lane:
             if self._sending or not self._next.calls:
                 return
             self._sending = True
-        threading.Thread(target=self._send_while_queued, name="redis-batches", daemon=True).start()
+        spawn(self._send_while_queued, "redis-batches")
 
     def _send(self, calls: list[Call]) -> None:
         from redis.exceptions import AskError, ConnectionError, MovedError, NoScriptError, ResponseError
