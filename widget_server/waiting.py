@@ -153,8 +153,8 @@ def call_later(seconds: float, function: Any) -> Any:
         timer.daemon = True
         timer.start()
         return timer
-    import gevent  # type: ignore[import-untyped]
-    from gevent.hub import get_hub  # type: ignore[import-untyped]
+    import gevent
+    from gevent.hub import get_hub
 
     watcher = get_hub().loop.timer(max(0.0, seconds))
     # The callback runs in the hub, which must not block: the function gets a greenlet.
@@ -168,7 +168,7 @@ def spawn(function: Any, name: str) -> None:
     spawns, then waits for the new thread to say it started: py-spy found 69% of a new
     message's POST there (bench/load.py, memory store, N=2,000)."""
     if _patched():
-        import gevent  # type: ignore[import-untyped]
+        import gevent
 
         gevent.spawn(function).name = name
         return
