@@ -162,6 +162,8 @@ class _Lane:
                     break
                 connection.send_packed_command([pack_command(("SCRIPT", "LOAD", self._script.source))])
                 connection.read_response()
+                for call in unsent:
+                    call.replied = False  # sent again: a failure now is its outcome
         except BaseException as error:
             if connection is not None:
                 connection.disconnect()
