@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from widget_server import sse
 from widget_server.errors import ErrorCode, ErrorInfo
 from widget_server.messages import (
     EventKind,
@@ -228,6 +229,38 @@ def test_stream_event_encode_and_json_round_trip():
     assert len(seen) == 1
     assert (seen[0].event, seen[0].id) == ("text.delta", "m_1:4")
     assert json.loads(seen[0].data) == event.data()
+
+
+def _general_encoding(event: StreamEvent) -> bytes:
+    """What every event is: its data dumped as one-line JSON, written by the SSE writer."""
+    data = json.dumps(event.data(), ensure_ascii=False, separators=(",", ":"))
+    return sse.encode_event(data, event=event.kind.value, id=event.id)
+
+
+TRICKY_TEXTS = ["", "a\r\nb\rc\n", "\u2028\u2029\x85", '"\\/', "\x00\x1f\x7f", "🎸 日本語 fa\u0301cil", "\t"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.characters(exclude_categories=["Cs"])) | st.sampled_from(TRICKY_TEXTS),
+    seq=st.integers(min_value=1, max_value=10**12),
+)
+def test_a_delta_encodes_as_the_general_path_does(text, seq):
+    # StreamEvent.encode writes a delta directly (the event every stream sends most):
+    # byte for byte what the general path writes, for any text.
+    event = StreamEvent("msg_0123456789abcdef", seq, EventKind.DELTA, {"text": text})
+    assert event.encode() == _general_encoding(event)
+    seen = []
+    EventStreamParser(seen.append).feed(event.encode())
+    assert [(e.event, e.id, json.loads(e.data)) for e in seen] == [("text.delta", event.id, event.data())]
+
+
+def test_a_delta_with_a_message_id_unfit_for_the_id_field_is_refused_as_before():
+    with pytest.raises(sse.InvalidFieldError):
+        StreamEvent("m\n1", 2, EventKind.DELTA, {"text": "a"}).encode()
+    # A delta with more than its text goes the general way (stores add nothing today).
+    event = StreamEvent("m_1", 2, EventKind.DELTA, {"text": "a", "extra": 1})
+    assert event.encode() == _general_encoding(event)
 
 
 # -- reading and eviction ----------------------------------------------------

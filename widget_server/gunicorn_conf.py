@@ -23,11 +23,13 @@ import shutil
 from typing import Any
 
 from .config import load_settings
+from .gevent_worker import WORKER_CLASS
 from .serving import _finish_answers, _forget_worker_metrics, _install_signal_handlers, prepare_metrics_folder
 
 _settings = load_settings({})
 
-worker_class = "gevent"
+# gunicorn's gevent worker, one system call fewer per write (gevent_worker.py).
+worker_class = WORKER_CLASS
 worker_connections = _settings["WORKER_CONNECTIONS"]
 # As serving.py: gevent workers heartbeat the master from their own greenlet, so this only
 # catches a stuck worker; it never limits a stream.

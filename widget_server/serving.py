@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 # callable that Flask's StartResponse protocol does not match).
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
+from .gevent_worker import WORKER_CLASS
+
 if TYPE_CHECKING:
     from flask import Flask
 
@@ -80,7 +82,7 @@ class WidgetServerApplication(BaseApplication):
         options = {
             "bind": [_bind_address(settings["HOST"], settings["PORT"])],
             "workers": settings["WORKERS"],
-            "worker_class": "gevent",
+            "worker_class": WORKER_CLASS,
             "worker_connections": settings["WORKER_CONNECTIONS"],
             # Streams are long-lived by design; gevent workers heartbeat the
             # master from their own greenlet, so this only catches a stuck worker.

@@ -1,0 +1,91 @@
+"""widget_server.gevent_worker: gunicorn's gevent worker whose sockets write with one send
+first (issue 16). The servers the other tests start (tests/processes.py, test_install.py,
+test_scale_out.py) run it for real; here its socket is held to gevent's own contract:
+every byte arrives, in order, whether the kernel takes the write whole or in parts."""
+
+from __future__ import annotations
+
+import hashlib
+
+import gevent
+import gevent.socket
+import pytest
+
+from widget_server import gunicorn_conf, serving
+from widget_server.gevent_worker import WORKER_CLASS, GeventWorker, _one_send_first
+
+
+def _pair() -> tuple[gevent.socket.socket, gevent.socket.socket]:
+    left, right = gevent.socket.socketpair()
+    left.__class__ = _one_send_first(type(left))
+    return left, right
+
+
+def _read_all(sock: gevent.socket.socket, size: int) -> bytes:
+    parts, got = [], 0
+    while got < size:
+        data = sock.recv(65536)
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+def test_a_small_write_is_one_send():
+    left, right = _pair()
+    sends = []
+    send = type(left).send
+
+    def counting_send(self, data, flags=0):
+        sends.append(len(data))
+        return send(self, data, flags)
+
+    event = b"id: m:1\nevent: text.delta\ndata: {}\n\n"
+    type(left).send = counting_send
+    try:
+        left.sendall(event)
+    finally:
+        del type(left).send  # back to gevent's, inherited
+    assert sends == [len(event)]
+    assert right.recv(100) == event
+    left.close()
+    right.close()
+
+
+@pytest.mark.parametrize("size", [1, 65_536, 8 * 1024 * 1024])
+def test_a_write_larger_than_the_socket_takes_arrives_whole_and_in_order(size):
+    # 8 MiB is far more than a socket buffer: the first send takes a part, gevent's
+    # sendall the rest, waiting for the reader.
+    payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    left, right = _pair()
+    reader = gevent.spawn(_read_all, right, len(payload))
+    left.sendall(payload)
+    received = reader.get(timeout=30)
+    assert hashlib.sha256(received).digest() == hashlib.sha256(payload).digest()
+    left.close()
+    right.close()
+
+
+def test_the_subclass_is_made_once_and_keeps_the_object():
+    left, right = gevent.socket.socketpair()
+    first = _one_send_first(type(left))
+    assert _one_send_first(type(left)) is first
+    assert issubclass(first, type(left))
+    fileno = left.fileno()
+    left.__class__ = first
+    assert left.fileno() == fileno  # the same socket, only its sendall differs
+    left.close()
+    right.close()
+
+
+def test_widget_server_and_the_gunicorn_settings_run_this_worker():
+    assert gunicorn_conf.worker_class == WORKER_CLASS == "widget_server.gevent_worker.GeventWorker"
+    application = serving.WidgetServerApplication({}, {**_settings(), "WORKERS": 1})
+    assert application.cfg.worker_class is GeventWorker
+
+
+def _settings() -> dict:
+    from widget_server.config import load_settings
+
+    return dict(load_settings({}))
