@@ -89,7 +89,10 @@ Figures, per setup and N:
   writing and reading it (and by the client being late to read); deltas that
   arrive together after a stall give one large and some negative values. p50
   and p99 over all gaps of all streams, in ms. Also TTFD, the time from
-  sending the message POST to its first `text.delta`.
+  sending the message POST to its first `text.delta`, and, within it, the
+  time to the POST's status line and headers (`headers_p50_s`, `_p99_s`): how
+  long the POST waited for the server and was handled; the rest is the
+  answer's start.
 - memory per stream: VmRSS (/proc/<pid>/status) of all server processes
   (gunicorn master + workers, + redis-server for the redis setup, + all three
   redis-servers, summed, for the cluster; the uvicorn process for the
@@ -826,6 +829,9 @@ class Totals:
     events: int = 0
     gaps: array.array = field(default_factory=lambda: array.array("d"))
     ttfd: array.array = field(default_factory=lambda: array.array("d"))
+    # Message POST sent -> its response's status line and headers: how long the POST waited
+    # and was handled; TTFD less this is the answer's start (generation, store, reader).
+    headers: array.array = field(default_factory=lambda: array.array("d"))
     results: list = field(default_factory=list)
 
 
@@ -854,6 +860,7 @@ async def one_answer(port: int, cid: str, token: str, totals: Totals) -> dict:
         if response.status != 200:
             result["error"] = await error_of(response)
             return result
+        totals.headers.append(time.monotonic() - sent)
         opened = True
         totals.open += 1
         totals.max_open = max(totals.max_open, totals.open)
@@ -1045,6 +1052,8 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
         "gaps": len(gaps),
         "ttfd_p50_s": None if not ttfd else round(percentile(ttfd, 50), 3),
         "ttfd_p99_s": None if not ttfd else round(percentile(ttfd, 99), 3),
+        "headers_p50_s": None if not totals.headers else round(percentile(totals.headers, 50), 3),
+        "headers_p99_s": None if not totals.headers else round(percentile(totals.headers, 99), 3),
         "max_open": totals.max_open,
         "rss_idle_kib": idle,
         "rss_loaded_kib": loaded,
@@ -1453,6 +1462,7 @@ def main() -> int:
             "events_per_s": "events received by all clients / wall time from the first message POST to the last stream end",
             "extra_gap": "(arrival of text.delta k - arrival of text.delta k-1) - pace, client side, all gaps of all streams",
             "ttfd": "message POST sent -> first text.delta received",
+            "headers": "message POST sent -> its response's status line and headers received (the POST's wait and handling)",
             "kib_per_stream": "(RSS of all server processes incl. redis at the sample with most streams open - idle RSS) / open",
             "redis_shard_cpu_share": "a cluster's: each redis-server's CPU seconds during the run / all of them (redis_shard_cpu_share_max: the largest)",
             "ratio": "this setup / baseline at the same N",
@@ -1493,6 +1503,7 @@ def main() -> int:
                     f"{setup.label:46} N={n:<5} completed {row['completed']}/{n} exact {row['exact']} "
                     f"lost/dup {row['lost_chars']}/{row['dup_chars']} ev/s {row['events_per_s']:.0f} "
                     f"gap p50/p99 {row['extra_gap_p50_ms']}/{row['extra_gap_p99_ms']} ms "
+                    f"TTFD p50 {row['ttfd_p50_s']} s (headers {row['headers_p50_s']} s) "
                     f"KiB/stream {row['kib_per_stream']} cpu {row['server_cpu_s']}/{row['client_cpu_s']} "
                     + (f"redis shards {shard_cell(row)} " if row.get("redis_shard_cpu_s") else "")
                     + f"{row['errors'] or ''}",
