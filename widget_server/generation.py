@@ -29,7 +29,7 @@ from .errors import ChatError, ErrorCode, ErrorInfo
 from .messages import StreamEvent
 from .metrics import NO_METRICS, Metrics
 from .stores.base import Store, StoreUnavailable
-from .waiting import call_later, spawn
+from .waiting import call_later, spawn, spawn_eagerly
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,15 @@ class GenerationRun:
         self.finished = threading.Event()
 
     def start(self) -> None:
-        spawn(self.run, f"generate-{self.message_id}")
+        name = f"generate-{self.message_id}"
+        if self.store.shared:
+            # Its first write is a round trip to Redis: the request would only wait for it.
+            spawn(self.run, name)
+        else:
+            # The first delta is stored before the request goes on, so it leaves with the
+            # response's headers even when hundreds of questions arrive at once
+            # (waiting.spawn_eagerly says why).
+            spawn_eagerly(self.run, name)
 
     def cancel(self) -> None:
         """Stop the backend promptly (the caller records the cancelled state)."""
@@ -94,7 +102,9 @@ class GenerationRun:
         record = propose(proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count)
         return self.store.add_action(self.message_id, record)
 
-    def run(self) -> None:
+    def run(self, first_delta_stored: Callable[[], None] = lambda: None) -> None:
+        """Generate the answer; `first_delta_stored()` is called once its first delta is (or
+        never, when the answer ends first)."""
         timer = call_later(self.time_limit, self._on_time_limit)
         keeper = RunKeeper.for_store(self.store) if self.store.shared else None
         if keeper is not None:
@@ -137,6 +147,7 @@ class GenerationRun:
                 if first_delta:
                     first_delta = False
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
+                    first_delta_stored()
             if not self.cancel_token.cancelled and self.store.complete(self.message_id) is not None:
                 self.metrics.ended("completed", seconds=time.monotonic() - self.accepted_at)
         except StoreUnavailable as error:
