@@ -210,10 +210,11 @@ class _HandBack:
 
 def spawn_eagerly(function: Any, name: str) -> None:
     """Like `spawn`, but `function(go_on)` starts at once, in this greenlet's turn of the loop:
-    the caller goes on when the function calls `go_on()` or first waits for anything
-    (a timer, a socket, a lock), whichever comes first; the function then carries on in a
-    greenlet of its own. With plain threads, or called from the hub, it is `spawn` and
-    `go_on` does nothing.
+    the caller goes on when the function calls `go_on()`, or at the loop's next round once
+    the function first waits for anything (a timer, a socket, a lock) or ends, whichever
+    comes first; the function then carries on in a greenlet of its own
+    (tests/test_eager_start.py). With plain threads, or called from the hub, it is `spawn`
+    and `go_on` does nothing.
 
     Why: gevent runs every greenlet that a socket made ready in one pass of its loop, and a
     spawned greenlet only after that pass. When 500 questions arrive at once, each POST
