@@ -20,11 +20,11 @@ higher CPU priority than the rest of the test run. Orca processes events in orde
 thread; when it falls behind by more than the announcer's one second, it skips the older of
 two changes of one live region ("SCRIPT: Skipping object event due to more recent system
 event in the same object", orca/script.py `skipObjectEvent`) and that announcement goes
-unheard: seen once in a full run on 2 cores (load average near 8, three workers with
-browsers), and every time when Orca is stopped (SIGSTOP) for 3.5 s after a question.
-A person's screen reader does not share two cores with two other test workers.
-`superseding()` names the announcements that made Orca skip one that way since the last `mark()`, so a
-failing test says whether Orca fell behind.
+unheard: seen in CI's full run on 2 cores (load average 8–12, three workers with browsers),
+and every time when Orca is stopped (SIGSTOP) for 3.5 s after a question. A person's screen
+reader does not share two cores with two other test workers. `superseding()` names the
+announcements that made Orca skip one that way since the last `mark()`, so a failing test
+says whether Orca fell behind.
 
 Everything gets its own ``XDG_RUNTIME_DIR``, ``XDG_*`` folders and a marker
 variable in its environment, so two runs on one machine never share a bus
