@@ -3,22 +3,25 @@ real redis-server and a real 3-master Redis Cluster (SPUBLISH, SSUBSCRIBE).
 
 Pub/Sub delivers at most once and only while subscribed; these show that a reader still gets
 every event once and in order: entries written before the subscription, an entry nobody
-published (a process of an older version), a subscriber connection Redis closed, and that
-a log nobody waits on is unsubscribed."""
+published (a process of an older version), a subscriber connection Redis closed, a
+subscriber that hears nothing for longer than its read timeout, a Redis that stops
+answering, and that a log nobody waits on is unsubscribed."""
 
 from __future__ import annotations
 
+import logging
+import signal
 import threading
 
 import pytest
 
 from widget_server.messages import EventKind
-from widget_server.stores import redis_tail
+from widget_server.stores import redis_connection, redis_tail
 from widget_server.stores.base import Conversation, StoreUnavailable
 from widget_server.stores.redis import RedisStore
 
 from .helpers import wait_until
-from .redis_support import redis_client
+from .redis_support import RedisServer, redis_client
 
 
 @pytest.fixture(params=["redis", "cluster"])
@@ -169,3 +172,61 @@ def _subscribers(client, channel: str) -> int:
     else:
         reply = client.execute_command("PUBSUB", "NUMSUB", channel)
     return int(reply[1])
+
+
+def test_a_silent_subscriber_outlasts_its_read_timeouts_and_still_hears_the_next_entry(server, monkeypatch, caplog):
+    """No answer streaming is not Redis trouble: the subscriber's read times out (after
+    COMMAND_TIMEOUT_SECONDS, 0.3 s here), it PINGs, and its readers wait on. Before the PING,
+    every 5 s of silence failed every reader of the process (a hand-off visitor's open stream
+    ended as `store_unavailable`: CI, tests/test_handoff_events.py)."""
+    monkeypatch.setattr(redis_connection, "COMMAND_TIMEOUT_SECONDS", 0.3)
+    store = RedisStore(server.url)
+    try:
+        message_id = running(store)
+        read_all(store, message_id, 0, 1)
+        with caplog.at_level(logging.WARNING, logger=redis_tail.__name__):
+            assert store.read_events(message_id, 1, 2.0) == []  # six timeouts of silence
+            store.append_text(message_id, "after the silence")
+            events = read_all(store, message_id, 1, 2, timeout=2)
+        assert [(event.seq, event.payload["text"]) for event in events] == [(2, "after the silence")]
+        assert [record.getMessage() for record in caplog.records] == []
+    finally:
+        store.close()
+
+
+def test_a_redis_that_stops_answering_fails_the_waiting_reader_within_two_timeouts(monkeypatch):
+    """A host that hangs sends no reset: the unanswered PING is what tells the subscriber.
+    SIGSTOP freezes a dedicated redis-server; the reader fails instead of waiting forever,
+    and once Redis answers again every event arrives."""
+    monkeypatch.setattr(redis_connection, "COMMAND_TIMEOUT_SECONDS", 0.3)
+    server = RedisServer().start()
+    store = RedisStore(server.url)
+    outcome: dict = {}
+
+    def wait_long() -> None:
+        try:
+            outcome["events"] = store.read_events(message_id, 1, 30)
+        except StoreUnavailable as error:
+            outcome["error"] = error
+
+    try:
+        message_id = running(store)
+        read_all(store, message_id, 0, 1)
+        reader = threading.Thread(target=wait_long)
+        reader.start()
+        client = redis_client(server.url)
+        assert wait_until(lambda: _subscribers(client, store._msg(message_id) + ":events") == 1, timeout=10)
+        client.close()
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            reader.join(timeout=10)
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        assert not reader.is_alive()
+        assert isinstance(outcome.get("error"), StoreUnavailable)
+        store.append_text(message_id, "back")
+        events = read_all(store, message_id, 1, 2, timeout=2)
+        assert [(event.seq, event.payload["text"]) for event in events] == [(2, "back")]
+    finally:
+        store.close()
+        server.stop()

@@ -27,6 +27,11 @@ from ..store_url import CLUSTER_SCHEME, cluster_nodes
 POOL_CONNECTIONS = 64
 # The longest a command waits for a free connection before it is `store_unavailable`.
 POOL_WAIT_SECONDS = 10.0
+# The longest a read waits for Redis's reply before it is `store_unavailable`; no command
+# blocks in Redis, so a reply this late means a lost server. Said here, not left to
+# redis-py's default (5 s in redis-py 8.1; there was none in 5.x): the subscriber's silent
+# connection is read with it too (redis_tail.py, PING).
+COMMAND_TIMEOUT_SECONDS = 5.0
 
 
 def connect(url: str) -> Any:
@@ -38,6 +43,7 @@ def connect(url: str) -> Any:
         "max_connections": POOL_CONNECTIONS,
         "health_check_interval": 30,
         "socket_connect_timeout": 1.0,
+        "socket_timeout": COMMAND_TIMEOUT_SECONDS,
         "socket_keepalive": True,
         "retry": Retry(NoBackoff(), 0),
     }

@@ -52,6 +52,13 @@ IDLE_SECONDS = 5.0
 HOUSEKEEPING_SECONDS = 1.0
 # Channels named in one SUBSCRIBE (a resubscription of thousands is sent in parts).
 SUBSCRIBE_CHUNK = 256
+# A subscriber hears nothing while no answer streams, and its read gives up after the
+# connection's socket timeout (redis_connection.COMMAND_TIMEOUT_SECONDS). Silence is not
+# trouble: it sends a PING then, and only a connection that stays silent for a second timeout
+# is lost (a Redis host that went away without a reset sends nothing). Redis replies to a
+# PING in subscribed mode with a ["pong", ""] message
+# (https://redis.io/docs/latest/commands/ping/); tests/test_redis_tail.py.
+PING = pack_command((b"PING",))
 
 
 class Subscription(Enum):
@@ -133,6 +140,9 @@ class TailHub:
         # store has evicted gets its snapshot here too, as documented.
         self.max_entries = max(1, min(BUFFER_ENTRIES, max_events))
         self._trouble = trouble
+        from redis.exceptions import TimeoutError
+
+        self._timeout = TimeoutError
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()  # one command at a time on the subscriber's socket
         self._tails: dict[bytes, _Tail] = {}
@@ -298,6 +308,7 @@ class TailHub:
 
     def _run(self) -> None:
         pool = connection = None
+        pinged = False  # a PING is unanswered: the connection was silent for a whole timeout
         while True:
             try:
                 if connection is None:
@@ -307,8 +318,20 @@ class TailHub:
                     if stop:
                         _hang_up(pool, connection)
                         return
-                # Blocks until Redis sends something: no timeout to arm per wait.
-                messages = [connection.read_response(push_request=True)]
+                # Blocks until Redis sends something, up to the socket timeout: no timeout to
+                # arm per wait. A timeout rewinds the parser's buffer (nothing is lost) and,
+                # without disconnect_on_error, keeps the connection for the PING.
+                try:
+                    first = connection.read_response(push_request=True, disconnect_on_error=False)
+                except self._timeout:
+                    if pinged:
+                        raise
+                    pinged = True
+                    with self._send_lock:
+                        connection.send_packed_command([PING], check_health=False)
+                    continue
+                pinged = False
+                messages = [first]
                 while connection.can_read(timeout=0):  # what is already here, under one lock
                     messages.append(connection.read_response(push_request=True))
                 self._hear(messages)
@@ -318,6 +341,7 @@ class TailHub:
                     _hang_up(pool, connection)
                     return
             except Exception as error:
+                pinged = False
                 if connection is not None:
                     _hang_up(pool, connection)
                     connection = None
@@ -341,6 +365,8 @@ class TailHub:
         woken: set[_Tail] = set()
         with self._lock:
             for message in messages:
+                if not isinstance(message, list) or len(message) < 3:
+                    continue  # a PING's reply: the connection is alive
                 kind, channel, data = message[0], message[1], message[2]
                 tail = self._tails.get(channel)
                 if tail is None:
