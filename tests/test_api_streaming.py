@@ -127,9 +127,14 @@ def test_first_delta_arrives_long_before_completion(live_server_factory, chat_fa
     assert state_at_first_delta["last_seq"] < arrivals[-1][2]["seq"]
 
 
-def test_heartbeats_keep_an_idle_stream_alive_without_changing_the_text(live_server_factory, chat_factory):
+def test_heartbeats_keep_an_idle_stream_alive_without_changing_the_text(live_server_factory, chat_factory, monkeypatch):
+    """Idle for over a second between sentences: on Redis that is longer than the store's read
+    timeout (0.3 s here), which the worker's silent Pub/Sub subscriber outlasts with a PING
+    (tests/test_redis_tail.py) instead of ending the stream as `store_unavailable`."""
     from widget_server.backends.demo import SLOW_ANSWER
+    from widget_server.stores import redis_connection
 
+    monkeypatch.setattr(redis_connection, "COMMAND_TIMEOUT_SECONDS", 0.3)
     server = live_server_factory(HEARTBEAT_SECONDS=0.2)
     chat = chat_factory(server)
     result = chat.send("/scenario slow", "r-slow")
