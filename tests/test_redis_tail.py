@@ -61,6 +61,22 @@ def read_all(
     return events
 
 
+def waiting_reader(store: RedisStore, message_id: str, seconds: float) -> tuple[threading.Thread, dict]:
+    """A started thread that waits up to `seconds` for the events after seq 1; its outcome
+    (`events`, or the StoreUnavailable as `error`) lands in the dict once it returns."""
+    outcome: dict = {}
+
+    def wait_long() -> None:
+        try:
+            outcome["events"] = store.read_events(message_id, 1, seconds)
+        except StoreUnavailable as error:
+            outcome["error"] = error
+
+    reader = threading.Thread(target=wait_long)
+    reader.start()
+    return reader, outcome
+
+
 def test_a_waiting_reader_gets_what_was_written_before_and_after_it_subscribed(store):
     message_id = running(store)
     store.append_text(message_id, "before ")  # seq 2, never published to this reader
@@ -107,16 +123,7 @@ def test_an_entry_nobody_published_is_still_read_in_order(store, server):
 def test_a_lost_subscriber_connection_fails_waiting_readers_then_every_event_arrives_once(store, server):
     message_id = running(store)
     read_all(store, message_id, 0, 1)
-    outcome: dict = {}
-
-    def wait_long() -> None:
-        try:
-            outcome["events"] = store.read_events(message_id, 1, 10)
-        except StoreUnavailable as error:
-            outcome["error"] = error
-
-    reader = threading.Thread(target=wait_long)
-    reader.start()
+    reader, outcome = waiting_reader(store, message_id, 10)
     client = redis_client(server.url)
     try:
         pubsub_clients = lambda: [  # noqa: E731
@@ -201,19 +208,10 @@ def test_a_redis_that_stops_answering_fails_the_waiting_reader_within_two_timeou
     monkeypatch.setattr(redis_connection, "COMMAND_TIMEOUT_SECONDS", 0.3)
     server = RedisServer().start()
     store = RedisStore(server.url)
-    outcome: dict = {}
-
-    def wait_long() -> None:
-        try:
-            outcome["events"] = store.read_events(message_id, 1, 30)
-        except StoreUnavailable as error:
-            outcome["error"] = error
-
     try:
         message_id = running(store)
         read_all(store, message_id, 0, 1)
-        reader = threading.Thread(target=wait_long)
-        reader.start()
+        reader, outcome = waiting_reader(store, message_id, 30)
         client = redis_client(server.url)
         assert wait_until(lambda: _subscribers(client, store._msg(message_id) + ":events") == 1, timeout=10)
         client.close()
