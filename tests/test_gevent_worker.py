@@ -89,3 +89,42 @@ def _settings() -> dict:
     from widget_server.config import load_settings
 
     return dict(load_settings({}))
+
+
+# In a process of its own: the collector's settings are the whole process's.
+_TUNED_WORKER = """
+import gc, json
+from gunicorn.workers.ggevent import GeventWorker as GunicornWorker
+from widget_server.gevent_worker import GeventWorker
+
+GunicornWorker.load_wsgi = lambda self: None  # loading an app is not what is tested here
+GeventWorker.load_wsgi(object.__new__(GeventWorker))
+frozen = gc.get_freeze_count()
+
+
+class Node:
+    pass
+
+
+# A cycle made after the tuning is still the collector's to free.
+node = Node()
+node.itself = node
+del node
+print(json.dumps({"threshold": gc.get_threshold(), "enabled": gc.isenabled(), "frozen": frozen,
+                  "freed": gc.collect()}))
+"""
+
+
+def test_a_worker_freezes_what_loading_made_and_raises_the_thresholds():
+    import json
+    import subprocess
+    import sys
+
+    from widget_server.gevent_worker import COLLECTOR_THRESHOLDS
+
+    result = subprocess.run([sys.executable, "-c", _TUNED_WORKER], capture_output=True, text=True, check=True)
+    report = json.loads(result.stdout)
+    assert report["threshold"] == list(COLLECTOR_THRESHOLDS) == [50_000, 20, 10]
+    assert report["enabled"] is True
+    assert report["frozen"] > 10_000  # the modules the import made: widget_server, gunicorn, gevent
+    assert report["freed"] >= 1  # the Node (its attributes live inline, not in a dict of their own)
