@@ -168,10 +168,13 @@ def stream_new_answer(
     try:
         # The answer's links are absolute, on the scheme and host the question was sent to
         # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
-        message_id, _created = start(chat, request.url_root.rstrip("/"))
+        message_id, created = start(chat, request.url_root.rstrip("/"))
         # A retry of the same request may say where it got to.
         after_seq = _resume_position(message_id, from_query=False)
-        chat.check_resume_position(conversation_id, message_id, after_seq)
+        if after_seq or not created:
+            # (An answer this request has just created is this conversation's, generates
+            # here, and is at sequence 0 or later: nothing to check, no store read.)
+            chat.check_resume_position(conversation_id, message_id, after_seq)
     except BaseException:
         slot.release()
         raise
