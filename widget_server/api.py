@@ -163,7 +163,8 @@ def stream_new_answer(
             "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.",
         )
     chat = chat_service()
-    chat.check_can_start(conversation_id, request_id)
+    # The slot first, taken in this process without a store read: `start` then checks the
+    # conversation's running answers once, under its claim lock (ChatService.start_claimed).
     slot = chat.reserve_stream(conversation_id, request.remote_addr or "")  # refuse before starting any work
     try:
         # The answer's links are absolute, on the scheme and host the question was sent to

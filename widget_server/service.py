@@ -633,9 +633,13 @@ class EventStream:
         # reconnects after message.completed would otherwise hold a stream
         # slot for as long as it stays open). Checking once suffices: a
         # message that ends later has last_seq > seq, so the loop reads it.
-        info = store.message(self.message_id)
-        if info is None or (info.state.terminal and seq >= info.last_seq):
-            return
+        # From sequence 0 there is nothing to check (every message that ended has events
+        # after 0, and the read of one that is gone ends the stream): a new answer's stream
+        # goes without this store read.
+        if seq:
+            info = store.message(self.message_id)
+            if info is None or (info.state.terminal and seq >= info.last_seq):
+                return
         if self.snapshot:
             # Asked for (after a client saw a gap): the whole text so far,
             # then live events after it; never deltas guessed across a gap.
