@@ -163,3 +163,22 @@ def test_one_redis_pool_is_bounded_and_a_command_waits_for_a_free_connection(one
     assert results == [True] * 300
     # The pool's connections stay open; Redis counts them (and this INFO's own).
     assert one_redis.info("clients")["connected_clients"] <= POOL_CONNECTIONS
+
+
+def test_a_call_answered_is_freed_when_its_caller_lets_go_without_the_cycle_collector(one_redis):
+    import gc
+
+    from widget_server.stores.script_batches import Call
+
+    batches = batches_for(one_redis)
+    gc.disable()  # only reference counting frees what follows
+    try:
+        before = {id(found) for found in gc.get_objects() if isinstance(found, Call)}
+        results = call_together(batches, [("count", f"call-{index}") for index in range(20)])
+        assert results == {f"call-{index}": f"call-{index}".encode() for index in range(20)}
+        calls = [batches.submit(["count"], [f"soon-{index}"]) for index in range(20)]
+        assert [call.result() for call in calls] == [f"soon-{index}".encode() for index in range(20)]
+        del calls
+        assert not [found for found in gc.get_objects() if isinstance(found, Call) and id(found) not in before]
+    finally:
+        gc.enable()
