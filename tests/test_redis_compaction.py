@@ -80,9 +80,7 @@ def test_a_log_keeps_its_events_for_the_grace_and_is_compacted_at_the_next_write
     assert events[0].payload["text"] == "Am, then F."
 
 
-def test_a_busy_process_looks_at_each_compaction_set_once_within_the_look_interval(
-    server, make_store, monkeypatch
-):
+def test_a_busy_process_looks_at_each_compaction_set_once_within_the_look_interval(server, make_store, monkeypatch):
     store = make_store(grace=30)
     looks: list[str] = []
     zrangebyscore = store.redis.zrangebyscore
