@@ -123,6 +123,15 @@ def redis_cluster():
     cluster.stop()
 
 
+@pytest.fixture(params=["redis", "cluster"])
+def redis_or_cluster(request):
+    """One redis-server, then the 3-master cluster, emptied: for tests of the Redis store's
+    parts that must hold on both (tests/test_redis_tail.py, tests/test_redis_compaction.py)."""
+    server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
+    server.flush()
+    return server
+
+
 @pytest.fixture
 def shared_store(request, store_kind):
     """The Redis (or Redis Cluster) the test's servers share, emptied: for tests of what every

@@ -21,11 +21,9 @@ from widget_server.stores.redis import RedisStore
 from .redis_support import redis_client
 
 
-@pytest.fixture(params=["redis", "cluster"])
-def server(request):
-    server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
-    server.flush()
-    return server
+@pytest.fixture
+def server(redis_or_cluster):
+    return redis_or_cluster
 
 
 @pytest.fixture

@@ -24,11 +24,9 @@ from .helpers import wait_until
 from .redis_support import RedisServer, redis_client
 
 
-@pytest.fixture(params=["redis", "cluster"])
-def server(request):
-    server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
-    server.flush()
-    return server
+@pytest.fixture
+def server(redis_or_cluster):
+    return redis_or_cluster
 
 
 @pytest.fixture
