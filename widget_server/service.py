@@ -163,9 +163,9 @@ class ChatService:
     ) -> tuple[str, bool]:
         """Claim `request_id`; start generating only if the claim is new.
 
-        The running limit is checked again here, atomically with the claim
-        (the transport checks it first only to refuse early, before taking
-        a stream slot). `server_url` is the scheme://host (and mount path) the
+        The running limit is checked here, atomically with the claim (the
+        transport has taken the stream slot first, and frees it on a refusal).
+        `server_url` is the scheme://host (and mount path) the
         question was sent to; the backend reads it from the Turn. `attachments`
         are files of this conversation's attachment store (the transport has
         checked that each exists here).
@@ -398,9 +398,9 @@ class ChatService:
     ) -> tuple[str, bool]:
         """Run `claim` (a store claim of a new exchange); start generating only if it is new.
 
-        The running limit is checked again here, atomically with the claim
-        (the transport checks it first only to refuse early, before taking
-        a stream slot). `server_url` is the scheme://host (and mount path) the
+        The running limit is checked here, atomically with the claim (the
+        transport has taken the stream slot first, and frees it on a refusal).
+        `server_url` is the scheme://host (and mount path) the
         question was sent to; the backend reads it from the Turn.
         """
         try:

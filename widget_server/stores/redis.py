@@ -92,12 +92,12 @@ if TYPE_CHECKING:
     from redis.typing import StreamEntry
 
 
-# KEYS: conv, exchanges, requests, msg, lease
-# ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner
 # How long compact_due may go without looking at a compaction set while this process writes
 # nothing whose grace has ended (RedisStore.compact_due).
 COMPACT_LOOK_SECONDS = 1.0
 
+# KEYS: conv, exchanges, requests, msg, lease
+# ARGV: request_id, exchange_json, fingerprint, ttl, lease_ms, owner
 _CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local existing = redis.call('HGET', KEYS[3], ARGV[1])
