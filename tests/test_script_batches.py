@@ -139,19 +139,18 @@ def test_on_a_cluster_each_call_goes_to_the_master_of_its_slot(redis_cluster):
         client.close()
 
 
-def test_one_redis_pool_is_bounded_and_a_command_waits_for_a_free_connection(one_redis):
-    """No command blocks in Redis any more, so a process keeps at most POOL_CONNECTIONS
-    connections (redis_connection.py): 300 commands at once all succeed, none refused."""
-    from widget_server.stores.redis_connection import POOL_CONNECTIONS
-
+def three_hundred_commands_at_once(client, names: list[str]) -> list[object]:
+    """300 commands from a thread each, all released together, each holding its connection a
+    while: a BLPOP of an empty list (named in turn from `names`) that gives up after 0.2 s.
+    The replies (None), or the errors raised."""
     release = threading.Event()
     results: list[object] = []
 
     def one(index: int) -> None:
         release.wait(timeout=10)
         try:
-            results.append(one_redis.set(f"key-{index}", index))
-        except Exception as error:  # the failure is what the test looks for
+            results.append(client.blpop([f"{names[index % len(names)]}:{index}"], timeout=0.2))
+        except Exception as error:  # the failure is what the tests look for
             results.append(error)
 
     threads = [threading.Thread(target=one, args=(index,)) for index in range(300)]
@@ -160,9 +159,42 @@ def test_one_redis_pool_is_bounded_and_a_command_waits_for_a_free_connection(one
     release.set()
     for thread in threads:
         thread.join(timeout=30)
-    assert results == [True] * 300
+    return results
+
+
+def test_one_redis_pool_is_bounded_and_a_command_waits_for_a_free_connection(one_redis):
+    """No command blocks in Redis any more, so a process keeps at most POOL_CONNECTIONS
+    connections (redis_connection.py): 300 commands at once all succeed, none refused."""
+    from widget_server.stores.redis_connection import POOL_CONNECTIONS
+
+    assert three_hundred_commands_at_once(one_redis, ["key"]) == [None] * 300
     # The pool's connections stay open; Redis counts them (and this INFO's own).
     assert one_redis.info("clients")["connected_clients"] <= POOL_CONNECTIONS
+
+
+def test_each_cluster_master_pool_is_bounded_as_one_redis_is(redis_cluster):
+    """The same on a cluster, per master: redis-py's plain pool would refuse the 65th
+    concurrent command (MaxConnectionsError), an unbounded one opened a connection per
+    concurrent command (about 2,300 at N=2,000 in bench/load.py)."""
+    from widget_server.stores.redis_connection import POOL_CONNECTIONS
+
+    redis_cluster.flush()
+    client = connect(redis_cluster.url)
+    keys = Keyspace(cluster=True)
+    try:
+        names = [keys.conversation(f"c_{char}") for char in ID_ALPHABET[:: len(ID_ALPHABET) // BUCKETS]]
+        assert three_hundred_commands_at_once(client, names) == [None] * 300
+        checker = redis_cluster.client()
+        counts = {
+            name: checker.get_redis_connection(node).info("clients")["connected_clients"]
+            for name, node in ((node.name, node) for node in checker.get_primaries())
+        }
+        checker.close()
+        assert len(counts) == 3
+        # Each master: this client's pool, and the checker's own connection.
+        assert all(count <= POOL_CONNECTIONS + 1 for count in counts.values()), counts
+    finally:
+        client.close()
 
 
 def test_a_call_answered_is_freed_when_its_caller_lets_go_without_the_cycle_collector(one_redis):

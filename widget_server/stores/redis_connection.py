@@ -4,8 +4,8 @@ others are discovered; the scheme the `limits` library also reads, so ratelimits
 
 Both clients are made the same way (redis.py's module docstring says why): no retries of a
 command (a script whose reply was lost may have run; running an APPEND twice would duplicate
-text), a short connect timeout, and on one Redis a bounded pool of connections that a
-command waits for (POOL_CONNECTIONS). A
+text), a short connect timeout, and a bounded pool of connections per Redis server (each
+master of a cluster) that a command waits for (POOL_CONNECTIONS). A
 cluster's redirections (MOVED, ASK) are not retries: the command did not run, and redis-py
 follows them (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/,
 "Redirection and resharding").
@@ -53,15 +53,23 @@ def connect(url: str) -> Any:
     from redis.cluster import ClusterNode, RedisCluster
 
     nodes, username, password = cluster_nodes(url)
+    (first_host, first_port), others = nodes[0], nodes[1:]
+    # redis-py gives each master the pool class it is passed only for a client made from a
+    # URL (NodesManager.create_redis_node, `from_url`); otherwise a plain pool, which refuses
+    # a command past its size (MaxConnectionsError) instead of making it wait. So the first
+    # seed node is passed as a URL: every master gets a BlockingConnectionPool, bounded as on
+    # one Redis. Unbounded, 2,000 streams opening at once made about 2,300 connections to the
+    # cluster, and their connects took 12% of a worker's CPU (bench/load.py, py-spy).
+    first = f"[{first_host}]" if ":" in first_host else first_host
     return LazyCluster(
         lambda: RedisCluster(
-            startup_nodes=[ClusterNode(host, port) for host, port in nodes],
+            url=f"redis://{first}:{first_port}",
+            startup_nodes=[ClusterNode(host, port) for host, port in others],
             username=username,
             password=password,
-            # redis-py gives each master a plain pool (its connection_pool_class is used only
-            # for a client made from a URL), which refuses a command past its size instead of
-            # making it wait (MaxConnectionsError): unbounded on a cluster.
-            **{**options, "max_connections": 100_000},
+            connection_pool_class=redis.BlockingConnectionPool,
+            timeout=POOL_WAIT_SECONDS,
+            **options,
         )
     )
 
