@@ -226,3 +226,21 @@ def test_a_redis_that_stops_answering_fails_the_waiting_reader_within_two_timeou
     finally:
         store.close()
         server.stop()
+
+
+def test_the_buffer_answers_every_position_as_a_filter_of_what_it_kept_would():
+    """_Tail.after takes the newest entries from the right (their seqs are consecutive):
+    for every position, over holes (an entry never heard) and a full buffer dropping its
+    oldest, it gives what filtering the kept entries gives, or None when the entry right
+    after the position is no longer kept."""
+    tail = redis_tail._Tail(0, threading.Lock(), max_entries=8)
+    heard = [1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 2, 16, 20, 21]  # holes at 4 and 17-19
+    for seq in heard:
+        tail.add(seq, b"%d" % seq)
+        kept = list(tail.entries)
+        for position in range(0, tail.last_seq + 2):
+            expected = [entry for entry in kept if entry[0] > position]
+            if position < tail.last_seq and (not kept or kept[0][0] > position + 1):
+                expected = None
+            assert tail.after(position) == expected, (seq, position)
+    assert [seq for seq, _ in tail.entries] == [20, 21]

@@ -99,9 +99,14 @@ class _Tail:
         no longer holds the one right after it."""
         if self.last_seq <= after_seq:
             return []
-        if not self.entries or self.entries[0][0] > after_seq + 1:
+        entries = self.entries
+        if not entries or entries[0][0] > after_seq + 1:
             return None
-        return [entry for entry in self.entries if entry[0] > after_seq]
+        # The entries' seqs are consecutive (add() clears the buffer at a hole), so the ones
+        # wanted are the newest `last_seq - after_seq`: taken from the right, not found by
+        # walking all of a long buffer for each read (2% of a worker's CPU at N=2,000).
+        size = len(entries)
+        return [entries[index] for index in range(size - (self.last_seq - after_seq), size)]
 
 
 def _hang_up(pool: Any, connection: Any) -> None:
