@@ -86,7 +86,7 @@ from .base import (
 # logs are still whole wait in a compact set, scored by when to compact them (unix ms).
 from .keyspace import PREFIX, Keyspace, bucket
 from .redis_connection import connect, connection_trouble, is_cluster
-from .script_batches import ScriptBatches
+from .script_batches import Call, ScriptBatches
 
 if TYPE_CHECKING:
     from redis.typing import StreamEntry
@@ -478,7 +478,9 @@ class RedisStore(Store):
         self._claim = self.redis.register_script(_CLAIM)
         self._append = self.redis.register_script(_APPEND)
         # Every delta is one call of _APPEND: concurrent calls go to Redis together.
-        self._append_batches = ScriptBatches(self.redis, _APPEND, lambda keys, args: self._append(keys=keys, args=args))
+        self._append_batches = ScriptBatches(
+            self.redis, _APPEND, lambda keys, args: self._append(keys=keys, args=args), answered=self._appended
+        )
         self._get_conversation = self.redis.register_script(_GET_CONVERSATION)
         self._snapshot = self.redis.register_script(_SNAPSHOT)
         self._compact = self.redis.register_script(_COMPACT)
@@ -535,10 +537,14 @@ class RedisStore(Store):
                 else:
                     pipe.hget(self._msg(message_id), "state")
             states = pipe.execute()
-        return {
+        found = {
             message_id: MessageState(_text(state)) if state is not None else None
             for message_id, state in zip(message_ids, states, strict=True)
         }
+        for message_id, state in found.items():
+            if state is None or state.terminal:  # ended elsewhere: this process did not write it
+                self._tail.disown((self._msg(message_id) + ":events").encode())
+        return found
 
     def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
         payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}
@@ -614,6 +620,7 @@ class RedisStore(Store):
             raise RequestConflict(found)
         if outcome == "existing":
             return Claim(found, created=False)
+        self._own(new_assistant_message_id)
         earlier = [exchange for exchange in map(self._exchange, rest[1]) if exchange.request_id != request_id]
         history = self._completed_history(earlier)
         self.compact_due(conversation_id)
@@ -652,6 +659,29 @@ class RedisStore(Store):
     def _write(self, message_id: str, op: str, payload: dict, text: str = "") -> StreamEvent | None:
         raw = self._append_raw(message_id, op, payload, text)
         return _event_from_json(raw) if raw is not None else None
+
+    def _own(self, message_id: str) -> None:
+        """This process generates `message_id`: its readers here are fed by its appends
+        (redis_tail.py TailHub.own), before the first of them is sent."""
+        self._tail.own((self._msg(message_id) + ":events").encode())
+
+    def _appended(self, call: Call) -> None:
+        """Each _APPEND's outcome, in write order (script_batches.py `answered`): an entry of
+        a log this process owns is fed to its readers here; a refusal (another process ended
+        the answer) or an error (the write may have run, its reply lost) disowns the log, so
+        its readers read what Redis holds."""
+        events_key = call.keys[2].encode()
+        raw = call.reply
+        if call.error is not None or not isinstance(raw, bytes):
+            self._tail.disown(events_key)
+            return
+        if call.args[0] in ("start", "text"):
+            # seq was spliced in last but one (_APPEND; append_text says why this finds it)
+            start = raw.rindex(b',"seq":') + 7
+            seq = int(raw[start : raw.index(b",", start)])
+        else:
+            seq = json.loads(raw)["seq"]
+        self._tail.feed(events_key, seq, raw)
 
     def _append_raw(self, message_id: str, op: str, payload: dict, text: str) -> bytes | None:
         """One _APPEND: the new event's JSON, or None if the transition is refused."""
@@ -848,11 +878,29 @@ class RedisStore(Store):
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         key = self._msg(message_id)
         proposal = json.dumps(action.proposal(), ensure_ascii=False, separators=(",", ":"))
-        raw = self._add_action(
-            keys=[key, key + ":events", key + ":actions", self._action_key(action.action_id)],
-            args=[proposal, self.max_events, self._ttl, message_id, action.conversation_id, action.name, self._publish],
-        )
-        return _event_from_json(raw) if raw is not None else None
+        events_key = (key + ":events").encode()
+        try:
+            raw = self._add_action(
+                keys=[key, key + ":events", key + ":actions", self._action_key(action.action_id)],
+                args=[
+                    proposal,
+                    self.max_events,
+                    self._ttl,
+                    message_id,
+                    action.conversation_id,
+                    action.name,
+                    self._publish,
+                ],
+            )
+        except BaseException:
+            self._tail.disown(events_key)  # it may have run: the log is read from Redis again
+            raise
+        if raw is None:
+            self._tail.disown(events_key)  # ended elsewhere
+            return None
+        event = _event_from_json(raw)
+        self._tail.feed(events_key, event.seq, raw)
+        return event
 
     def action(self, action_id: str) -> ActionRecord | None:
         values = self.redis.hmget(
@@ -1025,6 +1073,7 @@ class RedisStore(Store):
             raise RequestConflict(found)
         if outcome == "existing":
             return Claim(found, created=False)
+        self._own(found.assistant_message_id)
         # After the new exchange: it hides the one it replaces from the backend too.
         history = self._completed_history(self.exchanges(conversation_id))
         self.compact_due(conversation_id)

@@ -26,6 +26,16 @@ Pub/Sub delivers at most once and only while subscribed; the log stays the truth
 A reader the buffer cannot serve (behind it, or the first read of a log) reads Redis itself,
 then waits here; the store's continuity check and snapshot-after-trimming stay in
 RedisStore.read_events.
+
+The log of an answer this process generates is not subscribed at all (`own`): its readers
+here are fed each entry from the reply of the append that wrote it (`feed`, in write order:
+script_batches.py `answered`), the entry exactly as Redis stored and published it. Only
+another process's write is not fed, and every such write ends the answer (a cancel sent to
+another host, a deleted conversation, a lost worker's failure): this process learns it from
+its next write, refused, or from its RunKeeper's look at quiet runs (generation.py), and
+then follows the log as any other (`disown`: subscribe, then read the log from what the
+buffer holds). So does a write whose reply was lost. An entry that is not fed still shows
+as a hole at the next one that is, as above.
 """
 
 from __future__ import annotations
@@ -66,6 +76,13 @@ class Subscription(Enum):
     CONFIRMED = "confirmed"  # Redis said so; the buffer is not filled from the log yet
     FILLING = "filling"  # a reader is reading the log into the buffer
     LIVE = "live"  # the buffer follows the log
+    # This process writes the log (it generates the answer): the buffer is fed with each of
+    # its appends as Redis confirms it (feed), and nothing is subscribed (own, disown).
+    OWN = "own"
+
+
+# States in which the buffer holds the log's newest entries.
+_FOLLOWED = (Subscription.LIVE, Subscription.OWN)
 
 
 class _Tail:
@@ -175,7 +192,7 @@ class TailHub:
         followed yet or the buffer cannot serve this position."""
         with self._lock:
             tail = self._tails.get(key)
-            if tail is None or tail.state is not Subscription.LIVE:
+            if tail is None or tail.state not in _FOLLOWED:
                 return None
             tail.used_at = time.monotonic()
             return tail.after(after_seq)
@@ -208,14 +225,16 @@ class TailHub:
                 self._send(connection, self._subscribe, [key])
             with self._lock:
                 while True:
-                    if tail.state is Subscription.LIVE:
+                    if tail.state in _FOLLOWED:
                         found = tail.after(after_seq)
                         if found != []:
                             return found
                     elif tail.state is Subscription.CONFIRMED:
                         self._fill(key, tail)
                         continue
-                    if self._failures != failures_before:
+                    # (An owned log hears nothing from the subscriber: its trouble is not this
+                    # reader's; a failing Redis fails the writer, which disowns the log.)
+                    if self._failures != failures_before and tail.state is not Subscription.OWN:
                         raise StoreUnavailable(f"redis: {type(self._error).__name__}: {self._error}")
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
@@ -225,6 +244,49 @@ class TailHub:
             with self._lock:
                 tail.readers -= 1
                 tail.used_at = time.monotonic()
+
+    def own(self, key: bytes) -> None:
+        """This process is about to write `key`'s log from its start (it claimed the answer and
+        generates it): its readers here take the entries from feed(), and nothing is
+        subscribed. Pub/Sub would only bring back, a round trip later and parsed again, what
+        this process's own appends returned (bench/load.py: the subscriber's reading and the
+        SUBSCRIBE and fill of each new answer were about 13% of a worker's CPU, redis-2w).
+
+        Any other process may end the answer too (a cancel sent to another host, a
+        conversation deleted there): this process learns it when Redis refuses its next write
+        or its RunKeeper finds the state ended, and the store disowns the log then."""
+        with self._lock:
+            if key in self._tails:
+                return  # followed already: stays as it is
+            tail = self._tails[key] = _Tail(0, self._lock, self.max_entries)
+            tail.state = Subscription.OWN
+            if not self._running:
+                self._start()  # its housekeeper forgets the log once nobody reads it
+
+    def feed(self, key: bytes, seq: int, event: bytes) -> None:
+        """An entry of an owned log, as Redis stored it: its writer's reply, in write order."""
+        with self._lock:
+            tail = self._tails.get(key)
+            if tail is None or tail.state is not Subscription.OWN:
+                return
+            tail.add(seq, event)  # a write not fed (a hole) clears the buffer: add() says why
+            tail.changed.notify_all()
+
+    def disown(self, key: bytes) -> None:
+        """The owned log may hold entries this process did not feed (another process ended the
+        answer, or a write's reply was lost): follow it from now on as any other log, through
+        Pub/Sub and one read of the log after the subscription (from what the buffer holds)."""
+        with self._lock:
+            tail = self._tails.get(key)
+            if tail is None or tail.state is not Subscription.OWN:
+                return
+            tail.state = Subscription.ASKED
+            connection = self._connection
+            if not self._running:
+                self._start()  # it subscribes every log asked for when it connects
+            tail.changed.notify_all()
+        if connection is not None:
+            self._send(connection, self._subscribe, [key])
 
     def _fill(self, key: bytes, tail: _Tail) -> None:
         """Read the log's newest entries into the buffer (called with the lock held; the lock
@@ -265,9 +327,9 @@ class TailHub:
         connection = pool.get_connection()
         with self._lock:
             self._connection = connection
-            keys = list(self._tails)
-            for tail in self._tails.values():
-                tail.state = Subscription.ASKED
+            keys = [key for key, tail in self._tails.items() if tail.state is not Subscription.OWN]
+            for key in keys:
+                self._tails[key].state = Subscription.ASKED
         if keys:
             with self._send_lock:
                 for start in range(0, len(keys), SUBSCRIBE_CHUNK):
@@ -296,11 +358,12 @@ class TailHub:
                 idle = [
                     key for key, tail in self._tails.items() if not tail.readers and now - tail.used_at > IDLE_SECONDS
                 ]
+                subscribed = [key for key in idle if self._tails[key].state is not Subscription.OWN]
                 for key in idle:
                     del self._tails[key]
                 connection = self._connection
-            if idle and connection is not None:
-                self._send(connection, self._unsubscribe, idle)
+            if subscribed and connection is not None:
+                self._send(connection, self._unsubscribe, subscribed)
 
     def _stopping(self) -> bool:
         """Whether the subscriber stops now: nothing is followed, or the store closed (called
@@ -361,9 +424,10 @@ class TailHub:
                     self._error = error
                     self._failures += 1
                     for tail in self._tails.values():
-                        tail.state = Subscription.ASKED
-                        tail.heard.clear()
-                        tail.changed.notify_all()
+                        if tail.state is not Subscription.OWN:
+                            tail.state = Subscription.ASKED
+                            tail.heard.clear()
+                            tail.changed.notify_all()
                 time.sleep(0.2)
 
     def _hear(self, messages: Iterable[Any]) -> None:
@@ -374,8 +438,8 @@ class TailHub:
                     continue  # a PING's reply: the connection is alive
                 kind, channel, data = message[0], message[1], message[2]
                 tail = self._tails.get(channel)
-                if tail is None:
-                    continue
+                if tail is None or tail.state is Subscription.OWN:
+                    continue  # (an owned log is not subscribed: a reply of its past, if any)
                 if kind == self._message:
                     if tail.state is Subscription.LIVE:
                         tail.add(*_seq_and_event(data))
@@ -439,6 +503,15 @@ class SlotTails:
 
     def wait(self, key: bytes, after_seq: int, timeout: float) -> list[tuple[int, bytes]] | None:
         return self._hub(key).wait(key, after_seq, timeout)
+
+    def own(self, key: bytes) -> None:
+        self._hub(key).own(key)
+
+    def feed(self, key: bytes, seq: int, event: bytes) -> None:
+        self._hub(key).feed(key, seq, event)
+
+    def disown(self, key: bytes) -> None:
+        self._hub(key).disown(key)
 
 
 def publish_command(client: Any) -> str:

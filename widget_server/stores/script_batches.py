@@ -26,12 +26,15 @@ A batch is not a transaction, and nothing about a call changes by being in one:
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..waiting import Flag, spawn
+
+log = logging.getLogger(__name__)
 
 Arg = str | int | bytes
 
@@ -132,8 +135,16 @@ class _Lane:
                     raise
                 self._finish(batch)
 
-    @staticmethod
-    def _finish(batch: _Batch) -> None:
+    def _finish(self, batch: _Batch) -> None:
+        answered = self._script.answered
+        if answered is not None:
+            # In the order the calls were submitted, each with its final outcome, before any
+            # caller learns it (RedisStore feeds this process's own logs from here).
+            for call in batch.calls:
+                try:
+                    answered(call)
+                except Exception:  # a caller waits for `done` whatever happens here
+                    log.exception("after a reply of the batched script")
         batch.done.set()
         # Each call keeps its batch (result() waits on `done`): the batch lets go of its calls,
         # so call and batch are not a reference cycle and are freed as soon as the caller
@@ -202,13 +213,22 @@ class _Lane:
 class ScriptBatches:
     """Calls of `source` on `client` (redis-py's Redis or RedisCluster), batched per server.
     `redirected(keys, args)` makes one call through redis-py (its Script object), for a call a
-    cluster answered with MOVED or ASK."""
+    cluster answered with MOVED or ASK. `answered(call)`, if given, is called once per call
+    with its outcome (`reply`, or `error`), in the order calls were submitted to a server,
+    before result() returns to anyone: it must not block (it runs in the sender)."""
 
-    def __init__(self, client: Any, source: str, redirected: Callable[[Sequence[str], Sequence[Arg]], Any]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        source: str,
+        redirected: Callable[[Sequence[str], Sequence[Arg]], Any],
+        answered: Callable[[Call], None] | None = None,
+    ) -> None:
         from .redis_connection import is_cluster
 
         self.source = source
         self.redirected = redirected
+        self.answered = answered
         self._client = client
         self._cluster = is_cluster(client)
         self._prefix = (b"EVALSHA", hashlib.sha1(source.encode()).hexdigest().encode())
