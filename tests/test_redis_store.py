@@ -289,14 +289,14 @@ def test_an_ending_releases_the_lease_and_a_terminal_message_is_never_reaped(red
     store.close()
 
 
-def test_a_run_longer_than_its_lease_keeps_it_by_renewing(redis_server, seed_answers):
+def test_a_run_longer_than_its_lease_keeps_it_by_renewing(redis_or_cluster, seed_answers):
+    """On one Redis (renewals in a pipeline) and on a cluster (in batches per master)."""
     from widget_server.backends.base import Turn
     from widget_server.backends.demo import DemoBackend
     from widget_server.config import load_settings
     from widget_server.generation import GenerationRun
 
-    redis_server.flush()
-    store = RedisStore(redis_server.url, lease_seconds=1)
+    store = RedisStore(redis_or_cluster.url, lease_seconds=1)
     store.create_conversation(Conversation("c_1", "hash", 0.0))
     store.claim_request("c_1", "r1", "fp", QUESTION, "u_1", "m_1")
     backend = DemoBackend.from_settings(load_settings({"DEMO_DELAY_SECONDS": 0.4}, environ={}))

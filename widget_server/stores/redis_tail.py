@@ -477,6 +477,9 @@ class SlotTails:
         start = key.find(b"{")
         end = key.find(b"}", start + 1)
         tag = key[start + 1 : end] if start >= 0 and end > start + 1 else key
+        hub = self._hubs.get(tag)  # made once per tag: looked up without the lock after that
+        if hub is not None:
+            return hub
         with self._lock:
             hub = self._hubs.get(tag)
             if hub is None:
