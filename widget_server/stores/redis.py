@@ -482,6 +482,14 @@ class RedisStore(Store):
             self.redis, _APPEND, lambda keys, args: self._append(keys=keys, args=args), answered=self._appended
         )
         self._get_conversation = self.redis.register_script(_GET_CONVERSATION)
+        # Every authorised request reads its conversation, and every new answer is a claim:
+        # under a burst of questions these go in batches too (redis-py's own path per command,
+        # pool, checks and a cluster's routing, was about a fifth of a worker's CPU while 2,000
+        # questions arrived at once: bench/load.py redis-cluster-2w, py-spy).
+        self._get_conversation_batches = ScriptBatches(
+            self.redis, _GET_CONVERSATION, lambda keys, args: self._get_conversation(keys=keys, args=args)
+        )
+        self._claim_batches = ScriptBatches(self.redis, _CLAIM, lambda keys, args: self._claim(keys=keys, args=args))
         self._snapshot = self.redis.register_script(_SNAPSHOT)
         self._compact = self.redis.register_script(_COMPACT)
         self._add_action = self.redis.register_script(_ADD_ACTION)
@@ -572,8 +580,8 @@ class RedisStore(Store):
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
-        values = self._get_conversation(
-            keys=[key, *(key + suffix for suffix in CONVERSATION_KEY_SUFFIXES)], args=[self._ttl]
+        values = self._get_conversation_batches(
+            [key, *(key + suffix for suffix in CONVERSATION_KEY_SUFFIXES)], [self._ttl]
         )
         if values is None:
             return None
@@ -600,15 +608,15 @@ class RedisStore(Store):
         if attachments:  # only when there are: Lua's cjson writes an empty list back as {}
             exchange["attachments"] = [attachment.to_json() for attachment in attachments]
         conv = self._conv(conversation_id)
-        outcome, *rest = self._claim(
-            keys=[
+        outcome, *rest = self._claim_batches(
+            [
                 conv,
                 conv + ":exchanges",
                 conv + ":requests",
                 self._msg(new_assistant_message_id),
                 self._lease(new_assistant_message_id),
             ],
-            args=[
+            [
                 request_id,
                 json.dumps(exchange, ensure_ascii=False),
                 fingerprint,
