@@ -378,6 +378,10 @@ for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 return values
 """
 
+# KEYS: exchanges → the conversation's exchanges (JSON), in order: an LRANGE as a script, so
+# concurrent reads go in batches (script_batches.py)
+_EXCHANGES = "return redis.call('LRANGE', KEYS[1], 0, -1)"
+
 # KEYS: msg, text  → {state, last_seq, text}
 _SNAPSHOT = """
 local values = redis.call('HMGET', KEYS[1], 'state', 'last_seq', 'conversation_id', 'error')
@@ -488,6 +492,11 @@ class RedisStore(Store):
         # questions arrived at once: bench/load.py redis-cluster-2w, py-spy).
         self._get_conversation_batches = ScriptBatches(
             self.redis, _GET_CONVERSATION, lambda keys, args: self._get_conversation(keys=keys, args=args)
+        )
+        # (Also read before each new answer's claim: ChatService.check_can_start.)
+        exchanges = self.redis.register_script(_EXCHANGES)
+        self._exchanges_batches = ScriptBatches(
+            self.redis, _EXCHANGES, lambda keys, args: exchanges(keys=keys, args=args)
         )
         self._claim_batches = ScriptBatches(self.redis, _CLAIM, lambda keys, args: self._claim(keys=keys, args=args))
         self._snapshot = self.redis.register_script(_SNAPSHOT)
@@ -656,7 +665,9 @@ class RedisStore(Store):
         return backend_history(exchanges, self.message)
 
     def exchanges(self, conversation_id: str) -> list[Exchange]:
-        return [self._exchange(raw) for raw in self.redis.lrange(self._conv(conversation_id) + ":exchanges", 0, -1)]
+        return [
+            self._exchange(raw) for raw in self._exchanges_batches([self._conv(conversation_id) + ":exchanges"], [])
+        ]
 
     def message(self, message_id: str) -> MessageInfo | None:
         key = self._msg(message_id)
