@@ -40,7 +40,8 @@ def browser_type_launch_args(browser_type_launch_args, browser_name):
     not (docs/testing.md, "System browsers"), as the plugin's --chat-system-browsers does."""
     from widget_server.pytest_plugin import system_browser_launch_args
 
-    return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
+    headless = browser_type_launch_args.get("headless", True)  # pytest-playwright's default
+    return {**browser_type_launch_args, **system_browser_launch_args(browser_name, headless=headless)}
 
 
 @pytest.fixture

@@ -27,7 +27,10 @@ def test_launch_args(browser_name, browser_type_launch_args):
     print("LAUNCH", browser_name, repr(browser_type_launch_args))
 """
 
-CHROMIUM_LAUNCH = {"executable_path": testing.CHROMIUM, "args": testing.CHROMIUM_ARGS}
+# pytest-playwright launches headless unless --headed: Chromium from its headless shell where
+# Debian's chromium-headless-shell is installed (`bash .ci/test` installs it).
+HEADLESS_CHROMIUM = testing.CHROMIUM_HEADLESS_SHELL if Path(testing.CHROMIUM_HEADLESS_SHELL).exists() else testing.CHROMIUM
+CHROMIUM_LAUNCH = {"executable_path": HEADLESS_CHROMIUM, "args": testing.CHROMIUM_ARGS}
 FIREFOX_LAUNCH = {"executable_path": testing.FIREFOX, "channel": "moz-firefox"}
 
 
@@ -98,7 +101,9 @@ def test_the_option_wins_whichever_plugin_pytest_loads_first(tmp_path, plugin_or
 def test_pytest_playwrights_own_options_stay(tmp_path):
     result = run_site_pytest(tmp_path, "--chat-system-browsers", "--headed", "--slowmo", "5")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert launch_args_by_browser(result) == {"chromium": {"headless": False, "slow_mo": 5, **CHROMIUM_LAUNCH}}
+    # Headed: the whole browser, not its headless shell.
+    headed = {"executable_path": testing.CHROMIUM, "args": testing.CHROMIUM_ARGS}
+    assert launch_args_by_browser(result) == {"chromium": {"headless": False, "slow_mo": 5, **headed}}
 
 
 # -- a browser it cannot find is a one-line usage error ------------------------
@@ -163,6 +168,26 @@ def test_the_launch_args_of_each_system_browser(monkeypatch, tmp_path):
     # Each caller gets its own list: a test that adds a flag changes no other launch.
     testing.system_browser_launch_args("chromium")["args"].append("--force-renderer-accessibility")
     assert "--force-renderer-accessibility" not in testing.CHROMIUM_ARGS
+
+
+def test_headless_chromium_starts_from_the_headless_shell_when_it_is_installed(monkeypatch, tmp_path):
+    chromium = tmp_path / "chromium"
+    chromium.write_text("#!/bin/sh\n")
+    chromium.chmod(0o755)
+    shell = tmp_path / "chromium-headless-shell"
+    monkeypatch.setattr(testing, "CHROMIUM", str(chromium))
+    monkeypatch.setattr(testing, "CHROMIUM_HEADLESS_SHELL", str(shell))
+    # Not installed: full Chromium, headless or not.
+    assert testing.system_browser_launch_args("chromium", headless=True)["executable_path"] == str(chromium)
+    shell.write_text("#!/bin/sh\n")
+    shell.chmod(0o755)
+    assert testing.system_browser_launch_args("chromium", headless=True) == {
+        "executable_path": str(shell),
+        "args": testing.CHROMIUM_ARGS,
+    }
+    # A headed launch (Orca, --headed) needs the whole browser.
+    assert testing.system_browser_launch_args("chromium", headless=False)["executable_path"] == str(chromium)
+    assert testing.system_browser_launch_args("chromium")["executable_path"] == str(chromium)
 
 
 @pytest.mark.parametrize("kind", ["absent", "not executable"])

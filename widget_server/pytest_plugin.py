@@ -116,11 +116,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SystemBrowserFixtures, SYSTEM_BROWSERS_PLUGIN)
 
 
-def system_browser_launch_args(browser_name: str) -> dict[str, Any]:
+def system_browser_launch_args(browser_name: str, *, headless: bool = False) -> dict[str, Any]:
     """`widget_server.testing.system_browser_launch_args`, its failure a
     one-line `pytest.UsageError` that says what to install."""
     try:
-        return testing.system_browser_launch_args(browser_name)
+        return testing.system_browser_launch_args(browser_name, headless=headless)
     except testing.SystemBrowserError as error:
         raise pytest.UsageError(
             f"--chat-system-browsers: {error}; or leave the option out and run `playwright install {browser_name}`"
@@ -134,7 +134,8 @@ class SystemBrowserFixtures:
     @staticmethod
     def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_name: str) -> dict[str, Any]:
         """pytest-playwright's launch arguments, with the system browser's on top."""
-        return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
+        headless = browser_type_launch_args.get("headless", True)  # pytest-playwright's default
+        return {**browser_type_launch_args, **system_browser_launch_args(browser_name, headless=headless)}
 
 
 def chat_server_settings(config: pytest.Config, environ: Any = None, **overrides: Any) -> dict[str, Any]:

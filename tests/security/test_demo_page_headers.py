@@ -6,19 +6,10 @@ real Chromium, with no violation reported in the page or the panel's frame.
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
 
-from widget_server.pytest_plugin import system_browser_launch_args
 from widget_server.testing import ChatWidget
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_name: str) -> dict[str, Any]:
-    # The system browsers, as tests/e2e/conftest.py does (docs/testing.md, "System browsers").
-    return {**browser_type_launch_args, **system_browser_launch_args(browser_name)}
 
 
 def assert_strict_page_headers(headers: httpx.Headers | dict[str, str]) -> None:

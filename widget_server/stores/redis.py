@@ -382,6 +382,15 @@ return values
 # concurrent reads go in batches (script_batches.py)
 _EXCHANGES = "return redis.call('LRANGE', KEYS[1], 0, -1)"
 
+# KEYS: conv; ARGV: token_hash, created_at, ttl. A new conversation's record, as a script so
+# that concurrent creations go in batches (script_batches.py): a cluster's pipeline of the
+# HSET and the EXPIRE was redis-py's heaviest per-command path left per question.
+_CREATE_CONVERSATION = """
+redis.call('HSET', KEYS[1], 'token_hash', ARGV[1], 'created_at', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
 # KEYS: msg, text  → {state, last_seq, text}
 _SNAPSHOT = """
 local values = redis.call('HMGET', KEYS[1], 'state', 'last_seq', 'conversation_id', 'error')
@@ -499,8 +508,18 @@ class RedisStore(Store):
             self.redis, _EXCHANGES, lambda keys, args: exchanges(keys=keys, args=args)
         )
         self._claim_batches = ScriptBatches(self.redis, _CLAIM, lambda keys, args: self._claim(keys=keys, args=args))
-        self._snapshot = self.redis.register_script(_SNAPSHOT)
+        # Once per question each, as the reads above (and message() also before each ending).
+        create_conversation = self.redis.register_script(_CREATE_CONVERSATION)
+        self._create_conversation_batches = ScriptBatches(
+            self.redis, _CREATE_CONVERSATION, lambda keys, args: create_conversation(keys=keys, args=args)
+        )
+        snapshot = self.redis.register_script(_SNAPSHOT)
+        self._snapshot_batches = ScriptBatches(self.redis, _SNAPSHOT, lambda keys, args: snapshot(keys=keys, args=args))
         self._compact = self.redis.register_script(_COMPACT)
+        # (On a cluster the logs of one look are on several masters: no pipeline, a batch each.)
+        self._compact_batches = ScriptBatches(
+            self.redis, _COMPACT, lambda keys, args: self._compact(keys=keys, args=args)
+        )
         self._add_action = self.redis.register_script(_ADD_ACTION)
         self._claim_action = self.redis.register_script(_CLAIM_ACTION)
         self._finish_action = self.redis.register_script(_FINISH_ACTION)
@@ -565,7 +584,7 @@ class RedisStore(Store):
         }
         for message_id, state in found.items():
             if state is None or state.terminal:  # ended elsewhere: this process did not write it
-                self._tail.disown((self._msg(message_id) + ":events").encode())
+                self._tail.disown(self._events_key(message_id))
         return found
 
     def reap_if_lost(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
@@ -578,14 +597,17 @@ class RedisStore(Store):
     def _msg(self, mid: str) -> str:
         return self.keys.message(mid)
 
+    def _events_key(self, message_id: str) -> bytes:
+        """The key of `message_id`'s event log, as the subscriber's tails name it (bytes)."""
+        return (self._msg(message_id) + ":events").encode()
+
     # -- conversations -----------------------------------------------------
 
     def create_conversation(self, conversation: Conversation) -> None:
-        key = self._conv(conversation.conversation_id)
-        pipe = self.redis.pipeline()
-        pipe.hset(key, mapping={"token_hash": conversation.token_hash, "created_at": conversation.created_at})
-        pipe.expire(key, self._ttl)
-        pipe.execute()
+        self._create_conversation_batches(
+            [self._conv(conversation.conversation_id)],
+            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl],
+        )
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
@@ -671,7 +693,7 @@ class RedisStore(Store):
 
     def message(self, message_id: str) -> MessageInfo | None:
         key = self._msg(message_id)
-        values = self._snapshot(keys=[key, key + ":text"])
+        values = self._snapshot_batches([key, key + ":text"], [])
         if values is None:
             return None
         state, last_seq, text, conversation_id, error = (v.decode() if isinstance(v, bytes) else v for v in values)
@@ -687,7 +709,7 @@ class RedisStore(Store):
     def _own(self, message_id: str) -> None:
         """This process generates `message_id`: its readers here are fed by its appends
         (redis_tail.py TailHub.own), before the first of them is sent."""
-        self._tail.own((self._msg(message_id) + ":events").encode())
+        self._tail.own(self._events_key(message_id))
 
     def _appended(self, call: Call) -> None:
         """Each _APPEND's outcome, in write order (script_batches.py `answered`): an entry of
@@ -784,8 +806,8 @@ class RedisStore(Store):
             pipe.zrem(compact_key, *due)
             pipe.execute()
         else:
-            for log_key in logs:
-                self._compact(keys=[log_key])
+            for call in [self._compact_batches.submit([log_key], []) for log_key in logs]:
+                call.result()
             self.redis.zrem(compact_key, *due)
         return len(due)
 
@@ -852,20 +874,19 @@ class RedisStore(Store):
         # Readers wait in this process's one subscriber (redis_tail.py) and take events from
         # its buffer; a reader it cannot serve (behind the buffer, a log not followed yet, or
         # nothing heard for the whole wait) reads Redis itself.
-        key = self._msg(message_id) + ":events"
-        tail_key = key.encode()
+        tail_key = self._events_key(message_id)
         buffered = self._tail.peek(tail_key, after_seq)
         if buffered:
             return _events(buffered)
         if buffered is None and self._tail.follows(tail_key):  # followed, this position not kept
-            events = self._events_after(message_id, key, after_seq)
+            events = self._events_after(message_id, tail_key.decode(), after_seq)
             if events:
                 return events
         # (A log not followed yet: wait() subscribes, then reads its newest entries itself.)
         buffered = self._tail.wait(tail_key, after_seq, timeout)
         if buffered:
             return _events(buffered)
-        events = self._events_after(message_id, key, after_seq)
+        events = self._events_after(message_id, tail_key.decode(), after_seq)
         if events:
             return events
         if not self.redis.exists(self._msg(message_id)):
@@ -902,7 +923,7 @@ class RedisStore(Store):
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         key = self._msg(message_id)
         proposal = json.dumps(action.proposal(), ensure_ascii=False, separators=(",", ":"))
-        events_key = (key + ":events").encode()
+        events_key = self._events_key(message_id)
         try:
             raw = self._add_action(
                 keys=[key, key + ":events", key + ":actions", self._action_key(action.action_id)],
