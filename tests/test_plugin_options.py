@@ -29,7 +29,9 @@ def test_launch_args(browser_name, browser_type_launch_args):
 
 # pytest-playwright launches headless unless --headed: Chromium from its headless shell where
 # Debian's chromium-headless-shell is installed (`bash .ci/test` installs it).
-HEADLESS_CHROMIUM = testing.CHROMIUM_HEADLESS_SHELL if Path(testing.CHROMIUM_HEADLESS_SHELL).exists() else testing.CHROMIUM
+HEADLESS_CHROMIUM = (
+    testing.CHROMIUM_HEADLESS_SHELL if Path(testing.CHROMIUM_HEADLESS_SHELL).exists() else testing.CHROMIUM
+)
 CHROMIUM_LAUNCH = {"executable_path": HEADLESS_CHROMIUM, "args": testing.CHROMIUM_ARGS}
 FIREFOX_LAUNCH = {"executable_path": testing.FIREFOX, "channel": "moz-firefox"}
 
