@@ -38,10 +38,9 @@ TEST_CONFIG = {"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING", "RATE_LIMITS":
 def browser_type_launch_args(browser_type_launch_args, browser_name):
     """Debian's browsers for any test that uses pytest-playwright's fixtures, inside tests/e2e or
     not (docs/testing.md, "System browsers"), as the plugin's --chat-system-browsers does."""
-    from widget_server.pytest_plugin import system_browser_launch_args
+    from widget_server.pytest_plugin import with_system_browser
 
-    headless = browser_type_launch_args.get("headless", True)  # pytest-playwright's default
-    return {**browser_type_launch_args, **system_browser_launch_args(browser_name, headless=headless)}
+    return with_system_browser(browser_type_launch_args, browser_name)
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ __all__ = [
     "ChatWidget",
     "chat_server_settings",
     "system_browser_launch_args",
+    "with_system_browser",
 ]
 
 # Only for servers started by the fixtures; see the module docstring.
@@ -127,6 +128,13 @@ def system_browser_launch_args(browser_name: str, *, headless: bool = False) -> 
         ) from None
 
 
+def with_system_browser(browser_type_launch_args: dict[str, Any], browser_name: str) -> dict[str, Any]:
+    """pytest-playwright's launch arguments with the system browser's on top, headless
+    (its default) unless they say otherwise: the plugin's fixture and tests/conftest.py."""
+    headless = browser_type_launch_args.get("headless", True)
+    return {**browser_type_launch_args, **system_browser_launch_args(browser_name, headless=headless)}
+
+
 class SystemBrowserFixtures:
     """The plugin object `pytest_configure` registers for `--chat-system-browsers`."""
 
@@ -134,8 +142,7 @@ class SystemBrowserFixtures:
     @staticmethod
     def browser_type_launch_args(browser_type_launch_args: dict[str, Any], browser_name: str) -> dict[str, Any]:
         """pytest-playwright's launch arguments, with the system browser's on top."""
-        headless = browser_type_launch_args.get("headless", True)  # pytest-playwright's default
-        return {**browser_type_launch_args, **system_browser_launch_args(browser_name, headless=headless)}
+        return with_system_browser(browser_type_launch_args, browser_name)
 
 
 def chat_server_settings(config: pytest.Config, environ: Any = None, **overrides: Any) -> dict[str, Any]:

@@ -51,7 +51,6 @@ CHROMIUM_ARGS = [
 FIREFOX_BIDI_CHANNEL = "moz-firefox"
 # pytest-playwright's browser name -> the Debian package that provides the system browser.
 SYSTEM_BROWSER_PACKAGES = {"chromium": "chromium", "firefox": "firefox-esr"}
-HEADLESS_SHELL_PACKAGE = "chromium-headless-shell"
 
 
 class SystemBrowserError(LookupError):
