@@ -10,6 +10,7 @@ import pytest
 
 from widget_server import create_app
 
+from .firefox_share import firefox_keeps
 from .helpers import ChatClient, LiveServer, load_seed_answers
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -73,24 +74,32 @@ SERVINGS = {
 }
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--firefox-every-test",
+        action="store_true",
+        help="run every browser test in Firefox ESR too, the Chromium-only ones and whole matrices "
+        'included (docs/testing.md, "Firefox ESR\'s share")',
+    )
+
+
 def pytest_collection_modifyitems(config, items):
-    """Matrices in both browsers, without twice the time (docs/testing.md, "Matrices"): a test
-    marked `firefox_sample(name=[...])` runs in Firefox ESR only where each named parameter has
-    one of the values listed; Chromium runs every case. Deselected, not skipped: nothing was
-    left unsaid, the sample is the plan."""
+    """Both browsers, without twice the time (tests/firefox_share.py): Chromium runs every
+    browser test; Firefox ESR the cases `firefox_keeps` keeps, or all of them with
+    --firefox-every-test. Deselected, not skipped: nothing was left unsaid, the share is the plan."""
+    every_test = config.getoption("--firefox-every-test")
     kept, dropped = [], []
     for item in items:
-        marker = item.get_closest_marker("firefox_sample")
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if marker is not None and params.get("browser_name") == "firefox":
-            for name, values in marker.kwargs.items():
-                if name not in params:
-                    raise pytest.UsageError(f"{item.nodeid}: firefox_sample names {name!r}, not a parameter")
-                if params[name] not in values:
-                    dropped.append(item)
-                    break
-            else:
-                kept.append(item)
+        if params.get("browser_name") != "firefox":
+            kept.append(item)
+            continue
+        try:
+            keeps = firefox_keeps(item)
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        if not keeps and not every_test:
+            dropped.append(item)
         else:
             kept.append(item)
     if dropped:

@@ -2,7 +2,7 @@
 
 The console at /agent against a real server (an agents file, the visitor API over HTTP), in
 real Chromium and Firefox ESR, with axe in every new state. Firefox runs a sample of the
-languages (docs/testing.md, "Matrices"). The flow at length, per language, is
+languages (docs/testing.md, "Firefox ESR's share"). The flow at length, per language, is
 tests/e2e/test_agent_console_languages.py.
 """
 

@@ -6,8 +6,9 @@ ends, every word read from that language's file and none left in English, axe cl
 contract lines are tests/e2e/test_accessibility_contract_console_languages.py (A91–A93);
 tests/test_agent_i18n.py checks the files themselves (keys, placeholders, plural forms).
 
-Firefox runs a sample (docs/testing.md, "Matrices"): French for the left-to-right languages,
-Arabic for right to left; the words come from the server and the same code in every language.
+Firefox runs a sample (docs/testing.md, "Firefox ESR's share"): Arabic, right to left; French,
+left to right, runs in Firefox in A91 (test_accessibility_contract_console_languages.py). The
+words come from the server and the same code in every language.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def handoff_server(chat_server_factory, tmp_path):
     return start_handoff_server(chat_server_factory, tmp_path)
 
 
-@pytest.mark.firefox_sample(lang=["fr", "ar"])
+@pytest.mark.firefox_sample(lang=["ar"])
 @pytest.mark.parametrize("lang", NEW_LANGUAGES)
 def test_a_browser_in_the_language_signs_in_claims_replies_and_ends_in_it(handoff_server, browser: Browser, lang):
     s = STRINGS[lang]

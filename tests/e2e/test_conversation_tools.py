@@ -24,6 +24,9 @@ from .test_accessibility_contract_conversation import (
 
 pytestmark = pytest.mark.e2e
 
+# Firefox ESR's share (docs/testing.md): the cases marked chromium_only run in Chromium alone.
+CONVERSATION_FIREFOX = "the dialog, the options, start over, delete and download run in Firefox in test_accessibility_contract_conversation.py (A30-A36) and in this module's 320 px, dark, start-over-while-streaming and first-press cases; this one adds words or settings the same code reads"
+
 EN = STRINGS["en"]
 ES = STRINGS["es"]
 
@@ -32,6 +35,7 @@ def starter_buttons(widget, label: str = TOOLS["starterLabel"]):
     return widget.frame.get_by_role("list", name=label).get_by_role("button")
 
 
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_starters_from_the_setting_are_sent_and_come_back_after_a_start_over(embed, chat_server_factory):
     server = chat_server_factory(STARTERS='["/echo Opening hours?", "/echo Returns."]', GREETING="Welcome!")
     widget = embed(server)
@@ -54,6 +58,7 @@ def test_starters_from_the_setting_are_sent_and_come_back_after_a_start_over(emb
     expect(widget.answers.last.locator(".turn__body")).to_have_text("Returns.")
 
 
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_an_invalid_data_starters_is_ignored_with_a_console_warning(embed, chat_server_factory, page):
     server = chat_server_factory(STARTERS='["From the setting"]')
     widget = embed(server, starters='["one", "two", "three", "four", "five"]', greeting="Hi from the embed")
@@ -88,6 +93,7 @@ def test_start_over_while_an_answer_streams_stops_it_first(embed, chat_server_fa
     expect(widget.turns).to_have_count(2)
 
 
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_start_over_and_delete_with_no_conversation_yet_just_says_so(embed, chat_server):
     widget = embed()
     widget.open()
@@ -97,6 +103,7 @@ def test_start_over_and_delete_with_no_conversation_yet_just_says_so(embed, chat
     assert conversation_of(widget) == ("", "")
 
 
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_download_with_nothing_completed_says_so(embed):
     widget = embed()
     widget.open()
@@ -108,6 +115,7 @@ def test_download_with_nothing_completed_says_so(embed):
     expect(button).to_be_focused()
 
 
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_the_spanish_panel_names_everything_in_spanish_and_its_file(embed, page, browser_name):
     tools = ES["conversationTools"]
     widget = embed(lang="es")

@@ -263,6 +263,7 @@ def test_keyboard_only_drop_after_3_logs_one_reconnect_each_seq_once_and_exports
 # -- the expected script is what the browser says -------------------------------------------
 
 
+@pytest.mark.firefox_sample(lang=["en"])
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_the_expected_script_for_improvisation_is_what_the_browser_announced(qa_page, lang):
     page = qa_page(lang)
@@ -378,6 +379,7 @@ def test_language_and_reduced_motion_remount_the_widget_with_the_keyboard(qa_pag
 # -- the script page ---------------------------------------------------------------------------
 
 
+@pytest.mark.firefox_sample(lang=["en"])
 @pytest.mark.parametrize("lang", ["en", "es"])
 def test_the_script_page_is_axe_clean_and_lists_the_sentences(page: Page, qa_server, lang):
     page.goto(f"{qa_server.url}/qa/script?scenario=question-improvisation&lang={lang}")
@@ -421,6 +423,7 @@ PLAIN_JS = """async ([url, texts, t, lang]) => {
 }"""
 
 
+@pytest.mark.firefox_sample(lang=["en", "ar"])
 @pytest.mark.parametrize("lang", ["en", "es", "ar", "he"])
 def test_expected_plain_text_and_sentences_match_the_panels_renderer(page: Page, qa_server, lang):
     """static/qa/expected.js's blocks and sentences, against markdown.js and Intl.Segmenter used directly."""

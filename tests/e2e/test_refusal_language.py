@@ -72,6 +72,7 @@ def send_past_the_servers_limit(widget: ChatWidget) -> None:
     assert widget.wait_until_complete() == "failed"
 
 
+@pytest.mark.firefox_sample(lang=["ar"])
 @pytest.mark.parametrize("lang", LANGS)
 def test_a_message_too_long_for_the_server_is_refused_in_the_panels_language(embed, chat_server_factory, lang):
     server = chat_server_factory(MAX_TEXT_CHARS=MAX_TEXT_CHARS)
@@ -85,6 +86,7 @@ def test_a_message_too_long_for_the_server_is_refused_in_the_panels_language(emb
     widget.assert_accessible()
 
 
+@pytest.mark.firefox_sample(lang=["ar"])
 @pytest.mark.parametrize("lang", LANGS)
 def test_feedback_on_a_conversation_deleted_elsewhere_is_refused_in_the_panels_language(
     embed, chat_server_factory, lang
@@ -107,6 +109,7 @@ def test_feedback_on_a_conversation_deleted_elsewhere_is_refused_in_the_panels_l
     widget.assert_accessible()
 
 
+@pytest.mark.firefox_sample(lang=["ar"])
 @pytest.mark.parametrize("lang", LANGS)
 def test_without_the_refusal_texts_the_panel_says_its_own_general_reason(embed, chat_server_factory, page, lang):
     """The refusal texts cannot be fetched (offline just then, a proxy refusing them): the
