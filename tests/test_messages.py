@@ -163,6 +163,25 @@ def test_seq_rises_by_one_and_completed_digest_is_exact(parts):
     assert log.length == len(text)
 
 
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.text(), max_size=12), max_events=st.integers(1, 6))
+def test_add_delta_keeps_what_add_text_keeps(parts, max_events):
+    """The store's per-delta write (MemoryStore.append_text_soon) makes no event: the log it
+    leaves, and the byte count the store's budget reads, are add_text's, eviction included."""
+    with_events, without = running(max_events), running(max_events)
+    for part in parts:
+        assert without.add_delta(part) == with_events.add_text(part).seq
+        assert without.stored_bytes == with_events.stored_bytes
+    assert without.events_after(0) == with_events.events_after(0)
+    assert without.complete() == with_events.complete()
+    assert without.stored_bytes == with_events.stored_bytes
+    without.compact()
+    with_events.compact()
+    assert without.stored_bytes == with_events.stored_bytes
+    with pytest.raises(InvalidTransition):
+        without.add_delta("after the end")
+
+
 def test_completed_digest_of_seed_answers(seed_answers):
     for key in ("improvisation", "voicings"):
         answer = seed_answers[key]["answer"]

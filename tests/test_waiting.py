@@ -10,7 +10,7 @@ import textwrap
 import threading
 import time
 
-from widget_server.waiting import Flag, call_later, condition
+from widget_server.waiting import Flag, call_later, condition, rlock
 
 GEVENT_CHECKS = textwrap.dedent(
     """
@@ -18,36 +18,73 @@ GEVENT_CHECKS = textwrap.dedent(
     monkey.patch_all()
     import threading, time
     import gevent
-    from widget_server.waiting import Flag, HubCondition, condition
+    from widget_server.waiting import Flag, HubCondition, condition, rlock
 
-    lock = threading.RLock()
-    changed = condition(lock)
-    assert isinstance(changed, HubCondition), type(changed)
+    def condition_checks(lock):
+        changed = condition(lock)
+        assert isinstance(changed, HubCondition), type(changed)
 
-    # A wait times out: False, after about the timeout, with the lock held again.
-    with lock:
-        started = time.monotonic()
-        assert changed.wait(0.05) is False
-        assert 0.04 <= time.monotonic() - started < 1.0
-        assert lock._is_owned()
-
-    # notify_all wakes every waiter (True), each holding the lock again in turn.
-    woken = []
-    def waiter(name):
+        # A wait times out: False, after about the timeout, with the lock held again.
         with lock:
-            with lock:  # held twice: released whole while waiting, as threading.Condition does
-                woken.append((name, changed.wait(5)))
-    greenlets = [gevent.spawn(waiter, n) for n in range(3)]
-    gevent.sleep(0.01)
-    with lock:
-        changed.notify_all()
-    gevent.joinall(greenlets, timeout=5)
-    assert sorted(woken) == [(0, True), (1, True), (2, True)], woken
+            started = time.monotonic()
+            assert changed.wait(0.05) is False
+            assert 0.04 <= time.monotonic() - started < 1.0
+            assert lock._is_owned()
 
-    # A notify with nobody waiting is not kept for the next wait (as with a Condition).
-    with lock:
-        changed.notify_all()
-        assert changed.wait(0.01) is False
+        # notify_all wakes every waiter (True), each holding the lock again in turn.
+        woken = []
+        def waiter(name):
+            with lock:
+                with lock:  # held twice: released whole while waiting, as threading.Condition does
+                    woken.append((name, changed.wait(5)))
+        greenlets = [gevent.spawn(waiter, n) for n in range(3)]
+        gevent.sleep(0.01)
+        with lock:
+            changed.notify_all()
+        gevent.joinall(greenlets, timeout=5)
+        assert sorted(woken) == [(0, True), (1, True), (2, True)], woken
+
+        # A notify with nobody waiting is not kept for the next wait (as with a Condition).
+        with lock:
+            changed.notify_all()
+            assert changed.wait(0.01) is False
+
+    # The memory store's lock (waiting.rlock) and the lock a plugin may pass: both behave.
+    condition_checks(threading.RLock())
+    store_lock = rlock()
+    assert type(store_lock).__module__ == "gevent.lock", type(store_lock)
+    condition_checks(store_lock)
+
+    # rlock() excludes another greenlet while held across a switch (a lock that knew only
+    # threads would let it in), and is reentrant in its owner.
+    order = []
+    def holder():
+        with store_lock:
+            with store_lock:
+                order.append("held")
+                gevent.sleep(0.02)
+                order.append("released")
+    def other():
+        with store_lock:
+            order.append("other")
+    first = gevent.spawn(holder)
+    gevent.sleep(0)
+    second = gevent.spawn(other)
+    gevent.joinall([first, second], timeout=5)
+    assert order == ["held", "released", "other"], order
+
+    # threading.Condition over rlock() (the store's wait for an action): wait and notify.
+    action_changed = threading.Condition(store_lock)
+    heard = []
+    def action_waiter():
+        with store_lock:
+            heard.append(action_changed.wait(5))
+    listener = gevent.spawn(action_waiter)
+    gevent.sleep(0.01)
+    with store_lock:
+        action_changed.notify_all()
+    listener.join(5)
+    assert heard == [True], heard
 
     # Flag: set before the wait → True at once; set during it → True promptly; else False.
     flag = Flag()
@@ -91,6 +128,7 @@ def test_under_gevent_the_hub_waits_keep_condition_and_event_semantics():
 def test_with_plain_threads_the_standard_classes_serve():
     lock = threading.Lock()
     assert isinstance(condition(lock), threading.Condition)
+    assert isinstance(rlock(), type(threading.RLock()))
     flag = Flag()
     threading.Timer(0.02, flag.set).start()
     started = time.monotonic()

@@ -146,6 +146,13 @@ def _event_bytes(event: StreamEvent) -> int:
     return EVENT_BYTES + (sys.getsizeof(text) if isinstance(text, str) else 0)
 
 
+def _record_bytes(record: StreamEvent | tuple[int, str]) -> int:
+    """_event_bytes of a kept record; a delta's (seq, text) counts as its event would."""
+    if isinstance(record, tuple):
+        return EVENT_BYTES + sys.getsizeof(record[1])
+    return _event_bytes(record)
+
+
 class MessageLog:
     """One assistant message: its state, its full text, and its last events.
 
@@ -198,31 +205,36 @@ class MessageLog:
         self.state = new_state
 
     def _append(self, kind: EventKind, **payload: Any) -> StreamEvent:
+        """An event other than a delta (add_delta keeps those)."""
         self.last_seq += 1
         event = StreamEvent(self.message_id, self.last_seq, kind, payload)
-        self._keep(event, (self.last_seq, payload["text"]) if kind is EventKind.DELTA else event)
+        self._keep(event)
         return event
 
-    def _keep(self, event: StreamEvent, record: StreamEvent | tuple[int, str]) -> None:
-        if len(self._events) == self._events.maxlen:
-            self._events_bytes -= _event_bytes(self._event(self._events[0]))  # about to be evicted
-        self._events.append(record)
-        self._events_bytes += _event_bytes(event)
+    def _keep(self, record: StreamEvent | tuple[int, str]) -> None:
+        events = self._events
+        if len(events) == events.maxlen:
+            self._events_bytes -= _record_bytes(events[0])  # about to be evicted
+        events.append(record)
+        self._events_bytes += _record_bytes(record)
 
     def _event(self, record: StreamEvent | tuple[int, str]) -> StreamEvent:
         if isinstance(record, tuple):
             return StreamEvent(self.message_id, record[0], EventKind.DELTA, {"text": record[1]})
         return record
 
-    @staticmethod
-    def _seq(record: StreamEvent | tuple[int, str]) -> int:
-        return record[0] if isinstance(record, tuple) else record.seq
-
     def start(self, **payload: Any) -> StreamEvent:
         self._transition(MessageState.RUNNING)
         return self._append(EventKind.STARTED, **payload)
 
     def add_text(self, text: str) -> StreamEvent:
+        self.add_delta(text)
+        return self._event(self._events[-1])
+
+    def add_delta(self, text: str) -> int:
+        """add_text without making the event it returns: the sequence number. The generator's
+        write of every delta (MemoryStore.append_text_soon) needs no event, and making one
+        was about a fiftieth of a streamed event's cost (bench/load.py, issue 16)."""
         if self.state is not MessageState.RUNNING:
             raise InvalidTransition(f"text in state {self.state.value}")
         text = clean_text(text)
@@ -231,7 +243,9 @@ class MessageLog:
         self._length += len(text)
         self._utf8_bytes += len(encoded)
         self._hash.update(encoded)
-        return self._append(EventKind.DELTA, text=text)
+        self.last_seq = seq = self.last_seq + 1
+        self._keep((seq, text))
+        return seq
 
     def add_action(self, proposal: dict[str, Any]) -> StreamEvent:
         """Record a validated action proposal; only while running."""
@@ -272,7 +286,7 @@ class MessageLog:
         if not self.state.terminal:
             raise InvalidTransition(f"compact in state {self.state.value}")
         self._events = deque([self._events[-1]], maxlen=1)  # nothing follows the end
-        self._events_bytes = _event_bytes(self._event(self._events[0]))
+        self._events_bytes = _record_bytes(self._events[0])
         self._parts = [self.text] if self._parts else []
 
     @property
@@ -289,21 +303,19 @@ class MessageLog:
 
     def events_after(self, after_seq: int) -> list[StreamEvent]:
         """Events with seq > after_seq; a snapshot first if some were evicted."""
-        if after_seq >= self.last_seq:
+        wanted = self.last_seq - after_seq
+        if wanted <= 0:
             return []
-        oldest = self._seq(self._events[0]) if self._events else self.last_seq + 1
-        if after_seq + 1 >= oldest:
-            return self._newest_after(after_seq)
+        if wanted <= len(self._events):
+            return self._newest(wanted)
         snapshot = self.snapshot()
-        return [snapshot, *self._newest_after(snapshot.seq)]
+        return [snapshot, *self._newest(self.last_seq - snapshot.seq)]
 
-    def _newest_after(self, after_seq: int) -> list[StreamEvent]:
-        # Walk from the newest end: a live reader asks for the last few
-        # events, so this costs what it returns, not the log's length.
-        newer: list[StreamEvent] = []
-        for record in reversed(self._events):
-            if self._seq(record) <= after_seq:
-                break
-            newer.append(self._event(record))
-        newer.reverse()
-        return newer
+    def _newest(self, count: int) -> list[StreamEvent]:
+        # The kept events' seqs are consecutive and end at last_seq (each is kept as it is
+        # numbered, eviction takes the oldest, compact() keeps the newest), so the newest
+        # `count` are the wanted ones: a live reader, asking for the last few, costs what it
+        # gets, not the log's length, and no event's seq is looked at.
+        events = self._events
+        size = len(events)
+        return [self._event(events[index]) for index in range(size - count, size)]

@@ -563,8 +563,11 @@ class EventStream:
         self.faults = faults
         self._iterator = self._generate()
 
-    def __iter__(self) -> EventStream:
-        return self
+    def __iter__(self) -> Iterator[bytes]:
+        # The generator itself: the server's loop resumes it directly, without a call of
+        # __next__ and a generator around it for every event it writes (bench/load.py,
+        # issue 16). close() is still this object's, which the server calls.
+        return self._iterator
 
     def __next__(self) -> bytes:
         return next(self._iterator)
@@ -575,7 +578,14 @@ class EventStream:
 
     def _generate(self) -> Generator[bytes, None, None]:
         try:
-            yield from self._events()
+            yield from self._read_log()
+        except StoreUnavailable as error:
+            # The response has begun (200): end it without a terminal event,
+            # so the client resumes; its resume gets 503 + Retry-After until
+            # the store is back.
+            log.warning("stream of %s ended: the store is unavailable: %s", self.message_id, error)
+            self._service.metrics.store_unavailable()
+            yield sse.encode_comment("store unavailable; resume shortly")
         finally:
             self._slot.release()
 
@@ -589,17 +599,6 @@ class EventStream:
         if not self._service.store.shared:
             return settings["HEARTBEAT_SECONDS"]
         return min(settings["HEARTBEAT_SECONDS"], max(1.0, settings["WORKER_LEASE_SECONDS"] / 4))
-
-    def _events(self) -> Iterator[bytes]:
-        try:
-            yield from self._read_log()
-        except StoreUnavailable as error:
-            # The response has begun (200): end it without a terminal event,
-            # so the client resumes; its resume gets 503 + Retry-After until
-            # the store is back.
-            log.warning("stream of %s ended: the store is unavailable: %s", self.message_id, error)
-            self._service.metrics.store_unavailable()
-            yield sse.encode_comment("store unavailable; resume shortly")
 
     def _wait_events(self, seq: int, timeout: float) -> list[StreamEvent] | None:
         """The events after `seq`, waiting up to `timeout` for some; None as soon as
@@ -686,6 +685,8 @@ class EventStream:
                         and not event.kind.terminal
                     ):
                         return  # cut without a terminal event: the client must resume
+            elif len(events) == 1:
+                yield last.encode()  # a live reader's usual read: one event, no join
             else:
                 yield b"".join(event.encode() for event in events)
             seq = last.seq

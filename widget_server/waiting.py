@@ -46,16 +46,19 @@ def _wait_on_hub(waiters: list[Any], timeout: float | None, release: Any, reacqu
         timer = hub.loop.timer(max(0.0, timeout))
         timer.start(waiter.switch, False)
     state = release()
+    woken = False
     try:
-        return bool(waiter.get())
+        woken = bool(waiter.get())
+        return woken
     finally:
         if timer is not None:
             timer.close()
         reacquire(state)
-        try:
-            waiters.remove(waiter)
-        except ValueError:
-            pass  # taken by the wake-up that ended the wait
+        if not woken:  # a wake-up took it from the list (_wake_on_hub clears the list)
+            try:
+                waiters.remove(waiter)
+            except ValueError:
+                pass  # already taken by a wake-up that came after the timeout
 
 
 def _wake_on_hub(waiters: list[Any]) -> None:
@@ -103,6 +106,20 @@ def condition(lock: Any) -> Any:
     return HubCondition(lock) if _patched() else threading.Condition(lock)
 
 
+def rlock() -> Any:
+    """A reentrant lock for greenlets or threads: gevent's own under gevent, `threading.RLock`
+    otherwise. gevent's patching leaves `threading.RLock` as CPython's pure-Python `_RLock`
+    over a patched lock (four Python calls an acquire): its acquire and release cost twice
+    gevent's, and the memory store takes its lock three times per streamed event
+    (bench/load.py, issue 16). Both have the `_release_save`/`_acquire_restore` that
+    HubCondition and threading.Condition use."""
+    if _patched():
+        from gevent.lock import RLock  # type: ignore[import-untyped]
+
+        return RLock()
+    return threading.RLock()
+
+
 def _no_lock() -> None:
     return None
 
@@ -115,26 +132,30 @@ class Flag:
     """`threading.Event`'s set(), is_set() and wait(timeout) (True at once once set), with
     the cheap wait under gevent."""
 
-    __slots__ = ("_event", "_waiters")
+    __slots__ = ("_event", "_set", "_waiters")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        # Read twice per streamed delta (CancelToken.cancelled): an attribute, not a call
+        # into the patched Event. Written before the Event is set, never unset.
+        self._set = False
         self._waiters: list[Any] = []
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def set(self) -> None:
+        self._set = True
         self._event.set()
         if _patched():
             _wake_on_hub(self._waiters)
 
     def wait(self, timeout: float | None = None) -> bool:
-        if self._event.is_set():
+        if self._set:
             return True
         if not _patched():
             return self._event.wait(timeout)
-        return _wait_on_hub(self._waiters, timeout, _no_lock, _no_relock) or self._event.is_set()
+        return _wait_on_hub(self._waiters, timeout, _no_lock, _no_relock) or self._set
 
 
 class _Cancellable:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ErrorInfo
 from ..messages import InvalidTransition, MessageLog, MessageState, StreamEvent
-from ..waiting import condition
+from ..waiting import condition, rlock
 from .base import (
     CLAIMED,
     CONFIRMED,
@@ -87,7 +87,7 @@ class MemoryStore(Store):
         self._ended: deque[tuple[float, str]] = deque()  # (when to compact, message id), oldest first
         self._ttl = conversation_ttl
         self._max_conversations = max_conversations
-        self._lock = threading.RLock()
+        self._lock = rlock()
         self._conversations: OrderedDict[str, _ConversationRecord] = OrderedDict()
         self._messages: dict[str, _MessageRecord] = {}
         self._actions: dict[str, ActionRecord] = {}
@@ -243,41 +243,49 @@ class MemoryStore(Store):
 
     # -- writing -----------------------------------------------------------
 
-    def _write(self, message_id: str, operation: Callable[[MessageLog], StreamEvent]) -> StreamEvent | None:
+    def _write(self, message_id: str, operation: Callable[..., Any], *arguments: Any, ends: bool = False) -> Any:
+        """`operation(log, *arguments)` on the message's log, under the lock, and what it
+        returns; None if the message is unknown or already ended (the first ending wins).
+        `ends`: the operation writes the terminal event."""
         with self._lock:
             record = self._messages.get(message_id)
             if record is None:
                 return None
-            before = record.log.stored_bytes
+            log = record.log
+            before = log.stored_bytes
             try:
-                event = operation(record.log)
+                result = operation(log, *arguments)
             except InvalidTransition:
-                return None  # already terminal: the first ending wins
+                return None
             # A generating answer is activity: its conversation stays alive.
             now = time.monotonic()
             conversation = self._touch(record.conversation_id, now)
             if conversation is not None:
-                self._add_bytes(conversation, record.log.stored_bytes - before)
-            if event.kind.terminal:
+                self._add_bytes(conversation, log.stored_bytes - before)
+            if ends:
                 self._ended.append((now + self._grace, message_id))
                 self._compact_due(now)
             record.changed.notify_all()
-            return event
+            return result
 
     def start(self, message_id: str) -> StreamEvent | None:
-        return self._write(message_id, lambda log: log.start())
+        return self._write(message_id, MessageLog.start)
 
     def append_text(self, message_id: str, text: str) -> StreamEvent | None:
-        return self._write(message_id, lambda log: log.add_text(text))
+        return self._write(message_id, MessageLog.add_text, text)
+
+    def append_text_soon(self, message_id: str, text: str) -> bool:
+        # The generator's write of every delta: no event made for it (MessageLog.add_delta).
+        return self._write(message_id, MessageLog.add_delta, text) is not None
 
     def complete(self, message_id: str) -> StreamEvent | None:
-        return self._write(message_id, lambda log: log.complete())
+        return self._write(message_id, MessageLog.complete, ends=True)
 
     def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
-        return self._write(message_id, lambda log: log.fail(error))
+        return self._write(message_id, MessageLog.fail, error, ends=True)
 
     def cancel(self, message_id: str) -> StreamEvent | None:
-        return self._write(message_id, lambda log: log.cancel())
+        return self._write(message_id, MessageLog.cancel, ends=True)
 
     # -- reading -----------------------------------------------------------
 
@@ -315,7 +323,7 @@ class MemoryStore(Store):
 
     def add_action(self, message_id: str, action: ActionRecord) -> StreamEvent | None:
         with self._lock:
-            event = self._write(message_id, lambda log: log.add_action(action.proposal()))
+            event = self._write(message_id, MessageLog.add_action, action.proposal())
             if event is not None:
                 self._actions[action.action_id] = action
             return event
