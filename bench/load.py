@@ -1058,10 +1058,13 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
         "rss_idle_kib": idle,
         "rss_loaded_kib": loaded,
         "kib_per_stream": None if per_stream is None else round(per_stream, 1),
-        "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 1) for k in cpu_after},
-        "client_cpu_s": round(time.process_time() - cpu_client, 1),
+        # To the clock tick (/proc's 0.01 s), not to 0.1 s: CPU per event is computed from
+        # these, and at N=500 a server spends 1-2 s, so a tenth of a second was a 5-9% step
+        # in every ratio to the baseline (the spread earlier runs of 1.13-1.56x showed).
+        "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 2) for k in cpu_after},
+        "client_cpu_s": round(time.process_time() - cpu_client, 2),
         "cpu_per_server_process_s": sorted(
-            (round(v - cpu_pids.get(pid, 0.0), 1) for pid, v in server.cpu_by_pid().items()), reverse=True
+            (round(v - cpu_pids.get(pid, 0.0), 2) for pid, v in server.cpu_by_pid().items()), reverse=True
         ),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:6]),
     }
@@ -1184,8 +1187,8 @@ async def soak_run(server: Server, n: int, seconds: float, deadline_s: float) ->
         "redis_used_memory_before": redis_before,
         "redis_used_memory_after": redis_after,
         "redis_keys_after": redis_keys,
-        "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 1) for k in cpu_after},
-        "client_cpu_s": round(time.process_time() - cpu_client, 1),
+        "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 2) for k in cpu_after},
+        "client_cpu_s": round(time.process_time() - cpu_client, 2),
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:6]),
         "rss_samples": sampler.samples[:: max(1, len(sampler.samples) // 60)],
     }
@@ -1300,7 +1303,7 @@ def markdown(rows: list[dict]) -> str:
                     ratio(row["kib_per_stream"], base["kib_per_stream"]),
                 ]
             )
-        cpu = "+".join(f"{v:.1f}" for v in row["server_cpu_s"].values())
+        cpu = "+".join(f"{v:.2f}" for v in row["server_cpu_s"].values())
         per_event = cpu_per_event_us(row)
         parts = [f"{per_event[kind]:.0f}" for kind in row["server_cpu_s"]]
         cost = " + ".join(parts) + (f" = {per_event['total']:.0f}" if len(parts) > 1 else "") if per_event else "—"
