@@ -53,7 +53,8 @@ from widget_server.stores.memory import MemoryStore
 
 streams = int(sys.argv[1])
 limits = {"MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}
-service = ChatService(MemoryStore(), DemoBackend(delay=0.2), dict(load_settings(limits, environ={})))
+settings = dict(load_settings(limits, environ={}))
+service = ChatService(MemoryStore(), DemoBackend(delay=0.2), settings)
 question = "/echo " + " ".join(f"w{index}" for index in range(50))
 
 def answer(service, counts):
@@ -73,7 +74,7 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 # One unpaced answer first: what the path imports on first use is not counted in a batch.
-answer(ChatService(MemoryStore(), DemoBackend(delay=0), dict(load_settings(limits, environ={}))), [])
+answer(ChatService(MemoryStore(), DemoBackend(delay=0), settings), [])
 tune_garbage_collector()
 batches = []
 for _batch in range(int(sys.argv[2])):

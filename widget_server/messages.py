@@ -234,7 +234,7 @@ class MessageLog:
     def add_delta(self, text: str) -> int:
         """add_text without making the event it returns: the sequence number. The generator's
         write of every delta (MemoryStore.append_text_soon) needs no event, and making one
-        was about a fiftieth of a streamed event's cost (bench/load.py, issue 16)."""
+        was about a fiftieth of a streamed event's cost (bench/stream_path.py, issue 16)."""
         if self.state is not MessageState.RUNNING:
             raise InvalidTransition(f"text in state {self.state.value}")
         text = clean_text(text)
