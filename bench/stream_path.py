@@ -86,6 +86,71 @@ for _batch in range(int(sys.argv[2])):
 print(json.dumps(batches))
 """
 
+# The same answers through the Flask app's WSGI callable, as gunicorn calls it (`--through
+# wsgi`): each is two requests, POST /api/v1/conversations and the message POST, whose
+# streamed body the driver iterates as gunicorn's worker does. What it adds to DRIVER's
+# figure is Flask's and the app's work per request (routing, hooks, the body, the token,
+# the cookie, the headers); gunicorn's parsing and the socket writes stay out.
+WSGI_DRIVER = """
+from gevent import monkey
+monkey.patch_all()
+import io, json, resource, sys, uuid
+import gevent
+from widget_server.app import create_app
+from widget_server.gevent_worker import tune_garbage_collector
+
+streams = int(sys.argv[1])
+question = "/echo " + " ".join(f"w{index}" for index in range(50))
+
+def make_app(delay):
+    return create_app({"STORE": "memory", "RATE_LIMITS": False, "DEMO_DELAY_SECONDS": delay,
+                       "MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}, environ={})
+
+def environ(method, path, body=b"", **headers):
+    return {"REQUEST_METHOD": method, "PATH_INFO": path, "SCRIPT_NAME": "", "QUERY_STRING": "",
+            "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "50000", "HTTP_HOST": "127.0.0.1:8000",
+            "HTTP_CONNECTION": "close", "CONTENT_LENGTH": str(len(body)), "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.version": (1, 0),
+            "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False, **headers}
+
+def call(app, environ):
+    statuses = []
+    body = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    return statuses, body
+
+def answer(app, counts):
+    statuses, body = call(app, environ("POST", "/api/v1/conversations"))
+    created = json.loads(b"".join(body))
+    message = json.dumps({"text": question, "request_id": str(uuid.uuid4())}).encode()
+    statuses, body = call(app, environ(
+        "POST", f"/api/v1/conversations/{created['conversation_id']}/messages", message,
+        HTTP_AUTHORIZATION="Bearer " + created["token"], CONTENT_TYPE="application/json"))
+    events = 0
+    try:
+        for chunk in body:
+            events += chunk.count(b"\\n\\n")
+    finally:
+        body.close()
+    counts.append(events)
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+answer(make_app(0), [])  # first-use imports, counted in neither tree
+app = make_app(0.2)
+tune_garbage_collector()
+batches = []
+for _batch in range(int(sys.argv[2])):
+    counts = []
+    before = cpu_seconds()
+    gevent.joinall([gevent.spawn(answer, app, counts) for _ in range(streams)])
+    used = cpu_seconds() - before
+    batches.append({"events": sum(counts), "streams": len(counts), "us_per_event": used / sum(counts) * 1e6})
+print(json.dumps(batches))
+"""
+DRIVERS = {"store": DRIVER, "wsgi": WSGI_DRIVER}
 
 EVENTS_PER_ANSWER = 53  # 50 deltas, started, completed, and the stream's `retry:` field
 
@@ -96,9 +161,9 @@ def _environment(tree: Path, cache: Path) -> dict[str, str]:
     return environment
 
 
-def _driver(tree: Path, cache: Path, streams: int, batches: int, wrapper: list[str]) -> list[dict]:
+def _driver(tree: Path, cache: Path, streams: int, batches: int, wrapper: list[str], through: str) -> list[dict]:
     done = subprocess.run(
-        [*wrapper, sys.executable, "-c", DRIVER, str(streams), str(batches)],
+        [*wrapper, sys.executable, "-c", DRIVERS[through], str(streams), str(batches)],
         env=_environment(tree, cache),
         # `-c` puts the working folder first on sys.path, before PYTHONPATH: the tree's own.
         cwd=tree,
@@ -116,26 +181,28 @@ def _driver(tree: Path, cache: Path, streams: int, batches: int, wrapper: list[s
     return figures
 
 
-def cpu_round(tree: Path, cache: Path, streams: int, batches: int) -> list[float]:
+def cpu_round(tree: Path, cache: Path, streams: int, batches: int, through: str) -> list[float]:
     """µs of CPU per event of each batch, in one process."""
-    return [figure["us_per_event"] for figure in _driver(tree, cache, streams, batches, [])]
+    return [figure["us_per_event"] for figure in _driver(tree, cache, streams, batches, [], through)]
 
 
-def instructions(tree: Path, cache: Path, streams: int, batches: int) -> int:
+def instructions(tree: Path, cache: Path, streams: int, batches: int, through: str) -> int:
     """Instructions the whole process executes (callgrind's `summary`)."""
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "callgrind.out"
-        _driver(tree, cache, streams, batches, ["valgrind", "--tool=callgrind", f"--callgrind-out-file={output}"])
+        _driver(
+            tree, cache, streams, batches, ["valgrind", "--tool=callgrind", f"--callgrind-out-file={output}"], through
+        )
         for line in output.read_text().splitlines():
             if line.startswith("summary:"):
                 return int(line.split()[1])
     raise SystemExit("callgrind wrote no summary")
 
 
-def instructions_per_event(tree: Path, cache: Path, streams: int, batches: int) -> float:
-    _driver(tree, cache, 1, 0, [])  # compile and cache the bytecode, not counted
-    startup = instructions(tree, cache, streams, 0)
-    whole = instructions(tree, cache, streams, batches)
+def instructions_per_event(tree: Path, cache: Path, streams: int, batches: int, through: str) -> float:
+    _driver(tree, cache, 1, 0, [], through)  # compile and cache the bytecode, not counted
+    startup = instructions(tree, cache, streams, 0, through)
+    whole = instructions(tree, cache, streams, batches, through)
     return (whole - startup) / (streams * batches * EVENTS_PER_ANSWER)
 
 
@@ -143,6 +210,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", type=Path, help="another checkout to compare with (the baseline)")
     parser.add_argument("--measure", choices=("instructions", "cpu"), default="instructions")
+    parser.add_argument(
+        "--through", choices=tuple(DRIVERS), default="store", help="the store's path alone, or through the WSGI app"
+    )
     parser.add_argument("--streams", type=int, help="answers per batch (default 100 for instructions, 500 for cpu)")
     parser.add_argument("--batches", type=int, help="batches one after another in a process (default 1; cpu: 3)")
     parser.add_argument("--rounds", type=int, default=5, help="cpu: rounds alternating between the trees")
@@ -161,7 +231,7 @@ def main() -> None:
         if counting:
             per_event = {}
             for label, tree in trees.items():
-                per_event[label] = instructions_per_event(tree, Path(caches) / label, streams, batches)
+                per_event[label] = instructions_per_event(tree, Path(caches) / label, streams, batches, args.through)
                 print(f"{label} ({tree}): {per_event[label]:,.0f} instructions per event", flush=True)
             if "against" in per_event:
                 print(f"this tree / against: {per_event['this tree'] / per_event['against']:.3f}×")
@@ -169,7 +239,7 @@ def main() -> None:
         figures: dict[str, list[list[float]]] = {label: [] for label in trees}
         for round_number in range(1, args.rounds + 1):
             for label, tree in trees.items():
-                rounds = cpu_round(tree, Path(caches) / label, streams, batches)
+                rounds = cpu_round(tree, Path(caches) / label, streams, batches, args.through)
                 figures[label].append(rounds)
                 shown = ", ".join(f"{figure:.1f}" for figure in rounds)
                 print(f"round {round_number}, {label}: {shown} µs per event (batch 1 to {batches})", flush=True)

@@ -5,6 +5,7 @@ every byte arrives, in order, whether the kernel takes the write whole or in par
 
 from __future__ import annotations
 
+import array
 import hashlib
 
 import gevent
@@ -32,23 +33,38 @@ def _read_all(sock: gevent.socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-def test_a_small_write_is_one_send():
+def _count_system_sends(sock: gevent.socket.socket) -> list[int]:
+    """The sizes of the sends made on the socket gevent wraps (its `_sock`), each one
+    system call: its class becomes a subclass that records them (same slots, one method)."""
+    sends: list[int] = []
+
+    class CountingSocket(type(sock._sock)):  # type: ignore[misc]
+        __slots__ = ()
+
+        def send(self, data, flags=0):
+            sends.append(len(memoryview(data).cast("B")))
+            return super().send(data, flags)
+
+    sock._sock.__class__ = CountingSocket
+    return sends
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        b"id: m:1\nevent: text.delta\ndata: {}\n\n",
+        # Not bytes: a buffer of 4-byte items, sent (and counted) by its bytes.
+        memoryview(array.array("I", range(8))),
+    ],
+    ids=["bytes", "buffer-of-ints"],
+)
+def test_a_small_write_is_one_send(event):
     left, right = _pair()
-    sends = []
-    send = type(left).send
-
-    def counting_send(self, data, flags=0):
-        sends.append(len(data))
-        return send(self, data, flags)
-
-    event = b"id: m:1\nevent: text.delta\ndata: {}\n\n"
-    type(left).send = counting_send
-    try:
-        left.sendall(event)
-    finally:
-        del type(left).send  # back to gevent's, inherited
-    assert sends == [len(event)]
-    assert right.recv(100) == event
+    sends = _count_system_sends(left)
+    left.sendall(event)
+    size = len(memoryview(event).cast("B"))
+    assert sends == [size]
+    assert right.recv(100) == bytes(event)
     left.close()
     right.close()
 
@@ -63,6 +79,25 @@ def test_a_write_larger_than_the_socket_takes_arrives_whole_and_in_order(size):
     left.sendall(payload)
     received = reader.get(timeout=30)
     assert hashlib.sha256(received).digest() == hashlib.sha256(payload).digest()
+    left.close()
+    right.close()
+
+
+def test_a_write_to_a_full_socket_waits_for_room_and_arrives_whole():
+    left, right = _pair()
+    filled = 0
+    while True:  # fill the kernel's buffers, so the next send cannot take a byte
+        try:
+            filled += left._sock.send(b"f" * 65_536)
+        except BlockingIOError:
+            break
+    sends = _count_system_sends(left)
+    event = b"id: m:2\nevent: text.delta\ndata: {}\n\n"
+    reader = gevent.spawn(_read_all, right, filled + len(event))
+    left.sendall(event)  # the first send is refused; gevent's sendall waits for the reader
+    received = reader.get(timeout=30)
+    assert received == b"f" * filled + event
+    assert sends[0] == len(event) and len(sends) >= 2  # refused once, then sent
     left.close()
     right.close()
 

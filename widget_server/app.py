@@ -30,6 +30,7 @@ from .attachments import api as attachments_api
 from .attachments import create_attachment_store
 from .backends.base import create_backend
 from .config import load_settings
+from .flask_app import WidgetFlask
 from .handoff import create_handoff_store
 from .handoff import visitor_api as handoff_visitor_api
 from .handoff.service import HandoffService
@@ -101,7 +102,7 @@ def create_app(
     """The chat server. `url_prefix` is the path a host app mounts it at (mount.py `init_app`,
     which dispatches requests under it here with that path in SCRIPT_NAME): "" stand-alone."""
     settings = load_settings(config, environ)
-    app = Flask(
+    app = WidgetFlask(
         __name__,
         static_folder=str(static_folder(settings["ASSETS"])),
         static_url_path="/static",  # whichever copy is served (ASSETS), at the same URLs

@@ -5,8 +5,9 @@ gevent's `socket.sendall` asks the kernel for the socket's send buffer size
 (gevent/_socketcommon.py, `_sendall`). gunicorn writes each chunk an application yields with
 one `sendall`, so an event stream paid a `getsockopt` for every event it sent: 9 % of a
 worker's CPU while streaming (bench/load.py's memory store, py-spy; docs/serving.md, "Load
-on Redis"). Here `sendall` first tries one `send`, which takes a whole event at once unless
-the client's window is full, and hands only what is left to gevent's own `sendall`.
+on Redis"). Here `sendall` first tries one `send` on the socket gevent wraps, which takes a
+whole event at once unless the client's window is full, and hands only what is left to
+gevent's own `sendall` (tests/test_gevent_worker.py).
 Everything else is gevent's socket and gunicorn's `GeventWorker`, unchanged; both
 `widget-server` (serving.py) and `widget_server.gunicorn_conf` run this worker.
 
@@ -38,12 +39,18 @@ def _one_send_first(socket_class: type) -> type:
         __slots__ = ()
 
         def sendall(self, data: Any, flags: int = 0) -> None:
-            view = memoryview(data).cast("B")
-            # gevent's send: waits while the socket cannot take a byte (its timeout
-            # applies), then returns how much the kernel took.
-            sent = self.send(view, flags)
-            if sent < len(view):
-                super().sendall(view[sent:], flags)
+            if type(data) is not bytes:  # gunicorn writes bytes; len() below counts bytes
+                data = memoryview(data).cast("B")
+            # One send on the socket underneath, which gevent keeps non-blocking: without
+            # gevent's `send` around it (a Python call and its timeout check), as that
+            # would do the same when the kernel takes the data. When the kernel's buffer is
+            # full, gevent's own sendall waits for room (its timeout applies) and sends the rest.
+            try:
+                sent = self._sock.send(data, flags)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(data):
+                super().sendall(memoryview(data)[sent:], flags)
 
     OneSendFirst.__name__ = OneSendFirst.__qualname__ = f"OneSendFirst{socket_class.__name__.capitalize()}"
     _SUBCLASSES[socket_class] = OneSendFirst

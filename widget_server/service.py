@@ -648,6 +648,8 @@ class EventStream:
                 service.metrics.snapshot_served()
                 seq = snapshot.seq
         sent = 0
+        # Looked at once: FaultPlan's truth is a Python call, and the loop asks for every event.
+        faults = self.faults if self.faults else None
         quiet_since = time.monotonic()
         while True:
             if service.shutting_down:
@@ -672,18 +674,14 @@ class EventStream:
             last: StreamEvent = events[-1]
             if events[0].kind is EventKind.SNAPSHOT:  # the log was trimmed past our position
                 service.metrics.snapshot_served()
-            if self.faults:
+            if faults is not None:
                 for event in events:
-                    if event.seq in self.faults.skip:
+                    if event.seq in faults.skip:
                         continue
-                    copies = 2 if event.seq in self.faults.duplicate else 1
+                    copies = 2 if event.seq in faults.duplicate else 1
                     yield event.encode() * copies
                     sent += 1
-                    if (
-                        self.faults.drop_after is not None
-                        and sent >= self.faults.drop_after
-                        and not event.kind.terminal
-                    ):
+                    if faults.drop_after is not None and sent >= faults.drop_after and not event.kind.terminal:
                         return  # cut without a terminal event: the client must resume
             elif len(events) == 1:
                 yield last.encode()  # a live reader's usual read: one event, no join
