@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/stream_path.py --against /tmp/before   # instructions, under valgrind
     .venv/bin/python bench/stream_path.py --against /tmp/before --measure cpu --rounds 7
+    .venv/bin/python bench/stream_path.py --against /tmp/before --through wsgi   # with the Flask app's requests
 
 Why beside bench/load.py: load.py's ratios to its baseline move by 10-15% between runs on
 these shared 2-core machines (README.md, "Load and soak"), more than a change that saves a few
@@ -39,28 +40,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Runs in the child, with the tree under test first on PYTHONPATH.
-DRIVER = """
+# The start of every driver, which runs in a child with the tree under test first on
+# PYTHONPATH: gevent's patching, as in a gunicorn gevent worker, and `read(stream, counts)`,
+# which reads an answer's stream to its end and counts its events.
+PRELUDE = """
 from gevent import monkey
 monkey.patch_all()
-import json, resource, sys, uuid
+import io, json, resource, sys, uuid
 import gevent
-from widget_server.backends.demo import DemoBackend
-from widget_server.config import load_settings
 from widget_server.gevent_worker import tune_garbage_collector
-from widget_server.service import ChatService, EventStream, StreamSlot
-from widget_server.stores.memory import MemoryStore
 
 streams = int(sys.argv[1])
-limits = {"MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}
-settings = dict(load_settings(limits, environ={}))
-service = ChatService(MemoryStore(), DemoBackend(delay=0.2), settings)
 question = "/echo " + " ".join(f"w{index}" for index in range(50))
 
-def answer(service, counts):
-    conversation_id, _token = service.create_conversation()
-    message_id, _created = service.submit(conversation_id, str(uuid.uuid4()), question, server_url="http://b")
-    stream = EventStream(StreamSlot(service, conversation_id), message_id, 0, client_gone=lambda: False)
+def read(stream, counts):
     events = 0
     try:
         for chunk in stream:
@@ -68,19 +61,42 @@ def answer(service, counts):
     finally:
         stream.close()
     counts.append(events)
+"""
 
+# The memory store's path without the HTTP.
+DRIVER = """
+from widget_server.backends.demo import DemoBackend
+from widget_server.config import load_settings
+from widget_server.service import ChatService, EventStream, StreamSlot
+from widget_server.stores.memory import MemoryStore
+
+limits = {"MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}
+settings = dict(load_settings(limits, environ={}))
+service = ChatService(MemoryStore(), DemoBackend(delay=0.2), settings)
+
+def answer(service, counts):
+    conversation_id, _token = service.create_conversation()
+    message_id, _created = service.submit(conversation_id, str(uuid.uuid4()), question, server_url="http://b")
+    read(EventStream(StreamSlot(service, conversation_id), message_id, 0, client_gone=lambda: False), counts)
+
+# One unpaced answer first: what the path imports on first use is not counted in a batch.
+answer(ChatService(MemoryStore(), DemoBackend(delay=0), settings), [])
+target = service
+"""
+
+# The end of every driver: `--batches` batches of `--streams` answers at once, each
+# `answer(target, counts)`, after the worker's collector tuning; their CPU per event.
+BATCHES = """
 def cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
-# One unpaced answer first: what the path imports on first use is not counted in a batch.
-answer(ChatService(MemoryStore(), DemoBackend(delay=0), settings), [])
 tune_garbage_collector()
 batches = []
 for _batch in range(int(sys.argv[2])):
     counts = []
     before = cpu_seconds()
-    gevent.joinall([gevent.spawn(answer, service, counts) for _ in range(streams)])
+    gevent.joinall([gevent.spawn(answer, target, counts) for _ in range(streams)])
     used = cpu_seconds() - before
     batches.append({"events": sum(counts), "streams": len(counts), "us_per_event": used / sum(counts) * 1e6})
 print(json.dumps(batches))
@@ -92,15 +108,7 @@ print(json.dumps(batches))
 # figure is Flask's and the app's work per request (routing, hooks, the body, the token,
 # the cookie, the headers); gunicorn's parsing and the socket writes stay out.
 WSGI_DRIVER = """
-from gevent import monkey
-monkey.patch_all()
-import io, json, resource, sys, uuid
-import gevent
 from widget_server.app import create_app
-from widget_server.gevent_worker import tune_garbage_collector
-
-streams = int(sys.argv[1])
-question = "/echo " + " ".join(f"w{index}" for index in range(50))
 
 def make_app(delay):
     return create_app({"STORE": "memory", "RATE_LIMITS": False, "DEMO_DELAY_SECONDS": delay,
@@ -126,31 +134,12 @@ def answer(app, counts):
     statuses, body = call(app, environ(
         "POST", f"/api/v1/conversations/{created['conversation_id']}/messages", message,
         HTTP_AUTHORIZATION="Bearer " + created["token"], CONTENT_TYPE="application/json"))
-    events = 0
-    try:
-        for chunk in body:
-            events += chunk.count(b"\\n\\n")
-    finally:
-        body.close()
-    counts.append(events)
-
-def cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    read(body, counts)
 
 answer(make_app(0), [])  # first-use imports, counted in neither tree
-app = make_app(0.2)
-tune_garbage_collector()
-batches = []
-for _batch in range(int(sys.argv[2])):
-    counts = []
-    before = cpu_seconds()
-    gevent.joinall([gevent.spawn(answer, app, counts) for _ in range(streams)])
-    used = cpu_seconds() - before
-    batches.append({"events": sum(counts), "streams": len(counts), "us_per_event": used / sum(counts) * 1e6})
-print(json.dumps(batches))
+target = make_app(0.2)
 """
-DRIVERS = {"store": DRIVER, "wsgi": WSGI_DRIVER}
+DRIVERS = {"store": PRELUDE + DRIVER + BATCHES, "wsgi": PRELUDE + WSGI_DRIVER + BATCHES}
 
 EVENTS_PER_ANSWER = 53  # 50 deltas, started, completed, and the stream's `retry:` field
 
