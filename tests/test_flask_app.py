@@ -4,10 +4,12 @@ its error when the `async` extra is missing)."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from flask import Flask
 
-from widget_server import api, transport, web
+from widget_server import api, flask_app, transport, web
 from widget_server.flask_app import WidgetFlask
 
 
@@ -78,6 +80,15 @@ def test_an_unhashable_callable_is_asked_about_every_time():
     app = WidgetFlask(__name__)
     assert app.ensure_sync(function) is function
     assert app._synchronous == {}
+
+
+def test_at_most_so_many_functions_are_kept(monkeypatch):
+    monkeypatch.setattr(flask_app, "MOST_KEPT", 3)
+    app = WidgetFlask(__name__)
+    made = [functools.partial(print, index) for index in range(5)]  # new callables, as per request
+    for function in made:
+        assert app.ensure_sync(function) is function
+    assert list(app._synchronous) == made[:3]
 
 
 def test_the_server_and_its_requests_use_it(client):

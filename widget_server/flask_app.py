@@ -15,6 +15,11 @@ from typing import Any
 
 from flask import Flask
 
+# At most this many functions are kept: the app registers a few dozen hooks, views and error
+# handlers; a caller making a new callable per request (a partial, a lambda) is then asked
+# about every time instead of growing the table without end.
+MOST_KEPT = 1024
+
 
 class WidgetFlask(Flask):
     """Flask, with `ensure_sync`'s answer kept per function."""
@@ -30,7 +35,9 @@ class WidgetFlask(Flask):
         try:
             return self._synchronous[func]
         except KeyError:
-            made = self._synchronous[func] = super().ensure_sync(func)
+            made = super().ensure_sync(func)
+            if len(self._synchronous) < MOST_KEPT:
+                self._synchronous[func] = made
             return made
         except TypeError:  # an unhashable callable: asked every time, as Flask does
             return super().ensure_sync(func)

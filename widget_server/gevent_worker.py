@@ -41,10 +41,10 @@ def _one_send_first(socket_class: type) -> type:
         def sendall(self, data: Any, flags: int = 0) -> None:
             if type(data) is not bytes:  # gunicorn writes bytes; len() below counts bytes
                 data = memoryview(data).cast("B")
-            # One send on the socket underneath, which gevent keeps non-blocking: without
-            # gevent's `send` around it (a Python call and its timeout check), as that
-            # would do the same when the kernel takes the data. When the kernel's buffer is
-            # full, gevent's own sendall waits for room (its timeout applies) and sends the rest.
+            # One send on the socket gevent wraps, which it keeps non-blocking: the call
+            # gevent's own `send` makes first, without its Python frame and timeout check
+            # (bench/worker_path.py counted the difference). When the kernel's buffer is
+            # full, gevent's sendall waits for room (its timeout applies) and sends the rest.
             try:
                 sent = self._sock.send(data, flags)
             except BlockingIOError:
