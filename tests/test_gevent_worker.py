@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import array
 import hashlib
+import ssl
+import subprocess
 
 import gevent
 import gevent.socket
+import gevent.ssl
 import pytest
 
 from widget_server import gunicorn_conf, serving
@@ -100,6 +103,47 @@ def test_a_write_to_a_full_socket_waits_for_room_and_arrives_whole():
     assert sends[0] == len(event) and len(sends) >= 2  # refused once, then sent
     left.close()
     right.close()
+
+
+def _tls_pair(folder) -> tuple[gevent.ssl.SSLSocket, gevent.ssl.SSLSocket]:
+    """A connected pair of gevent TLS sockets, as gevent's server hands one to the worker when
+    gunicorn runs with a certificate: (the server's side, the client's side)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server_context = gevent.ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    client_context = gevent.ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client_context.load_verify_locations(cert)
+    left, right = gevent.socket.socketpair()
+    client = gevent.spawn(client_context.wrap_socket, right, server_hostname="localhost")
+    server = server_context.wrap_socket(left, server_side=True)
+    return server, client.get(timeout=10)
+
+
+@pytest.mark.parametrize("size", [40, 4 * 1024 * 1024])
+def test_a_tls_socket_writes_through_tls(tmp_path, size):
+    # Its own send encrypts: the socket it wraps is never written directly, or the client
+    # would read plaintext where it expects TLS records.
+    server, client = _tls_pair(tmp_path)
+    server.__class__ = _one_send_first(type(server))
+    payload = (b"data: {}\n\n" * (size // 10 + 1))[:size]
+    reader = gevent.spawn(_read_all, client, size)
+    try:
+        with gevent.Timeout(30):  # plaintext would stop the client's reading, and so the write
+            server.sendall(payload)
+            received = reader.get()
+    finally:
+        reader.kill()
+        server.close()
+        client.close()
+    assert received == payload
 
 
 def test_the_subclass_is_made_once_and_keeps_the_object():

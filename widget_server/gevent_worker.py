@@ -21,6 +21,7 @@ import gc
 from typing import Any
 
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGeventWorker  # type: ignore[import-untyped]
+from gevent.socket import socket as _GeventSocket  # type: ignore[import-untyped]
 
 WORKER_CLASS = "widget_server.gevent_worker.GeventWorker"
 
@@ -34,6 +35,11 @@ def _one_send_first(socket_class: type) -> type:
     made = _SUBCLASSES.get(socket_class)
     if made is not None:
         return made
+    # The socket gevent wraps may be written directly only where the class's own `send` is
+    # gevent's plain one, which does just that first. A TLS socket (gevent.ssl.SSLSocket, what
+    # gevent's server hands over when gunicorn runs with a certificate) has its own `send`,
+    # which encrypts: its bytes must go through it (tests/test_gevent_worker.py).
+    plain = socket_class.send is _GeventSocket.send
 
     class OneSendFirst(socket_class):
         __slots__ = ()
@@ -46,7 +52,7 @@ def _one_send_first(socket_class: type) -> type:
             # (bench/worker_path.py counted the difference). When the kernel's buffer is
             # full, gevent's sendall waits for room (its timeout applies) and sends the rest.
             try:
-                sent = self._sock.send(data, flags)
+                sent = self._sock.send(data, flags) if plain else self.send(data, flags)
             except BlockingIOError:
                 sent = 0
             if sent < len(data):
