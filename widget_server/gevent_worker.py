@@ -20,8 +20,8 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from gunicorn.workers.ggevent import GeventWorker as _GunicornGeventWorker  # type: ignore[import-untyped]
 from gevent.socket import socket as _GeventSocket  # type: ignore[import-untyped]
+from gunicorn.workers.ggevent import GeventWorker as _GunicornGeventWorker  # type: ignore[import-untyped]
 
 WORKER_CLASS = "widget_server.gevent_worker.GeventWorker"
 
@@ -39,7 +39,7 @@ def _one_send_first(socket_class: type) -> type:
     # gevent's plain one, which does just that first. A TLS socket (gevent.ssl.SSLSocket, what
     # gevent's server hands over when gunicorn runs with a certificate) has its own `send`,
     # which encrypts: its bytes must go through it (tests/test_gevent_worker.py).
-    plain = socket_class.send is _GeventSocket.send
+    plain = getattr(socket_class, "send", None) is _GeventSocket.send
 
     class OneSendFirst(socket_class):
         __slots__ = ()
