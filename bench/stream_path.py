@@ -123,15 +123,14 @@ def environ(method, path, body=b"", **headers):
             "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False, **headers}
 
 def call(app, environ):
-    statuses = []
-    body = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
-    return statuses, body
+    # The status is not looked at: a refused request has no conversation id or no events,
+    # which the driver and the event count catch.
+    return app(environ, lambda status, headers, exc_info=None: None)
 
 def answer(app, counts):
-    statuses, body = call(app, environ("POST", "/api/v1/conversations"))
-    created = json.loads(b"".join(body))
+    created = json.loads(b"".join(call(app, environ("POST", "/api/v1/conversations"))))
     message = json.dumps({"text": question, "request_id": str(uuid.uuid4())}).encode()
-    statuses, body = call(app, environ(
+    body = call(app, environ(
         "POST", f"/api/v1/conversations/{created['conversation_id']}/messages", message,
         HTTP_AUTHORIZATION="Bearer " + created["token"], CONTENT_TYPE="application/json"))
     read(body, counts)
