@@ -5,7 +5,7 @@
     .venv/bin/python bench/stream_path.py --against /tmp/before --through wsgi   # with the Flask app's requests
 
 Why beside bench/load.py: load.py's ratios to its baseline move by 10-15% between runs on
-these shared 2-core machines (README.md, "Load and soak"), more than a change that saves a few
+these shared 2-core machines (docs/performance.md, "Load and cost per event"), more than a change that saves a few
 microseconds an event, and so does CPU time measured here (--measure cpu: 21.6-26.8 µs per
 event over seven rounds of one tree, 2026-12-04). Instructions counted by valgrind's
 callgrind are the same to 0.1% from run to run (valgrind is a Debian package:

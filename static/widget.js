@@ -23,6 +23,9 @@
   if (!script) return;
   // Filled in by the server from static/widget/i18n/*.json.
   const STRINGS = __CHATWIDGET_STRINGS__;
+  // The server's language rules (widget_server/data/languages.json, filled in by web.py):
+  // the languages written right to left and the retired codes of others.
+  const LANGUAGES = __CHATWIDGET_LANGUAGES__;
   // The chat's URLs are relative to the loader's: /widget.js on a server of its own, or
   // /chat/widget.js where a site mounts the chat in its own app (docs/serving.md).
   const chatBase = new URL('.', new URL(script.src, location.href)).href;
@@ -40,7 +43,8 @@
     const base = String(tag || '')
       .toLowerCase()
       .split(/[-_]/)[0];
-    return STRINGS[base] ? base : base === 'iw' ? 'he' : '';
+    const current = LANGUAGES.aliases[base] || base;
+    return STRINGS[current] ? current : '';
   };
   const lang =
     [option('lang', ''), document.documentElement.lang, ...(navigator.languages || [])]
@@ -50,7 +54,7 @@
   const title = option('title', strings.panelTitle);
   // Right-to-left languages (widget_server/i18n.py RTL_LANGUAGES): the launcher's
   // default corner is the mirror image, bottom left (docs/configuration.md).
-  const rtl = /^(ar|he|fa|ur)$/.test(lang);
+  const rtl = LANGUAGES.rtl.includes(lang);
   const side = option('position', rtl ? 'left' : 'right') === 'left' ? 'left' : 'right';
   // Theming (docs/theming.md): the server's THEME_* settings < ChatWidgetConfig < data-*.
   const THEME = __CHATWIDGET_THEME__;

@@ -1,13 +1,18 @@
-"""Shared by the agent tests: an agents file, and signing in through the real form."""
+"""Shared by the agent tests: an agents file, an app with it, and signing in through the
+real form."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+from widget_server import create_app
 from widget_server.agents.accounts import AgentAccounts
+from widget_server.agents.agent_api import MAILER_KEY
 
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 
@@ -75,3 +80,51 @@ def sign_in(client: Any, name: str = "alice", password: str | None = None) -> st
     assert session.status_code == 200
     csrf: str = session.get_json()["csrf_token"]
     return csrf
+
+
+@contextmanager
+def agents_app(folder: Path, **config: Any) -> Iterator[Any]:
+    """The app with AGENTS (tests/conftest.py's TEST_CONFIG, then `config`), its mailer
+    closed after."""
+    from .conftest import TEST_CONFIG
+
+    path = folder / "agents.json"
+    write_agents(path)
+    app = create_app({**TEST_CONFIG, "AGENTS_FILE": str(path), **config}, environ={})
+    try:
+        yield app
+    finally:
+        app.extensions[MAILER_KEY].close()
+
+
+class SignedInAgent:
+    """One agent's browser on `app`: the test client with its session and CSRF token."""
+
+    def __init__(self, app: Any, name: str = "alice") -> None:
+        self.client = app.test_client()
+        self.csrf = sign_in(self.client, name)
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        """`/agent/api{path}`, with the CSRF token (as the console sends it) and `body` as JSON."""
+        return self.client.open(f"/agent/api{path}", method=method, json=body, headers={"X-CSRF-Token": self.csrf})
+
+
+class HandoffVisitor:
+    """A visitor's browser on `app`: a new conversation and its token, as the widget has them."""
+
+    def __init__(self, app: Any) -> None:
+        self.client = app.test_client()
+        created = self.client.post("/api/v1/conversations").get_json()
+        self.cid = created["conversation_id"]
+        self.headers = {"Authorization": f"Bearer {created['token']}"}
+
+    def url(self, tail: str = "") -> str:
+        return f"/api/v1/conversations/{self.cid}{tail}"
+
+    def post(self, tail: str, body: dict[str, Any]) -> Any:
+        """POST `/api/v1/conversations/{cid}{tail}` with the token and `body` as JSON."""
+        return self.client.post(self.url(tail), json=body, headers=self.headers)
+
+    def history(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.client.get(self.url(), headers=self.headers).get_json()["messages"]
+        return messages

@@ -114,6 +114,17 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("serving", [SERVINGS[i] for i in ids], ids=ids, scope="module", indirect=True)
 
 
+@pytest.fixture(scope="module")
+def smtp():
+    """A real SMTP server on loopback (tests/smtp_support.py) for the tests of the mail an
+    agent's inbox sends; its `inbox.mails`, what it received."""
+    from .smtp_support import SmtpServer
+
+    server = SmtpServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     from .redis_support import RedisServer

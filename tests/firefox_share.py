@@ -1,8 +1,8 @@
 """Which cases of the browser tests Firefox ESR runs (docs/testing.md, "Firefox ESR's share").
 
 Chromium runs every browser test. Firefox ESR, driven through WebDriver BiDi, costs about
-four CPU-seconds a test on these 2-core machines against Chromium's one and a half (README,
-"Tests"), so the full run gives it the cases where the engine is what is tested:
+four CPU-seconds a test on these 2-core machines against Chromium's one and a half
+(docs/performance.md, "The test suite"), so the full run gives it the cases where the engine is what is tested:
 
 - `chromium_only(reason=...)`, on a test or a whole module (`pytestmark`), leaves the Firefox
   case out. The reason says which tests prove the same browser side in Firefox (by file, or

@@ -8,7 +8,7 @@ import pytest
 from widget_server.agents.mail import Mail, Mailer
 from widget_server.metrics import Metrics
 
-from .smtp_support import SmtpServer, free_port
+from .smtp_support import free_port
 
 BASE = {
     "SMTP_HOST": "",
@@ -26,13 +26,6 @@ BASE = {
 def text_of(delivered) -> str:
     """The body as sent: SMTP carries lines ending in CRLF (RFC 5321 §2.3.8)."""
     return delivered.message.get_content().replace("\r\n", "\n")
-
-
-@pytest.fixture(scope="module")
-def smtp():
-    server = SmtpServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

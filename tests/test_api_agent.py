@@ -20,14 +20,6 @@ from widget_server.agents.agent_api import MAILER_KEY
 
 from .agent_support import AGENTS, hidden_token, parse_set_cookies, sign_in, write_agents
 from .conftest import TEST_CONFIG
-from .smtp_support import SmtpServer
-
-
-@pytest.fixture(scope="module")
-def smtp():
-    server = SmtpServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

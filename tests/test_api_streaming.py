@@ -62,16 +62,20 @@ def test_seed_answer_arrives_exactly(live_server, chat_factory, seed_answers, se
 
 
 def test_answer_with_unicode_and_blank_lines_arrives_exactly(live_server, chat_factory):
-    """Multi-byte characters, CR, CRLF and blank lines survive the wire (digest over UTF-8)."""
+    """Multi-byte characters, line ends, tabs and blank lines survive the wire (digest over UTF-8).
+
+    The question's CRLF and bare CR reach the backend as LF (a typed text is cleaned:
+    docs/protocol.md, "Conventions"), so the echo holds LF only; an answer's own CR arrives
+    exactly (tests/test_messages.py, test_cr_and_crlf_are_kept_in_text_and_digest)."""
     chat = chat_factory(live_server)
     text = "Ünïcödé — 🎸 chords\n\nline after a blank line\r\nCRLF line\rCR line\n\n\n  indented\ttab"
     result = chat.send(f"/echo {text}", "r-echo")
     assert result.status == 200
     assert_sound_events(result)
     assert result.kinds[-1] == "message.completed"
-    # JSON escapes CR inside the data line, so even a bare CR arrives exactly.
-    assert result.text == text
-    assert_digest(result.payloads[-1], text)
+    echoed = "Ünïcödé — 🎸 chords\n\nline after a blank line\nCRLF line\nCR line\n\n\n  indented\ttab"
+    assert result.text == echoed
+    assert_digest(result.payloads[-1], echoed)
 
 
 def test_first_delta_arrives_long_before_completion(live_server_factory, chat_factory, seed_answers):

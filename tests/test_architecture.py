@@ -3,12 +3,15 @@
 - Its layer table places every module of the package in one row, names only
   files that exist, and a module imports only from its own row and the rows
   above it (imports read with tests/test_structure.py's `import_graph`).
+- No module above the Flask adapters' row imports Flask, even in a function
+  or for types only.
 - Every file, function and class the page names exists: a renamed or
   removed one fails here until the page follows it.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -84,6 +87,33 @@ def test_a_module_imports_only_from_its_row_and_the_rows_above():
         if layers[imported] > layers[module]
     ]
     assert upward == []
+
+
+def flask_importers() -> set[str]:
+    """The package's modules with an `import flask` or `from flask… import` anywhere (a
+    function's body and `if TYPE_CHECKING:` included)."""
+    found = set()
+    for path in PACKAGE_DIR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            if any(name == "flask" or name.startswith("flask.") for name in names):
+                found.add(module_name(path))
+    return found
+
+
+def test_no_module_above_the_flask_adapters_imports_flask():
+    """The page's promise: the protocol, the settings, the stores, the backends and the
+    service layer are transport-free; Flask starts at the adapters' row."""
+    layers = module_layers()
+    adapters = [layer for layer, _ in layer_rows()].index("Flask adapters")
+    assert sorted(m for m in flask_importers() if layers[m] < adapters) == []
+    assert "widget_server.api" in flask_importers()  # the scan finds an adapter's import
 
 
 @pytest.mark.parametrize("path", sorted({span for span in code_spans(page()) if REPO_PATH.match(span)}))

@@ -108,7 +108,8 @@ def test_a_reader_dropped_after_any_event_resumes_exactly(start_server):
     data = [json.loads(e.data) for e in whole.events]
     assert [d["seq"] for d in data] == list(range(1, total + 1))
     assert data[7]["text"] == "data: not a field\n\nid: 9" and data[7]["agent"] == "Ana"
-    assert data[6]["text"] == "Hello\r\nthere"  # CR kept: JSON escapes it
+    # Sent with CRLF, stored with LF (docs/protocol.md, "Conventions"); JSON escapes the LF.
+    assert data[6]["text"] == "Hello\nthere"
     for dropped_after in range(total + 1):
         first = read(chat, dropped_after) if dropped_after else None
         last_id = first.events[-1].id if first else None
@@ -207,7 +208,7 @@ def test_a_position_evicted_from_the_log_gets_a_snapshot_then_the_rest(start_ser
         ("visitor", "first\nline"),
         ("visitor", "\u00e9t\u00e9 🙂"),
         ("visitor", "  spaced  "),
-        ("agent", "Hello\r\nthere"),
+        ("agent", "Hello\nthere"),  # sent with CRLF
         ("agent", "data: not a field\n\nid: 9"),
     ]
     assert data["messages"][3]["agent"] == "Ana"

@@ -14,43 +14,20 @@ from typing import Any
 
 import pytest
 
-from widget_server.config import load_settings
 from widget_server.errors import ApiError
-from widget_server.handoff import create_handoff_store
 from widget_server.handoff import events as ev
 from widget_server.handoff.service import HandoffService
-from widget_server.metrics import Metrics
 from widget_server.service import ChatService
-from widget_server.stores import create_store
 
+from .handoff_support import handoff_services
 from .helpers import wait_until
 
 
 @pytest.fixture(params=["memory", "redis"])
 def make_service(request):
     """make_service(**settings) → (HandoffService, ChatService) on this test's store kind."""
-    made: list[Any] = []
-    store_config: dict[str, Any] = {}
-    if request.param == "redis":
-        server = request.getfixturevalue("redis_server")
-        server.flush()
-        store_config = {"STORE": server.url}
-
-    def make(**overrides: Any) -> tuple[HandoffService, ChatService]:
-        settings = load_settings({"HANDOFF": "on", **store_config, **overrides}, environ={})
-        chat_store = create_store(settings)
-        metrics = Metrics()
-        from widget_server.backends.base import create_backend
-
-        chat = ChatService(chat_store, create_backend("demo", settings), settings, metrics)
-        service = HandoffService(create_handoff_store(settings, chat_store), chat_store, settings, metrics)
-        made.append((service, chat_store))
-        return service, chat
-
-    yield make
-    for service, chat_store in made:
-        service.store.close()
-        chat_store.close()
+    with handoff_services(request, request.param) as make:
+        yield make
 
 
 def events_of(service: HandoffService, conversation_id: str, after: int = 0) -> list[ev.ConversationEvent]:
@@ -150,9 +127,9 @@ def test_messages_both_ways_are_exact_idempotent_and_only_for_the_claimer(make_s
     cid = new_conversation(chat)
     assert refusal(service.visitor_message, cid, "v1", "hi").code == "handoff_not_active"
     service.request(cid, "r1")
-    text = "Hello\r\nthere 🙂 \u00e9"
-    sent = service.visitor_message(cid, "v1", text)
-    assert sent == service.visitor_message(cid, "v1", text)  # a retry
+    sent = service.visitor_message(cid, "v1", "Hello\r\nthere 🙂 \u00e9")
+    assert sent == service.visitor_message(cid, "v1", "Hello\r\nthere 🙂 \u00e9")  # a retry
+    text = "Hello\nthere 🙂 \u00e9"  # as stored: CRLF becomes LF (docs/protocol.md, "Conventions")
     assert sent["sha256"] == hashlib.sha256(text.encode()).hexdigest()
     assert refusal(service.visitor_message, cid, "v1", "other").code == "request_id_conflict"
     assert service.queue()[0]["last_visitor_message"] == text
@@ -253,9 +230,9 @@ def test_forget_removes_the_hand_off_and_its_place_and_left_messages(make_servic
     service, chat = make_service()
     service.agent_seen("ana")
     first, second = new_conversation(chat), new_conversation(chat)
+    service.leave_message(first, "l", None, "note")  # before asking again: not while queued
     service.request(first, "r")
     service.request(second, "r")
-    service.leave_message(first, "l", None, "note")
     service.forget(first)
     assert service.state(first) == {"state": "none"}
     assert events_of(service, first) == []

@@ -10,12 +10,26 @@ language choice (widget_server.i18n.pick_language) and the panel's `dir`.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 
-from widget_server.i18n import DEFAULT_LANGUAGE, base_language, pick_language, text_direction, ui_strings
+from widget_server import create_app
+from widget_server.i18n import (
+    DEFAULT_LANGUAGE,
+    RTL_LANGUAGES,
+    accepted_languages,
+    base_language,
+    loader_languages,
+    pick_language,
+    text_direction,
+    ui_strings,
+)
+
+from .agent_support import write_agents
+from .conftest import TEST_CONFIG
 
 STRINGS = ui_strings()
 EN = STRINGS["en"]
@@ -196,6 +210,27 @@ def test_full_page_chat_follows_accept_language(client):
     # ?lang= wins over the header.
     html = client.get("/chat?lang=pt-BR", headers={"Accept-Language": "he"}).get_data(as_text=True)
     assert '<html lang="pt" dir="ltr"' in html
+
+
+def test_a_language_of_quality_zero_is_never_chosen_by_the_panel_or_the_console(client, tmp_path):
+    """One rule for both (i18n.pick_language, i18n.accepted_languages): `q=0` means "not
+    acceptable" (RFC 9110 §12.4.2), so the next language the browser accepts is served."""
+    header = {"Accept-Language": "ja, he;q=0"}  # Japanese has no strings: English, not Hebrew
+    assert '<html lang="en" dir="ltr"' in client.get("/chat", headers=header).get_data(as_text=True)
+    write_agents(tmp_path / "agents.json")
+    console = create_app({**TEST_CONFIG, "AGENTS_FILE": str(tmp_path / "agents.json")}, environ={}).test_client()
+    assert '<html lang="en"' in console.get("/agent", headers=header).get_data(as_text=True)
+    assert accepted_languages([("en-GB", 0.9), ("fr", 0.0), ("de", 0.5)]) == ["en-GB", "de"]
+
+
+def test_the_loader_applies_the_servers_language_rules(client):
+    """static/widget.js gets the right-to-left list and the retired codes from
+    widget_server/data/languages.json, as the server reads them: written once."""
+    body = client.get("/widget.js").get_data(as_text=True)
+    assert "__CHATWIDGET_LANGUAGES__" not in body
+    rules = json.dumps(loader_languages(), ensure_ascii=False, separators=(",", ":"))
+    assert rules in body and '"rtl":["ar","fa","he","ur"]' in rules and '"iw":"he"' in rules
+    assert {"ar", "fa", "he", "ur"} == RTL_LANGUAGES
 
 
 def test_the_loader_carries_every_languages_launcher_strings(client):

@@ -18,6 +18,7 @@ from widget_server.messages import (
     MessageState,
     StreamEvent,
     clean_text,
+    replace_lone_surrogates,
     text_digest,
 )
 from widget_server.protocol import event_id, parse_event_id
@@ -151,7 +152,8 @@ def test_seq_rises_by_one_and_completed_digest_is_exact(parts):
     done = log.complete()
     seqs.append(done.seq)
     assert seqs == list(range(1, len(parts) + 3))
-    text = clean_text("".join(parts))
+    # An answer keeps every character but lone surrogates, controls included (clean_text is for typed texts).
+    text = replace_lone_surrogates("".join(parts))
     assert log.text == text
     encoded = text.encode("utf-8")
     assert done.payload == {
@@ -217,6 +219,7 @@ def test_cr_and_crlf_are_kept_in_text_and_digest():
 )
 def test_lone_surrogates_become_replacement_characters(raw, clean):
     assert clean_text(raw) == clean
+    assert replace_lone_surrogates(raw) == clean
     log = running()
     delta = log.add_text(raw)
     done = log.complete()
@@ -224,6 +227,40 @@ def test_lone_surrogates_become_replacement_characters(raw, clean):
     assert log.text == clean
     assert done.payload["sha256"] == hashlib.sha256(clean.encode("utf-8")).hexdigest()
     delta.encode()  # encodable: no UnicodeEncodeError
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("a\x00b\x07c", "abc"),
+        ("\x1b[31mred\x1b[0m", "[31mred[0m"),  # ESC gone: no terminal colour, the rest is text
+        ("one\r\ntwo\rthree\nfour", "one\ntwo\nthree\nfour"),
+        ("tab\there", "tab\there"),
+        ("del\x7f", "del"),
+        ("\x0b\x0c\x1f", ""),
+        ("é\x08\ud800", "é\ufffd"),
+        ("\u2028 and \x85 stay", "\u2028 and \x85 stay"),  # not C0: left to the protocol's rules
+    ],
+)
+def test_clean_text_drops_control_characters_but_tab_and_newline(raw, clean):
+    """docs/protocol.md, "Conventions": typed texts lose C0 controls (but tab and LF) and DEL,
+    and their line ends become LF; an answer's text keeps them (exact text)."""
+    assert clean_text(raw) == clean
+    log = running()
+    log.add_text(raw)
+    assert log.text == replace_lone_surrogates(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(codec=None, max_codepoint=0x2030)))
+def test_clean_text_is_idempotent_and_leaves_no_control(text):
+    """Cleaning twice is cleaning once (a retry's fingerprint, over the cleaned text, matches)."""
+    clean = clean_text(text)
+    assert clean_text(clean) == clean
+    assert not any((ord(c) < 0x20 and c not in "\t\n") or c == "\x7f" for c in clean)
+    assert clean.count("\n") == text.replace("\r\n", "\n").count("\n") + text.replace("\r\n", "").count("\r")
+    assert clean.count("\t") == text.count("\t")
+    clean.encode("utf-8")  # no lone surrogate left
 
 
 def test_failed_and_cancelled_payloads_report_partial_length():

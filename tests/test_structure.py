@@ -2,8 +2,10 @@
 
 docs/architecture.md draws the layers; these tests keep the drawing true.
 Imports are read from the source with `ast` (every import statement, at any
-depth, except those under `if TYPE_CHECKING:`), so a cycle through a
-function-level import counts too.
+depth, those under `if TYPE_CHECKING:` included), so a cycle through a
+function-level import counts too, and so does one of types alone: two modules
+that need each other's types are one design, and a protocol breaks it
+(feedback.Answers).
 """
 
 from __future__ import annotations
@@ -23,10 +25,6 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def is_type_checking_block(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def imported_modules(path: Path, known: set[str]) -> set[str]:
     """The package's modules that `path` imports (resolving relative imports)."""
     this = module_name(path)
@@ -34,8 +32,6 @@ def imported_modules(path: Path, known: set[str]) -> set[str]:
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if is_type_checking_block(node):
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

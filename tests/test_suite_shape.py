@@ -20,6 +20,7 @@ SLOW_MODULES = {
     "test_install.py",
     "test_scale_out.py",
     "test_mount_frameworks.py",
+    "security/test_http_server_errors.py",
     "e2e/test_scale_out_widget.py",
     "e2e/test_orca.py",
 }

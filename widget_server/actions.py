@@ -44,7 +44,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
@@ -103,6 +103,10 @@ class ActionContext:
     message_id: str
     idempotency_key: str
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # Ask for a person in this conversation (HandoffService.request: conversation id, request
+    # id → its answer), given by the route that confirms: the service layer imports no Flask
+    # to find it (tests/test_architecture.py). None where no hand-off service runs.
+    request_handoff: Callable[[str, str], dict[str, Any]] | None = None
 
 
 # -- argument validation: a small JSON Schema subset ---------------------------------------------
@@ -285,11 +289,9 @@ class HandoffOffer(Action):
         return "Ask for a person to join this conversation."
 
     def execute(self, arguments: Mapping[str, Any], context: ActionContext) -> dict[str, Any]:
-        from flask import current_app  # a confirm runs in its request (api.py)
-
-        service = current_app.extensions["widget_server.handoff"]
-        result: dict[str, Any] = service.request(context.conversation_id, context.action_id)
-        return result
+        if context.request_handoff is None:
+            raise ActionError("no hand-off service was given to this confirm")
+        return context.request_handoff(context.conversation_id, context.action_id)
 
 
 # -- the registry --------------------------------------------------------------------------------
@@ -408,7 +410,14 @@ def _in_progress() -> ApiError:
 
 
 def confirm(
-    store: Store, settings: Mapping[str, Any], conversation_id: str, message_id: str, action_id: str, key: str
+    store: Store,
+    settings: Mapping[str, Any],
+    conversation_id: str,
+    message_id: str,
+    action_id: str,
+    key: str,
+    *,
+    request_handoff: Callable[[str, str], dict[str, Any]] | None = None,
 ) -> ActionRecord:
     """Execute the action once; every confirm with the same key gets its outcome."""
     action = _actionable(store, conversation_id, message_id, action_id)
@@ -434,7 +443,7 @@ def confirm(
     if claimed is None:
         raise _not_found()
     if outcome == CLAIMED:
-        return _execute(store, settings, claimed, key)
+        return _execute(store, settings, claimed, key, request_handoff)
     if outcome == DISMISSED:
         raise _dismissed(claimed)
     if outcome == OTHER_KEY:
@@ -448,9 +457,15 @@ def confirm(
     return finished
 
 
-def _execute(store: Store, settings: Mapping[str, Any], action: ActionRecord, key: str) -> ActionRecord:
+def _execute(
+    store: Store,
+    settings: Mapping[str, Any],
+    action: ActionRecord,
+    key: str,
+    request_handoff: Callable[[str, str], dict[str, Any]] | None,
+) -> ActionRecord:
     handler = registry().get(action.name)
-    context = ActionContext(action.action_id, action.conversation_id, action.message_id, key, settings)
+    context = ActionContext(action.action_id, action.conversation_id, action.message_id, key, settings, request_handoff)
     status, result, error = ActionStatus.FAILED, None, None
     try:
         if handler is None:

@@ -13,7 +13,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from . import actions
 from .errors import ApiError
-from .transport import authorize, chat_service, json_body, settings
+from .transport import authorize, chat_service, handoff_service, json_body, settings
 
 bp = Blueprint("actions_api", __name__, url_prefix="/api/v1")
 
@@ -39,7 +39,15 @@ def _idempotency_key() -> str:
 def confirm_action(conversation_id: str, message_id: str, action_id: str) -> Response:
     authorize(conversation_id)
     key = _idempotency_key()
-    action = actions.confirm(chat_service().store, settings(), conversation_id, message_id, action_id, key)
+    action = actions.confirm(
+        chat_service().store,
+        settings(),
+        conversation_id,
+        message_id,
+        action_id,
+        key,
+        request_handoff=handoff_service().request,
+    )
     return jsonify(action.to_json())
 
 

@@ -129,9 +129,11 @@ def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
     text = body.get("text")
     if not isinstance(text, str):
         raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
-    # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form:
-    # replace them with U+FFFD, as answers' text is, instead of failing with
-    # a 500 when the text is hashed or sent back.
+    # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form (U+FFFD instead of
+    # a 500 when the text is hashed or sent back), and control characters, which would act on
+    # the terminal an export or a log is read in: cleaned before anything counts or stores it
+    # (docs/protocol.md, "Conventions"). Every typed text comes this way: sends, edits, hand-off
+    # and left messages, agents' messages and replies.
     text = clean_text(text)
     if not text.strip():
         if may_be_empty:

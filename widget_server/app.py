@@ -26,6 +26,7 @@ from . import (
     web,
 )
 from .agents import agent_api
+from .agents.sign_in_delay import create_sign_in_delays
 from .attachments import api as attachments_api
 from .attachments import create_attachment_store
 from .backends.base import create_backend
@@ -156,6 +157,8 @@ def create_app(
     app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions.py)
     # /agent: the agents' console, sign-in and API; after the hand-off service, whose hooks it sets.
     agent_api.init_app(app, store)
+    # The wait after failed sign-ins, in the sessions' backend (agents/sign_in_delay.py).
+    app.extensions[agent_api.SIGN_IN_DELAYS_KEY] = create_sign_in_delays(store, metrics)
     app.register_blueprint(handoff_visitor_api.bp)  # hand-off: request, messages, the conversation stream
     # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
     # The service reads a message's files through it (Turn.attachments, the history).

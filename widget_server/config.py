@@ -496,6 +496,12 @@ SETTINGS: tuple[Setting, ...] = (
         "Requests to /api/v1 per client address that fail authorization (no, or the wrong, token; an unknown path): their own budget, apart from every authorized quota.",
     ),
     Setting(
+        "RATE_LIMIT_LEFT_MESSAGES_CLIENT",
+        _parse_rate_limits,
+        "5/hour;20/day",
+        "Messages left for the site's team (POST …/handoff/left-messages) per client address, whatever the conversation; each also spends the message quotas.",
+    ),
+    Setting(
         "RATE_LIMIT_AGENT_SIGN_IN",
         _parse_rate_limits,
         "10/minute",
@@ -748,6 +754,30 @@ SETTINGS: tuple[Setting, ...] = (
         "Most conversations waiting for a person at once; beyond it a request gets `unavailable` with reason `busy` (the visitor may leave a message).",
         1,
         100_000,
+    ),
+    Setting(
+        "HANDOFF_QUEUE_IDLE_SECONDS",
+        _parse_float,
+        600.0,
+        "A queued visitor with no conversation stream open for this long leaves the queue (`handoff.ended`, reason `idle`), so requests nobody waits on cannot fill it; 0: never.",
+        0,
+        86400,
+    ),
+    Setting(
+        "HANDOFF_INBOX_MAX",
+        _parse_int,
+        10_000,
+        "Most left messages the agents' inbox keeps (each also for CONVERSATION_TTL_SECONDS at most); beyond it the oldest goes, and the inbox counts what it let go.",
+        10,
+        1_000_000,
+    ),
+    Setting(
+        "HANDOFF_LEFT_MESSAGES_MAX",
+        _parse_int,
+        3,
+        "Most left messages one conversation may have waiting for an agent's reply; more get 409 `too_many_left_messages` until an agent replies.",
+        1,
+        100,
     ),
     Setting(
         "HANDOFF_MEMORY_STORE_MAX_BYTES",

@@ -13,14 +13,25 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from datetime import time as day_time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
 from .messages import clean_text
+from .metrics import Metrics
 from .stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
 
-if TYPE_CHECKING:
-    from .service import ChatService
+
+class Answers(Protocol):
+    """What rating an answer needs of the chat service (ChatService is one): its store, its
+    counters, and a lost answer failed before it is rated. A protocol, so that feedback and
+    the service, which lists feedback in the history, do not import each other
+    (tests/test_structure.py counts imports under TYPE_CHECKING too)."""
+
+    store: Store
+    metrics: Metrics
+
+    def reap_if_lost(self, info: MessageInfo) -> MessageInfo: ...
+
 
 RATINGS = ("up", "down")
 FIELDS = ("rating", "comment")
@@ -49,7 +60,8 @@ def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
         comment = ""
     if not isinstance(comment, str):
         raise ApiError(400, "invalid_comment", "comment must be a string (or left out).")
-    # Lone surrogates have no UTF-8 form: replaced, as a message's text is (api.post_message).
+    # Cleaned as a message's text is (api.user_text): lone surrogates have no UTF-8 form, and
+    # control characters would reach the terminal `widget-server feedback export` writes to.
     comment = clean_text(comment)
     if len(comment) > max_comment_chars:
         raise ApiError(
@@ -60,7 +72,7 @@ def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
     return str(rating), comment
 
 
-def _answer_of(service: ChatService, conversation_id: str, message_id: str) -> MessageInfo:
+def _answer_of(service: Answers, conversation_id: str, message_id: str) -> MessageInfo:
     """The conversation's assistant message `message_id`, else 404 (a user message's id,
     another conversation's message and an unknown id alike: only answers have a log)."""
     info = service.store.message(message_id)
@@ -70,7 +82,7 @@ def _answer_of(service: ChatService, conversation_id: str, message_id: str) -> M
 
 
 def put(
-    service: ChatService, conversation_id: str, message_id: str, rating: str, comment: str
+    service: Answers, conversation_id: str, message_id: str, rating: str, comment: str
 ) -> tuple[FeedbackRecord, dict[str, Any]]:
     """Store the answer's feedback, replacing any earlier one; the record and its JSON."""
     info = _answer_of(service, conversation_id, message_id)
@@ -94,7 +106,7 @@ def put(
     return record, {"message_id": message_id, **record_json(record)}
 
 
-def delete(service: ChatService, conversation_id: str, message_id: str) -> None:
+def delete(service: Answers, conversation_id: str, message_id: str) -> None:
     """Remove the answer's feedback; done also when there was none."""
     _answer_of(service, conversation_id, message_id)
     service.store.delete_feedback(conversation_id, message_id)

@@ -12,7 +12,9 @@ Everything else is gevent's socket and gunicorn's `GeventWorker`, unchanged; bot
 `widget-server` (serving.py) and `widget_server.gunicorn_conf` run this worker.
 
 Once the application is loaded, the worker also tunes Python's cyclic garbage collector
-(`tune_garbage_collector`).
+(`tune_garbage_collector`), and what gunicorn refuses before the application runs (a request
+line or headers over its limits, a request it cannot parse) is answered with the chat's JSON
+errors rather than gunicorn's HTML page (server_errors.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 
 from gevent.socket import socket as _GeventSocket  # type: ignore[import-untyped]
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGeventWorker  # type: ignore[import-untyped]
+
+from .server_errors import JsonErrorResponses
 
 WORKER_CLASS = "widget_server.gevent_worker.GeventWorker"
 
@@ -91,9 +95,10 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
-class GeventWorker(_GunicornGeventWorker):
+class GeventWorker(JsonErrorResponses, _GunicornGeventWorker):
     """gunicorn's `gevent` worker; each client socket's `sendall` is `_one_send_first`'s,
-    and the collector is tuned once the application is loaded."""
+    the collector is tuned once the application is loaded, and gunicorn's own refusals are
+    JSON (`JsonErrorResponses`)."""
 
     def load_wsgi(self) -> None:
         super().load_wsgi()

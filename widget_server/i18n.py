@@ -1,5 +1,10 @@
 """UI strings: static/widget/i18n/<lang>.json, read once. The same files
-feed the server-rendered panel, the panel's JS and the loader."""
+feed the server-rendered panel, the panel's JS and the loader.
+
+How a language is chosen is written once, here, for the panel, the QA page and the agent
+console; the loader (static/widget.js) gets the same rules' data from the server, which
+fills them into it (web.py, `loader_languages`): widget_server/data/languages.json lists the
+languages written right to left and the retired codes still sent for others."""
 
 from __future__ import annotations
 
@@ -13,15 +18,25 @@ from .resources import resource_dir
 
 DEFAULT_LANGUAGE = "en"
 
-# Written right to left (CLDR's characterOrder "right-to-left" for these
-# languages); the panel gets dir="rtl" (docs/accessibility.md A64). The loader,
-# static/widget.js, keeps the same list for its launcher side.
-RTL_LANGUAGES = frozenset({"ar", "he", "fa", "ur"})
+_RULES: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "languages.json").read_text(encoding="utf-8"))
+# Written right to left (CLDR's characterOrder "right-to-left" for these languages); the panel,
+# the console and the loader's launcher get dir="rtl" (docs/accessibility.md A64).
+RTL_LANGUAGES = frozenset(_RULES["right_to_left"])
+# Retired ISO 639 codes some browsers and systems still send (Java and old Android say `iw`
+# for Hebrew, `in` for Indonesian, `ji` for Yiddish): BCP 47 (RFC 5646 §2.2.2) maps them to
+# today's codes.
+_ALIASES: dict[str, str] = dict(_RULES["aliases"])
 
-# Retired ISO 639 codes some browsers and systems still send (Java and old
-# Android say `iw` for Hebrew, `in` for Indonesian, `ji` for Yiddish): BCP 47
-# (RFC 5646 §2.2.2) maps them to today's codes.
-_ALIASES = {"iw": "he", "in": "id", "ji": "yi"}
+
+def loader_languages() -> dict[str, Any]:
+    """The rules the loader applies itself (static/widget.js `__CHATWIDGET_LANGUAGES__`)."""
+    return {"rtl": sorted(RTL_LANGUAGES), "aliases": _ALIASES}
+
+
+def accepted_languages(header: Iterable[tuple[str, float]]) -> list[str]:
+    """Accept-Language's (tag, quality) pairs, best first, as tags, without those of quality 0:
+    "not acceptable" (RFC 9110 §12.4.2), never a language to serve."""
+    return [tag for tag, quality in header if quality > 0]
 
 
 @cache

@@ -116,17 +116,36 @@ def _encode_delta(message_id: str, seq: int, text: str) -> bytes:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and line feed, and DEL: a terminal acts on them (ESC starts a colour or a
+# cursor move, BEL rings, NUL ends a C string) where the site's owner reads an export, a log or
+# a mail, and the console shows them as nothing or as boxes (docs/security.md, "Request bounds").
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def clean_text(text: str) -> str:
-    """Replace lone surrogates (which have no UTF-8 form) with U+FFFD.
+def replace_lone_surrogates(text: str) -> str:
+    """Replace lone surrogates (which have no UTF-8 form) with U+FFFD; keep everything else.
 
-    Everything else is kept exactly: the completed event's SHA-256 is over
-    the UTF-8 bytes of the text as stored.
-    """
+    What an answer's text goes through, a delta at a time: the completed event's SHA-256 is
+    over the UTF-8 bytes of the text as stored, and a CR at the end of one delta may be the
+    start of a CRLF that ends in the next (docs/protocol.md, "Exact text")."""
     if text.isascii():
         return text
     return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_text(text: str) -> str:
+    """A text a person typed (a visitor's message, to the assistant or to a person, a left
+    message, an agent's message or reply, a feedback comment, a file's description), as it is
+    stored and shown: CRLF and a lone CR become LF, the other C0 controls but tab and line feed
+    are removed, and DEL too (docs/protocol.md, "Conventions"); lone surrogates become U+FFFD.
+
+    The same text always comes out the same, and cleaning it again changes nothing, so a
+    retry's fingerprint (over the cleaned text) still matches its first request's."""
+    if text.isprintable():  # no control, no line break, no lone surrogate: the usual message
+        return text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return replace_lone_surrogates(_CONTROL.sub("", text))
 
 
 def text_digest(text: str) -> dict[str, Any]:
@@ -237,7 +256,7 @@ class MessageLog:
         was about a fiftieth of a streamed event's cost (bench/stream_path.py, issue 16)."""
         if self.state is not MessageState.RUNNING:
             raise InvalidTransition(f"text in state {self.state.value}")
-        text = clean_text(text)
+        text = replace_lone_surrogates(text)
         self._parts.append(text)
         encoded = text.encode("utf-8")
         self._length += len(text)

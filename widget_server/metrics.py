@@ -108,6 +108,16 @@ class Metrics:
         )
         for rating in ("up", "down"):
             self._feedback.labels(rating=rating)
+        # The agent console's sign-in (widget_server/agents/sign_in_delay.py): guessing shows
+        # here before any account falls (docs/security.md, "The agent console").
+        self._agent_sign_in_refused = Counter(
+            "chat_agent_sign_ins_refused",
+            "Agent sign-ins refused: `wrong_credentials` (name and password did not match), `delayed` (refused unread during the wait after failures).",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in ("wrong_credentials", "delayed"):
+            self._agent_sign_in_refused.labels(reason=reason)
 
     # -- recording ---------------------------------------------------------
 
@@ -145,6 +155,10 @@ class Metrics:
     def rate_limited(self, limit: str) -> None:
         if self.enabled:
             self._rate_limited.labels(limit=limit).inc()
+
+    def agent_sign_in_refused(self, reason: str) -> None:
+        if self.enabled:
+            self._agent_sign_in_refused.labels(reason=reason).inc()
 
     def store_unavailable(self) -> None:
         if self.enabled:

@@ -104,6 +104,16 @@ _AGENT_SIGN_IN = Limit(
     "Too many sign-in attempts. Wait {seconds} s, then try again.",
 )
 
+# Left messages (widget_server/handoff/visitor_api.py), per client address: each lands in the
+# agents' inbox and may mail the site's owner, so one address may leave only a few, whatever
+# conversations it opens (a conversation's own bound is HANDOFF_LEFT_MESSAGES_MAX).
+_LEFT_MESSAGES_CLIENT = Limit(
+    "left_messages_client",
+    "RATE_LIMIT_LEFT_MESSAGES_CLIENT",
+    "client",
+    "You have left several messages for the team already. Wait {seconds} s before leaving another.",
+)
+
 # Attachment uploads (widget_server/attachments/api.py), per conversation: its byte budget
 # bounds what it holds, this how fast it may upload, delete and upload again.
 _ATTACHMENTS = Limit(
@@ -120,6 +130,7 @@ _LIMITS = (
     _MESSAGES_CONVERSATION,
     _UNAUTHORIZED,
     _AGENT_SIGN_IN,
+    _LEFT_MESSAGES_CLIENT,
     _ATTACHMENTS,
 )
 
@@ -134,7 +145,7 @@ _ENDPOINT_LIMITS = {
     # a left message are messages too, and spend the same quotas.
     "handoff_visitor.request_handoff": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "handoff_visitor.post_handoff_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
-    "handoff_visitor.post_left_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
+    "handoff_visitor.post_left_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION, _LEFT_MESSAGES_CLIENT),
     "attachments.upload_attachment": (_ATTACHMENTS,),
 }
 
@@ -220,13 +231,18 @@ class RateLimits:
             details={"limit": limit.name, "allowed": str(item)},
         )
 
-    def check_sign_in(self, agent_name: str) -> None:
+    def check_sign_in(self, agent_name: str, *, per_name: bool = True) -> None:
         """An agent sign-in attempt: 429 `rate_limited` past RATE_LIMIT_AGENT_SIGN_IN from this
         address, or for this name from anywhere. The name is the one typed (bounded, lower-cased
-        by the caller), known or not: an unknown name is limited like a known one."""
+        by the caller), known or not: an unknown name is limited like a known one.
+
+        `per_name` false: a browser holding the device cookie of this name (agents/sign_in_delay.py)
+        is counted by its address only, so a stranger spending the name's budget cannot keep the
+        agent's own browser out (docs/security.md, "The agent console")."""
         for item in self.items[_AGENT_SIGN_IN.name]:
             self._hit(_AGENT_SIGN_IN, item, client_key())
-            self._hit(_AGENT_SIGN_IN, item, "name:" + agent_name)
+            if per_name:
+                self._hit(_AGENT_SIGN_IN, item, "name:" + agent_name)
 
     def check_agent_request(self, agent_name: str | None) -> None:
         """A request to /agent/api: a signed-in agent's count against RATE_LIMIT_CLIENT under

@@ -14,7 +14,7 @@ from . import theme
 from .attachments.sniff import MEDIA_TYPES
 from .config import parse_greeting, parse_starters
 from .errors import ApiError
-from .i18n import load_strings, pick_language, text_direction
+from .i18n import accepted_languages, load_strings, loader_languages, pick_language, text_direction
 from .stores.base import StoreUnavailable
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
 
@@ -154,7 +154,7 @@ def _render_panel(standalone: bool) -> Response:
     values = settings()
     strings = _strings()
     # ?lang= (the loader always sends it), else the browser's Accept-Language (a /chat link).
-    lang = pick_language(request.args.get("lang"), strings, request.accept_languages.values())
+    lang = pick_language(request.args.get("lang"), strings, accepted_languages(request.accept_languages))
     t = strings[lang]
     title = (request.args.get("title") or t["panelTitle"]).strip()[:80] or t["panelTitle"]
     host_origins = _host_origins()
@@ -257,6 +257,9 @@ def loader() -> Response:
         source = (Path(_static_folder()) / "widget.js").read_text(encoding="utf-8")
         strings = {lang: {key: t[key] for key in _LOADER_KEYS} for lang, t in _strings().items()}
         body = source.replace("__CHATWIDGET_STRINGS__", json.dumps(strings, ensure_ascii=False, separators=(",", ":")))
+        body = body.replace(
+            "__CHATWIDGET_LANGUAGES__", json.dumps(loader_languages(), ensure_ascii=False, separators=(",", ":"))
+        )
         theme_defaults = theme.loader_defaults(settings())
         body = body.replace(
             "__CHATWIDGET_THEME__", json.dumps(theme_defaults, ensure_ascii=False, separators=(",", ":"))

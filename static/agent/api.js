@@ -72,8 +72,14 @@ export class AgentApi {
     return this.request('POST', `/conversations/${conversationId}/end`, { reason });
   }
 
-  inbox() {
-    return this.request('GET', '/inbox');
+  // A page of left messages, newest first; `cursor`, a page's next_cursor (docs/agents.md,
+  // "The inbox").
+  inbox({ limit, cursor } = {}) {
+    const query = new URLSearchParams();
+    if (limit) query.set('limit', String(limit));
+    if (cursor) query.set('cursor', cursor);
+    const search = query.toString();
+    return this.request('GET', search ? `/inbox?${search}` : '/inbox');
   }
 
   replyToLeft(leftMessageId, requestId, text) {

@@ -18,6 +18,9 @@ import { Notifier } from './notify.js';
 // docs/agents.md: the queue poll is the presence heartbeat; AGENT_PRESENCE_SECONDS (30 s by
 // default) must be well above it.
 const POLL_MS = 3000;
+// The inbox's page, and the most one request may ask for (GET /agent/api/inbox?limit=).
+const INBOX_PAGE = 50;
+const INBOX_PAGE_MAX = 200;
 // agent.typing is sent at most this often while the agent types (the visitor's widget shows
 // it for a little longer than that).
 const TYPING_INTERVAL_MS = 3000;
@@ -118,6 +121,7 @@ class AgentConsole {
     this.seenWaiting = null; // ids already said; null until the first poll
     this.lastQueueMessage = new Map(); // conversation id → the last visitor message said
     this.inboxUnreplied = null;
+    this.inboxCursor = null; // where the next older page of the inbox starts
     this.open = null; // the open conversation (see openConversation)
     this.pollTimer = 0;
     this.signedOut = false;
@@ -133,6 +137,7 @@ class AgentConsole {
     $('[data-agent-csrf]').value = this.config.csrfToken || '';
     this.showNoConversation();
     this.bindReply();
+    $('[data-agent-inbox-older]').addEventListener('click', () => this.loadOlderInbox());
     this.poll().finally(() => {
       this.root.dataset.ready = 'true';
     });
@@ -548,7 +553,9 @@ class AgentConsole {
       if (this.open !== open || open.shownState === open.state) return;
       open.shownState = open.state;
       this.showState();
-      if (open.state === 'ended' && open.reason === 'visitor') this.status.say(this.s.visitorLeft);
+      // `idle`: a queued visitor with no stream open for HANDOFF_QUEUE_IDLE_SECONDS (docs/protocol.md).
+      if (open.state === 'ended' && (open.reason === 'visitor' || open.reason === 'idle'))
+        this.status.say(this.s.visitorLeft);
       else if (open.state === 'ended' && open.reason === 'timeout')
         this.status.say(this.s.released);
       else if (open.state === 'queued') this.status.say(this.s.released);
@@ -684,18 +691,51 @@ class AgentConsole {
     this.loadInbox();
   }
 
+  // The newest page again (as many as are shown, up to a page's most), merged into the list;
+  // older pages come with the "Show older messages" button (docs/agents.md, "The inbox").
   async loadInbox() {
+    const limit = Math.min(INBOX_PAGE_MAX, Math.max(INBOX_PAGE, this.inboxItems.size));
     let body;
     try {
-      body = await this.api.inbox();
+      body = await this.api.inbox({ limit });
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) this.sessionEnded();
       return; // the next change of the unreplied count loads it again
     }
     const messages = body.messages || [];
-    const ids = new Set(messages.map((message) => message.left_message_id));
-    this.removeMissing(this.inboxItems, ids, '#inbox-heading');
-    messages.forEach((message, index) => {
+    const everything = !body.next_cursor;
+    if (everything) {
+      const ids = new Set(messages.map((message) => message.left_message_id));
+      this.removeMissing(this.inboxItems, ids, '#inbox-heading');
+    }
+    // Older pages the agent opened stay below; the cursor moves only while none is open.
+    if (everything || this.inboxItems.size <= messages.length)
+      this.inboxCursor = body.next_cursor || null;
+    this.showInbox(messages, 0);
+    this.noteExpired(body.expired);
+  }
+
+  async loadOlderInbox() {
+    if (!this.inboxCursor) return;
+    let body;
+    try {
+      body = await this.api.inbox({ limit: INBOX_PAGE, cursor: this.inboxCursor });
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.inboxCursor = body.next_cursor || null;
+    this.showInbox(body.messages || [], this.inboxList.children.length);
+    this.noteExpired(body.expired);
+    // The button hides after the oldest page: focus goes to the section, not the page's top.
+    if (!this.inboxCursor) $('#inbox-heading').focus();
+  }
+
+  // Each message in its place from `start`, newest first; a node is moved only when out of
+  // place, since moving the focused reply box would drop its focus.
+  showInbox(messages, start) {
+    messages.forEach((message, offset) => {
+      const index = start + offset;
       let item = this.inboxItems.get(message.left_message_id);
       if (!item) {
         item = this.inboxItem(message);
@@ -706,7 +746,15 @@ class AgentConsole {
         this.inboxList.insertBefore(item, this.inboxList.children[index] || null);
       }
     });
-    $('[data-agent-inbox-empty]').hidden = messages.length > 0;
+    $('[data-agent-inbox-empty]').hidden = this.inboxItems.size > 0;
+    $('[data-agent-inbox-older]').hidden = !this.inboxCursor;
+  }
+
+  // How many left messages the inbox let go (age or HANDOFF_INBOX_MAX): said, never silent.
+  noteExpired(expired) {
+    const note = $('[data-agent-inbox-expired]');
+    note.hidden = !(expired > 0);
+    if (expired > 0) note.textContent = plural(this.s.inboxExpired, expired, this.lang);
   }
 
   inboxItem(message) {

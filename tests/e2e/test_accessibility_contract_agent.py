@@ -228,3 +228,32 @@ def test_A52_inbox_reply_is_a_labelled_box_that_returns_focus(handoff_server, co
     assert console.said("polite").count("Reply sent.") == 1
     assert [m["text"] for m in visitor.history() if m["role"] == "agent"] == ["We called."]
     console.assert_accessible()
+
+
+def test_A101_older_left_messages_come_a_page_at_a_time_and_what_expired_is_said(
+    chat_server_factory, tmp_path, context: BrowserContext
+):
+    server = start_handoff_server(chat_server_factory, tmp_path, HANDOFF_INBOX_MAX=52)
+    chat = server.app.extensions["widget_server.service"]
+    service = server.app.extensions["widget_server.handoff"]
+    texts = []
+    for number in range(55):  # 3 more than the inbox keeps: the oldest 3 are let go
+        if number % 3 == 0:
+            cid = chat.create_conversation()[0]
+        texts.append(f"Left message number {number}.")
+        service.leave_message(cid, f"l{number}", None, texts[-1])
+    console = signed_in(context, server, "ana")
+    page = console.page
+    items = page.get_by_role("list", name="Inbox").get_by_role("listitem")
+    expect(items).to_have_count(50)
+    expect(items.first).to_contain_text(texts[-1])
+    expect(page.get_by_text("3 older messages are no longer kept.", exact=True)).to_be_visible()
+    older = page.get_by_role("button", name="Show older messages")
+    console.assert_accessible()
+    older.focus()
+    page.keyboard.press("Enter")
+    expect(items).to_have_count(52)
+    expect(items.last).to_contain_text(texts[3])  # the oldest kept
+    expect(older).to_be_hidden()
+    expect(page.locator("#inbox-heading")).to_be_focused()
+    console.assert_accessible()

@@ -36,14 +36,14 @@ def console_url(server) -> str:
     return server.url.replace("127.0.0.1", "localhost")
 
 
-def start_handoff_server(chat_server_factory, folder):
-    """A chat server with hand-off on, and an agents file with two agents (Ana and Bo) in
-    `folder`, written by the accounts module as `widget-server agents add` writes it."""
+def start_handoff_server(chat_server_factory, folder, **config: Any):
+    """A chat server with hand-off on (and `config`), and an agents file with two agents (Ana
+    and Bo) in `folder`, written by the accounts module as `widget-server agents add` writes it."""
     path = folder / "agents.json"
     accounts = AgentAccounts(str(path))
     accounts.add("ana", "Ana", PASSWORD)
     accounts.add("bo", "Bo", PASSWORD)
-    return chat_server_factory(AGENTS_FILE=str(path))
+    return chat_server_factory(AGENTS_FILE=str(path), **config)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@
   answer exactly, and the live region says the same sentences, in order, as the one-pass view's
   blocks give (announcer.js).
 
-Times are measured by bench/widget.py (README, "Widget"), never asserted here.
+Times are measured by bench/widget.py (docs/performance.md, "Widget"), never asserted here.
 """
 
 from __future__ import annotations

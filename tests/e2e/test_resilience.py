@@ -209,7 +209,7 @@ def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_
 
         # The report is sent when the answer ends, without blocking it. 15 s, not the
         # default 5: in full runs on 2 cores (load average 10-12) this wait was outlasted
-        # twice, once per browser (README, "Tests": the runs of 7651d67 and f6b50e8), and
+        # twice, once per browser (README.md's run log in git: 7651d67 and f6b50e8), and
         # passed on its rerun; a report that never comes still fails it.
         wait_until(lambda: reported() == 1, widget.page, timeout_ms=15_000)
         assert reported() == 1

@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from widget_server.backends.base import create_backend
-from widget_server.config import load_settings
 from widget_server.errors import ApiError
-from widget_server.handoff import create_handoff_store
 from widget_server.handoff import events as ev
 from widget_server.handoff.memory_store import EVENT_BYTES, LOG_BYTES, MemoryHandoffStore
 from widget_server.handoff.service import HandoffService
-from widget_server.metrics import Metrics
 from widget_server.service import ChatService
-from widget_server.stores import create_store
 
+from ..handoff_support import MakeServices, handoff_services
 from ..helpers import assert_json_error
 from ..memory_walk import deep_size
 from ..test_handoff_service import make_service  # noqa: F401 - a fixture: pytest finds it by this name
@@ -44,24 +40,11 @@ def services(make_service):  # noqa: F811 - the imported fixture
 
 
 @pytest.fixture
-def memory_services() -> Iterator[Callable[..., tuple[HandoffService, ChatService]]]:
+def memory_services(request) -> Iterator[MakeServices]:
     """The same on the memory store alone: the byte budget is its own (Redis bounds itself with
     key expiry and its maxmemory, docs/serving.md)."""
-    made: list[HandoffService] = []
-
-    def make(**overrides: Any) -> tuple[HandoffService, ChatService]:
-        settings = load_settings({"HANDOFF": "on", **overrides}, environ={})
-        chat_store = create_store(settings)
-        metrics = Metrics()
-        chat = ChatService(chat_store, create_backend("demo", settings), settings, metrics)
-        service = HandoffService(create_handoff_store(settings, chat_store), chat_store, settings, metrics)
-        made.append(service)
-        return service, chat
-
-    yield make
-    for service in made:
-        service.store.close()
-        service.chat_store.close()
+    with handoff_services(request, "memory") as make:
+        yield make
 
 
 TEXT = "Mi pedido llegó roto — ¿me ayudan? " * 20  # 700 characters, some of them not ASCII

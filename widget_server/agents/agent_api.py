@@ -6,7 +6,8 @@ A thin adapter, like api.py: validation here, then one call of the hand-off serv
 
 Who may call what:
 - `GET /agent`, `POST /agent/sign-in`: anyone (the sign-in form; its own rate limit,
-  RATE_LIMIT_AGENT_SIGN_IN, per client address and per name; a double-submit CSRF token);
+  RATE_LIMIT_AGENT_SIGN_IN, per client address and per name, and a growing wait after
+  failures, sign_in_delay.py; a double-submit CSRF token);
 - everything else: a signed-in agent (the `__Host-agent_session` cookie, sessions.py) whose
   account is still in the agents file; a request that changes anything also carries the
   session's CSRF token (`X-CSRF-Token`, or the form's hidden field for sign-out). Without a
@@ -29,10 +30,11 @@ from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
 from ..config import ConfigError
 from ..errors import ApiError
+from ..handoff.service import INBOX_PAGE_MAX
 from ..handoff.visitor_api import ConversationEventStream
-from ..i18n import DEFAULT_LANGUAGE, base_language, text_direction
+from ..i18n import accepted_languages, pick_language, text_direction
 from ..protocol import is_id
-from ..ratelimits import current_limits
+from ..ratelimits import client_key, current_limits
 from ..stores.base import Store
 from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body
 from .accounts import MAX_PASSWORD_CHARS, AccountsError, Agent, AgentAccounts
@@ -49,6 +51,7 @@ from .sessions import (
     new_token,
     tokens_match,
 )
+from .sign_in_delay import DEVICE_COOKIE, DEVICE_SECONDS, SignInDelays
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ bp = Blueprint("agent_api", __name__)
 
 ACCOUNTS_KEY = "widget_server.agent_accounts"
 SESSIONS_KEY = "widget_server.agent_sessions"
+SIGN_IN_DELAYS_KEY = "widget_server.agent_sign_in_delays"  # set by app.py beside the sessions
 MAILER_KEY = "widget_server.mailer"
 HANDOFF_KEY = "widget_server.handoff"
 LANGUAGES_KEY = "widget_server.agent_languages"
@@ -204,21 +208,13 @@ def _asked_language() -> str:
 def chosen_language() -> str:
     """The language of this page: the agent's choice (`?lang=`, then the cookie that keeps it),
     else the browser's Accept-Language (RFC 9110 §12.5.4), else English."""
-    languages = console_languages()
-    for choice in (_asked_language(), request.cookies.get(LANGUAGE_COOKIE, "")):
-        if choice in languages:
-            return choice
-    # In the browser's order of preference, each tag by its primary subtag (RFC 4647 §3.4
-    # lookup: `es-MX` is served `es`). Not werkzeug's best_match alone: it takes an exact
+    # The panel's own rule (i18n.pick_language): in the browser's order of preference, each
+    # tag by its primary subtag (RFC 4647 §3.4 lookup: `es-MX` is served `es`; the retired `iw`
+    # is Hebrew), never one of quality 0. Not werkzeug's best_match alone: it takes an exact
     # match of lower quality (`es;q=0.4`) over a higher one that only matches by its prefix
     # (`en-GB;q=0.5`).
-    # The widget's own reading of a tag (widget_server/i18n.py): `he-IL` and the retired `iw`
-    # are both Hebrew.
-    for tag, quality in request.accept_languages:
-        primary = base_language(tag)
-        if quality > 0 and primary in languages:
-            return primary
-    return DEFAULT_LANGUAGE
+    chosen = (_asked_language(), request.cookies.get(LANGUAGE_COOKIE, ""))
+    return pick_language(None, console_languages(), [*chosen, *accepted_languages(request.accept_languages)])
 
 
 def fill(template: str, **values: object) -> str:
@@ -300,15 +296,26 @@ def sign_in() -> Response:
     password = form.get("password", "")
     if not tokens_match(form.get(CSRF_FIELD), request.cookies.get(SIGN_IN_COOKIE, "")):
         return _sign_in_page(error=FORM_EXPIRED, name=name, status=403)
+    typed = name.lower()
+    delays: SignInDelays = current_app.extensions[SIGN_IN_DELAYS_KEY]
+    # A browser that signed in as this name before is counted apart from the name's shared
+    # counts, so a stranger typing the name never keeps the agent out (sign_in_delay.py).
+    device = delays.recognised_device(request.cookies.get(DEVICE_COOKIE), typed)
     limits = current_limits()
+    seconds = 0
     if limits is not None:
         try:
-            limits.check_sign_in(name.lower())
+            limits.check_sign_in(typed, per_name=device is None)
         except ApiError as error:
             seconds = error.retry_after or 60
-            response = _sign_in_page(error=RATE_LIMITED, name=name, status=429, seconds=seconds)
-            response.headers["Retry-After"] = str(seconds)
-            return response
+    # Counted past the rate limit only; during the wait after failures, refused unread.
+    attempt = None if seconds else delays.begin(client_key(), typed, device)
+    if attempt is not None and attempt.refused:
+        seconds = attempt.retry_after
+    if seconds or attempt is None:
+        response = _sign_in_page(error=RATE_LIMITED, name=name, status=429, seconds=seconds)
+        response.headers["Retry-After"] = str(seconds)
+        return response
     agent = None
     if name and password and len(password) <= MAX_PASSWORD_CHARS:
         try:
@@ -316,14 +323,17 @@ def sign_in() -> Response:
         except AccountsError as error:
             log.error("%s", error)
     if agent is None:
+        delays.failed(attempt)
         # Never which of the two was wrong (docs/security.md, "Agent accounts").
         return _sign_in_page(error=WRONG_CREDENTIALS, name=name, status=401)
+    device_token = delays.succeeded(attempt)
     # A new session id at every sign-in: an id planted before it is worth nothing after.
     sessions().delete(request.cookies.get(SESSION_COOKIE))
     session_id, _ = sessions().create(agent.name)
     response = _see_console()
     _set_cookie(response, SESSION_COOKIE, session_id, max_age=int(sessions().lifetime))
     response.delete_cookie(SIGN_IN_COOKIE, path="/", secure=True, httponly=True, samesite="Strict")
+    _set_cookie(response, DEVICE_COOKIE, device_token, max_age=DEVICE_SECONDS)
     log.info("agent %s signed in", agent.name)
     return response
 
@@ -388,7 +398,7 @@ def get_queue() -> Response:
     # The console polls this every few seconds: the moment to hand back claims whose agent
     # went away (AGENT_GRACE_SECONDS), on whichever worker the poll lands.
     service.release_lapsed()
-    unreplied = sum(1 for message in service.inbox() if not message.get("replied"))
+    unreplied = service.inbox_page(0)["unreplied"]
     return jsonify(
         {"waiting": service.queue(), "mine": service.claimed_by(found.agent.name), "inbox_unreplied": unreplied}
     )
@@ -501,10 +511,29 @@ def end(conversation_id: str) -> Response:
     return Response(status=204)
 
 
+INBOX_PAGE_DEFAULT = 50
+# A cursor is a left message's inbox score (handoff/store.py, inbox_score): digits.
+_CURSOR_MAX_CHARS = 20
+
+
 @bp.get("/agent/api/inbox")
 def get_inbox() -> Response:
+    """A page of left messages, newest first: `?limit=` (1 to INBOX_PAGE_MAX, 50 by default),
+    `?cursor=` the previous page's `next_cursor` (docs/agents.md, "The inbox")."""
     current_agent()
-    return jsonify({"messages": handoff().inbox()})
+    unknown = sorted(set(request.args) - {"limit", "cursor"})
+    if unknown:
+        raise ApiError(400, "unknown_field", f"Unknown query parameter(s): {', '.join(unknown)}. Use limit and cursor.")
+    raw_limit = request.args.get("limit", str(INBOX_PAGE_DEFAULT))
+    if not (raw_limit.isdigit() and len(raw_limit) <= 4 and 1 <= int(raw_limit) <= INBOX_PAGE_MAX):
+        raise ApiError(400, "invalid_limit", f"limit must be a whole number from 1 to {INBOX_PAGE_MAX}.")
+    raw_cursor = request.args.get("cursor")
+    if raw_cursor is not None and not (raw_cursor.isdigit() and len(raw_cursor) <= _CURSOR_MAX_CHARS):
+        raise ApiError(400, "invalid_cursor", "cursor must be a next_cursor this route returned, unchanged.")
+    page = handoff().inbox_page(int(raw_limit), None if raw_cursor is None else int(raw_cursor))
+    response = jsonify(page)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.post("/agent/api/inbox/<left_message_id>/reply")

@@ -184,11 +184,6 @@ class DirectoryAttachmentStore(AttachmentStore):
             conversation = self._conversations.get(conversation_id)
             return conversation.used if conversation is not None else 0
 
-    @property
-    def total_bytes(self) -> int:
-        with self._lock:
-            return self._total
-
     def close(self) -> None:
         if self._owned:
             self._cleanup()

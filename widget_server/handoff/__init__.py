@@ -20,10 +20,16 @@ def create_handoff_store(settings: dict[str, Any], chat_store: Any) -> HandoffSt
     Redis (the chat store's client) with a Redis one, so hand-offs are as shared as answers."""
     max_events = settings["CONVERSATION_EVENTS_MAX"]
     ttl = settings["CONVERSATION_TTL_SECONDS"]
+    max_inbox = settings["HANDOFF_INBOX_MAX"]
     if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
         from .redis_store import RedisHandoffStore
 
-        return RedisHandoffStore(chat_store.redis, max_events=max_events, ttl=ttl)
+        return RedisHandoffStore(chat_store.redis, max_events=max_events, ttl=ttl, max_inbox=max_inbox)
     from .memory_store import MemoryHandoffStore
 
-    return MemoryHandoffStore(max_events=max_events, ttl=ttl, max_bytes=settings["HANDOFF_MEMORY_STORE_MAX_BYTES"])
+    return MemoryHandoffStore(
+        max_events=max_events,
+        ttl=ttl,
+        max_bytes=settings["HANDOFF_MEMORY_STORE_MAX_BYTES"],
+        max_inbox=max_inbox,
+    )

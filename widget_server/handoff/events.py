@@ -35,7 +35,7 @@ STATE_ENDED = "ended"
 ACTIVE_STATES = (STATE_QUEUED, STATE_ASSIGNED)
 
 # handoff.ended's reasons, and handoff.unavailable's.
-END_REASONS = ("ended", "returned", "timeout", "visitor")
+END_REASONS = ("ended", "returned", "timeout", "visitor", "idle")
 AGENT_END_REASONS = ("ended", "returned")
 UNAVAILABLE_REASONS = ("no_agents", "disabled", "closed", "busy")
 

@@ -186,6 +186,3 @@ class OpeningHours:
         upcoming = [start for start, _ in intervals if start > moment]
         # A non-empty schedule opens at least once a week, and the window reaches 8 days ahead.
         return min(upcoming).astimezone(self.zone)
-
-    def is_open(self, now: float) -> bool:
-        return self.closed_until(now) is None

@@ -18,6 +18,7 @@ commit that brings something new is refused (HandoffStoreFull, store.py).
 
 from __future__ import annotations
 
+import bisect
 import json
 import sys
 import threading
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import ACTIVE_STATES
-from .store import CONVERSATION_PREFIX, Commit, HandoffStore, HandoffStoreFull
+from .store import CONVERSATION_PREFIX, Commit, HandoffStore, HandoffStoreFull, InboxPage, inbox_score, left_key
 
 # How often expired records are looked for (at a commit).
 _PURGE_SECONDS = 60.0
@@ -40,6 +41,8 @@ _PURGE_SECONDS = 60.0
 RECORD_BYTES = 400
 EVENT_BYTES = 100
 LOG_BYTES = 800
+# An inbox index entry: its score, its id's slot in two lists and in the unreplied set.
+INBOX_ENTRY_BYTES = 200
 
 
 @dataclass(slots=True)
@@ -61,10 +64,18 @@ def _event_bytes(raw: str) -> int:
 
 
 class MemoryHandoffStore(HandoffStore):
-    def __init__(self, *, max_events: int = 500, ttl: float = 86400.0, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        *,
+        max_events: int = 500,
+        ttl: float = 86400.0,
+        max_bytes: int = 64 * 1024 * 1024,
+        max_inbox: int = 10_000,
+    ) -> None:
         self.max_events = max_events
         self.ttl = ttl
         self.max_bytes = max_bytes
+        self.max_inbox = max_inbox
         self.stored_bytes = 0
         self.evicted = 0  # conversations whose log or record the budget evicted (for tests and the bench)
         self._lock = threading.Lock()
@@ -75,7 +86,14 @@ class MemoryHandoffStore(HandoffStore):
         self._logs: dict[str, deque[tuple[int, str]]] = {}
         self._log_bytes: dict[str, int] = {}
         self._presence: dict[str, float] = {}
+        self._visitors: dict[str, float] = {}  # conversation id → its visitor's stream last open
         self._purged_at = time.monotonic()
+        # The inbox index (store.py): scores ascending, the ids in the same order, and those
+        # no agent has replied to; how many it has let go.
+        self._inbox_scores: list[int] = []
+        self._inbox_ids: list[str] = []
+        self._unreplied: set[str] = set()
+        self._inbox_expired = 0
 
     def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
         now = time.time()
@@ -137,6 +155,7 @@ class MemoryHandoffStore(HandoffStore):
                 self._drop_log(conversation_id)
             for conversation_id, events in change.events.items():
                 self._append(conversation_id, events)
+            self._change_inbox(change, now)
             if change.events:
                 self._changed.notify_all()
             if time.monotonic() - self._purged_at > _PURGE_SECONDS:
@@ -214,6 +233,47 @@ class MemoryHandoffStore(HandoffStore):
                 if conversation_id not in keep:
                     yield conversation_id
 
+    def _change_inbox(self, change: Commit, now: float) -> None:
+        for left_message_id in change.inbox_remove:
+            self._unindex(left_message_id)
+        for left_message_id, score in change.inbox_add:
+            index = bisect.bisect(self._inbox_scores, score)
+            self._inbox_scores.insert(index, score)
+            self._inbox_ids.insert(index, left_message_id)
+            self._unreplied.add(left_message_id)
+            self.stored_bytes += INBOX_ENTRY_BYTES + sys.getsizeof(left_message_id)
+        self._unreplied.difference_update(change.inbox_replied)
+        if change.inbox_add:
+            self._let_inbox_go(now)
+
+    def _unindex(self, left_message_id: str) -> None:
+        if left_message_id in self._inbox_ids:
+            index = self._inbox_ids.index(left_message_id)
+            del self._inbox_scores[index], self._inbox_ids[index]
+            self._unreplied.discard(left_message_id)
+            self.stored_bytes -= INBOX_ENTRY_BYTES + sys.getsizeof(left_message_id)
+
+    def _let_inbox_go(self, now: float) -> None:
+        """Let go of the index's entries older than the ttl and those past its bound, oldest
+        first, with their records; counted in `expired`."""
+        horizon = inbox_score(now - self.ttl)
+        gone = max(bisect.bisect_left(self._inbox_scores, horizon), len(self._inbox_ids) - self.max_inbox)
+        for left_message_id in self._inbox_ids[:gone]:
+            self._unreplied.discard(left_message_id)
+            self._drop_record(left_key(left_message_id))
+            self.stored_bytes -= INBOX_ENTRY_BYTES + sys.getsizeof(left_message_id)
+        del self._inbox_scores[:gone], self._inbox_ids[:gone]
+        self._inbox_expired += gone
+
+    def inbox_page(self, limit: int, before: int | None) -> InboxPage:
+        with self._lock:
+            self._let_inbox_go(time.time())
+            end = len(self._inbox_scores) if before is None else bisect.bisect_left(self._inbox_scores, before)
+            start = max(0, end - limit)
+            entries = list(zip(self._inbox_scores[start:end], self._inbox_ids[start:end], strict=True))
+            entries.reverse()
+            return InboxPage(entries, len(self._unreplied), self._inbox_expired)
+
     def _purge(self, now: float) -> None:
         self._purged_at = time.monotonic()
         for key in [key for key, record in self._records.items() if record.expires <= now]:
@@ -246,3 +306,22 @@ class MemoryHandoffStore(HandoffStore):
     def presence(self) -> dict[str, float]:
         with self._lock:
             return dict(self._presence)
+
+    # At most one entry per conversation whose hand-off is queued or assigned, and those marked
+    # since the service last forgot the rest (HandoffService.release_lapsed): a few bytes each,
+    # bounded by HANDOFF_QUEUE_MAX and the agents' claims, so not counted in the byte budget.
+
+    def visitor_seen(self, conversation_id: str, when: float) -> None:
+        with self._lock:
+            self._visitors[conversation_id] = when
+
+    def visitors_seen(self, conversation_ids: list[str] | None = None) -> dict[str, float]:
+        with self._lock:
+            if conversation_ids is None:
+                return dict(self._visitors)
+            return {cid: self._visitors[cid] for cid in conversation_ids if cid in self._visitors}
+
+    def forget_visitors(self, conversation_ids: list[str]) -> None:
+        with self._lock:
+            for conversation_id in conversation_ids:
+                self._visitors.pop(conversation_id, None)

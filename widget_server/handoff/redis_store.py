@@ -6,12 +6,17 @@ write, as the conversation's own keys do):
   conv:{cid}:handoff:events  stream entry ids `<seq>-1`, field `e` = event JSON, trimmed to
                                     CONVERSATION_EVENTS_MAX
   handoff:desk               hash  v, d: the queue (oldest first) and the claims
-  handoff:inbox              hash  v, d: the left messages
+  handoff:left:{id}          hash  v, d: a left message
+  handoff:inbox:index        sorted set  left message id, scored by when it was left (µs)
+  handoff:inbox:unreplied    sorted set  the same, for those no agent has replied to
+  handoff:inbox:meta         hash  expired: how many the index has let go
   handoff:presence           hash  agent name → last seen (unix seconds)
+  handoff:visitors           hash  conversation id → its visitor's stream last open (unix seconds)
 
 Every commit is one Lua script (_COMMIT): it compares the version of every record the
 transaction read and, only if none changed, writes the records and appends the events, so
-it is the compare-and-set of every hand-off transition (store.py). A commit touches the desk
+it is the compare-and-set of every hand-off transition (store.py), and it changes the inbox's
+index in the same step. A commit touches the desk
 and several conversations' records at once, so on a Redis Cluster every hand-off key carries
 one hash tag, `cw:{handoff}:…` (stores/keyspace.py, HANDOFF_TAG): one slot, one shard, for
 the hand-off's few writes a minute; the answers' streams spread over the shards.
@@ -22,17 +27,18 @@ trimmed, the desk holds at most HANDOFF_QUEUE_MAX waiting conversations (the ser
 more: `busy`), and Redis bounds the rest with its own maxmemory, as for the chat store's keys;
 so `Commit.needs_room` is not checked here (only the memory store has a byte budget). The desk
 stays one hash rewritten whole by each commit: bench/handoff_desk.py measured 0.28 → 0.88 ms
-for its read and commit with 1 → 200 waiting, not worth a key per entry (README, "Hand-off desk").
+for its read and commit with 1 → 200 waiting, not worth a key per entry (docs/performance.md, "Hand-off desk").
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, cast
 
 from ..stores.redis import unavailable_on_connection_errors
 from ..stores.script_batches import ScriptBatches
-from .store import DESK, INBOX, Commit, HandoffStore
+from .store import DESK, LEFT_PREFIX, LEGACY_INBOX, Commit, HandoffStore, InboxPage, inbox_score, left_key
 
 # KEYS: records → for each, {version, record JSON} (nil, nil for a record not there). One
 # script, sent in batches (stores/script_batches.py): every new question reads its
@@ -44,12 +50,16 @@ for i, key in ipairs(KEYS) do found[i] = redis.call('HMGET', key, 'v', 'd') end
 return found
 """
 
-# KEYS: the records read (as many as ARGV[3]'s records), then one events key per log
+# KEYS: the records read (as many as ARGV[3]'s records), then one events key per log, then
+#   the inbox's index, unreplied and meta keys
 # ARGV: ttl seconds, the logs' bound (MAXLEN), the change as JSON:
 #   {"records": [[expected version, "keep"|"set"|"del", value JSON]],
-#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]]},
-#   PUBLISH or SPUBLISH (each new log entry is published as `<seq> <event JSON>`: redis_tail.py)
-# → 1 (applied) or 0 (a record changed since it was read: nothing applied).
+#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]],
+#    "inbox": [[left message ids removed], [[id, score], …] added, [ids replied to]]},
+#   PUBLISH or SPUBLISH (each new log entry is published as `<seq> <event JSON>`: redis_tail.py),
+#   the inbox's bound, the score below which its entries have expired
+# → 0 (a record changed since it was read: nothing applied), or {1, ids the inbox let go}: their
+#   records are deleted by the caller (a script names the keys it writes in KEYS).
 _COMMIT = """
 local change = cjson.decode(ARGV[3])
 local records = change['records']
@@ -77,13 +87,57 @@ for j, log in ipairs(change['logs']) do
     redis.call('EXPIRE', key, ARGV[1])
   end
 end
-return 1
+local inbox = change['inbox']
+local index, unreplied, meta = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
+for _, id in ipairs(inbox[1]) do
+  redis.call('ZREM', index, id)
+  redis.call('ZREM', unreplied, id)
+end
+local gone = {}
+if #inbox[2] > 0 then
+  for _, entry in ipairs(inbox[2]) do
+    redis.call('ZADD', index, entry[2], entry[1])
+    redis.call('ZADD', unreplied, entry[2], entry[1])
+  end
+  gone = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. ARGV[6])
+  local over = redis.call('ZCARD', index) - #gone - tonumber(ARGV[5])
+  if over > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', index, #gone, #gone + over - 1)) do gone[#gone + 1] = id end
+  end
+  for _, id in ipairs(gone) do
+    redis.call('ZREM', index, id)
+    redis.call('ZREM', unreplied, id)
+  end
+  if #gone > 0 then redis.call('HINCRBY', meta, 'expired', #gone) end
+  for _, key in ipairs({index, unreplied, meta}) do redis.call('EXPIRE', key, ARGV[1]) end
+end
+for _, id in ipairs(inbox[3]) do redis.call('ZREM', unreplied, id) end
+local applied = {1}
+for _, id in ipairs(gone) do applied[#applied + 1] = id end
+return applied
+"""
+
+# KEYS: the inbox's index, unreplied and meta keys. ARGV: the score below which entries have
+# expired, the exclusive upper bound of the page's scores (`(<score>` or `+inf`), its size
+# → {the page as [id, score, …] newest first, unreplied count, expired count, ids let go now}.
+_INBOX_PAGE = """
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
+if #gone > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+  redis.call('HINCRBY', KEYS[3], 'expired', #gone)
+end
+local page = {}
+if tonumber(ARGV[3]) > 0 then
+  page = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, ARGV[3])
+end
+return {page, redis.call('ZCARD', KEYS[2]), tonumber(redis.call('HGET', KEYS[3], 'expired') or '0'), gone}
 """
 
 
 def _record_key(prefix: str, name: str) -> str:
-    if name in (DESK, INBOX):
-        return f"{prefix}handoff:{name}"
+    if name in (DESK, LEGACY_INBOX) or name.startswith(LEFT_PREFIX):
+        return f"{prefix}handoff:{name}"  # left:<id> → cw:handoff:left:<id>
     return f"{prefix}{name}:handoff"  # conv:<cid> → cw:conv:<cid>:handoff
 
 
@@ -95,7 +149,7 @@ def _events_key(prefix: str, conversation_id: str) -> str:
 class RedisHandoffStore(HandoffStore):
     shared = True
 
-    def __init__(self, client: Any, *, max_events: int = 500, ttl: float = 86400.0) -> None:
+    def __init__(self, client: Any, *, max_events: int = 500, ttl: float = 86400.0, max_inbox: int = 10_000) -> None:
 
         from ..stores.keyspace import Keyspace
         from ..stores.redis_connection import connection_trouble, is_cluster
@@ -104,7 +158,9 @@ class RedisHandoffStore(HandoffStore):
         self.redis = client
         self.max_events = max_events
         self._ttl = max(1, int(ttl))
+        self.max_inbox = max_inbox
         self._commit = client.register_script(_COMMIT)
+        self._inbox_page = client.register_script(_INBOX_PAGE)
         load = client.register_script(_LOAD)
         self._load_batches = ScriptBatches(client, _LOAD, lambda keys, args: load(keys=keys, args=args))
         self._tail = tail_hub(client, connection_trouble(), max_events=max_events)
@@ -112,6 +168,7 @@ class RedisHandoffStore(HandoffStore):
         # On a cluster every hand-off key shares one slot (keyspace.HANDOFF_TAG): a commit is one
         # script over the desk and the conversations it changes.
         self._prefix = Keyspace(cluster=is_cluster(client)).handoff_prefix
+        self._inbox_keys = [f"{self._prefix}handoff:inbox:{part}" for part in ("index", "unreplied", "meta")]
 
     def close(self) -> None:
         self._tail.close()
@@ -144,13 +201,33 @@ class RedisHandoffStore(HandoffStore):
         for conversation_id, events in change.events.items():
             log_keys.append(_events_key(self._prefix, conversation_id))
             logs.append(["add", [[seq, raw] for seq, raw in events]])
-        spec = json.dumps({"records": records, "logs": logs}, ensure_ascii=False)
-        # cjson decodes an empty JSON array as an empty object; Lua's ipairs walks both alike.
+        inbox = [change.inbox_remove, [[i, str(score)] for i, score in change.inbox_add], change.inbox_replied]
+        spec = json.dumps({"records": records, "logs": logs, "inbox": inbox}, ensure_ascii=False)
+        # cjson decodes an empty JSON array as an empty object; Lua's ipairs and # take both alike.
+        # Scores go as strings: Lua would print a number of 16 digits in 14 (`%.14g`).
         applied = self._commit(
-            keys=[_record_key(self._prefix, name) for name in names] + log_keys,
-            args=[self._ttl, self.max_events, spec, self._publish],
+            keys=[_record_key(self._prefix, name) for name in names] + log_keys + self._inbox_keys,
+            args=[self._ttl, self.max_events, spec, self._publish, self.max_inbox, self._horizon()],
         )
-        return bool(applied)
+        if not applied:
+            return False
+        self._delete_left(applied[1:])
+        return True
+
+    def _horizon(self) -> str:
+        return str(inbox_score(time.time() - self._ttl))
+
+    def _delete_left(self, left_message_ids: list[bytes]) -> None:
+        """The records of left messages the inbox let go (else they would stay until their ttl)."""
+        if left_message_ids:
+            self.redis.delete(*(_record_key(self._prefix, left_key(i.decode())) for i in left_message_ids))
+
+    def inbox_page(self, limit: int, before: int | None) -> InboxPage:
+        upper = "+inf" if before is None else f"({before}"
+        page, unreplied, expired, gone = self._inbox_page(keys=self._inbox_keys, args=[self._horizon(), upper, limit])
+        self._delete_left(gone)
+        entries = [(int(float(page[i + 1])), page[i].decode()) for i in range(0, len(page), 2)]
+        return InboxPage(entries, int(unreplied), int(expired))
 
     def read_events(self, conversation_id: str, after_seq: int, timeout: float) -> list[tuple[int, str]] | None:
         key = _events_key(self._prefix, conversation_id)
@@ -185,3 +262,28 @@ class RedisHandoffStore(HandoffStore):
     def presence(self) -> dict[str, float]:
         found = cast("dict[bytes, bytes]", self.redis.hgetall(self._prefix + "handoff:presence"))
         return {name.decode(): float(when) for name, when in found.items()}
+
+    # One hash beside the agents' presence, under the hand-off's hash tag (one slot on a
+    # cluster, as every hand-off key); it expires with the store's ttl when nobody is marked.
+    # The service forgets the entries of hand-offs that are over (release_lapsed), so it holds
+    # about the queued and assigned ones.
+
+    def visitor_seen(self, conversation_id: str, when: float) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hset(self._prefix + "handoff:visitors", conversation_id, repr(when))
+        pipe.expire(self._prefix + "handoff:visitors", self._ttl)
+        pipe.execute()
+
+    def visitors_seen(self, conversation_ids: list[str] | None = None) -> dict[str, float]:
+        key = self._prefix + "handoff:visitors"
+        if conversation_ids is None:
+            found = cast("dict[bytes, bytes]", self.redis.hgetall(key))
+            return {conversation_id.decode(): float(when) for conversation_id, when in found.items()}
+        if not conversation_ids:
+            return {}
+        whens = cast("list[bytes | None]", self.redis.hmget(key, conversation_ids))
+        return {cid: float(when) for cid, when in zip(conversation_ids, whens, strict=True) if when is not None}
+
+    def forget_visitors(self, conversation_ids: list[str]) -> None:
+        if conversation_ids:
+            self.redis.hdel(self._prefix + "handoff:visitors", *conversation_ids)

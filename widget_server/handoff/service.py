@@ -31,7 +31,16 @@ from . import events as ev
 from .events import ConversationEvent, text_sha256
 from .hours import OpeningHours
 from .metrics import HandoffMetrics
-from .store import DESK, INBOX, Commit, HandoffStore, HandoffStoreFull, conversation_key
+from .store import (
+    DESK,
+    LEGACY_INBOX,
+    Commit,
+    HandoffStore,
+    HandoffStoreFull,
+    conversation_key,
+    inbox_score,
+    left_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +50,8 @@ AGENT_MESSAGE_PREFIX = "ha_"
 LEFT_MESSAGE_PREFIX = "l_"
 # A transaction that keeps losing its compare-and-set to others gives up (503) after this many tries.
 MAX_ATTEMPTS = 100
-# The inbox keeps the newest left messages, at most this many.
-INBOX_MAX = 1000
+# The most left messages one page of the inbox holds (GET /agent/api/inbox?limit=).
+INBOX_PAGE_MAX = 200
 # agent.typing is appended at most this often per conversation (the console may send more).
 TYPING_EVERY_SECONDS = 2.0
 # How often an open conversation stream looks for lapsed claims and a deleted conversation.
@@ -97,6 +106,10 @@ class _Transaction:
         # It brings something new (a request's outcome, a message): a store over its byte
         # budget may refuse it (store.py, HandoffStoreFull), never a transition of one it holds.
         self.needs_room = False
+        # The inbox index's changes (store.py), applied with the rest.
+        self.inbox_add: list[tuple[str, int]] = []
+        self.inbox_replied: list[str] = []
+        self.inbox_remove: list[str] = []
 
     def get(self, key: str) -> dict[str, Any] | None:
         if key not in self.values:
@@ -141,7 +154,9 @@ class _Transaction:
 
     @property
     def changed(self) -> bool:
-        return bool(self.written or self.events or self.drop_logs)
+        return bool(
+            self.written or self.events or self.drop_logs or self.inbox_add or self.inbox_replied or self.inbox_remove
+        )
 
     def commit(self) -> Commit:
         return Commit(
@@ -150,6 +165,9 @@ class _Transaction:
             events={cid: [(e.seq, e.to_json()) for e in found] for cid, found in self.events.items()},
             drop_logs=list(self.drop_logs),
             needs_room=self.needs_room,
+            inbox_add=list(self.inbox_add),
+            inbox_replied=list(self.inbox_replied),
+            inbox_remove=list(self.inbox_remove),
         )
 
 
@@ -295,7 +313,7 @@ class HandoffService:
             and not any(e.type == ev.QUEUED for e in tx.events.get(conversation_id, []))
         }
         # Up to HANDOFF_QUEUE_MAX records: read in one go, not one round trip each
-        # (bench/handoff_desk.py, README "Hand-off desk").
+        # (bench/handoff_desk.py; docs/performance.md, "Hand-off desk").
         tx.prefetch([conversation_key(conversation_id) for conversation_id in moved])
         for conversation_id, position in moved.items():
             tx.emit(conversation_id, ev.QUEUED, {"position": position})
@@ -472,39 +490,69 @@ class HandoffService:
         return result
 
     def leave_message(self, conversation_id: str, request_id: str, email: str | None, text: str) -> dict[str, Any]:
-        """A message for the site's team when nobody is there: lands in the inbox; idempotent."""
+        """A message for the site's team when nobody is there: a record of its own in the inbox;
+        idempotent. Refused while a hand-off is queued or assigned (409 `handoff_active`: a
+        person is there, and the message goes to them, docs/protocol.md "Hand-off to a person")
+        and beyond HANDOFF_LEFT_MESSAGES_MAX unanswered in the conversation (409
+        `too_many_left_messages`). Only the first unanswered one mails the site's owner: the
+        inbox shows the rest (docs/agents.md, "Email")."""
         text = clean_text(text)
         fingerprint = _fingerprint("left", text=text, email=email or "")
-        left: list[dict[str, Any]] = []
+        most = self.settings["HANDOFF_LEFT_MESSAGES_MAX"]
+        to_mail: list[dict[str, Any]] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
-            left.clear()
+            to_mail.clear()
             record = tx.conversation(conversation_id)
             known = self._known_request(record, request_id, fingerprint)
             if known is not None:
                 return known
+            if record["state"] in ev.ACTIVE_STATES:
+                raise ApiError(
+                    409,
+                    "handoff_active",
+                    "A person is handling this conversation, or it waits for one: send the message "
+                    "to its hand-off (POST …/handoff/messages) instead of leaving one.",
+                    details={"state": record["state"]},
+                )
+            # The conversation's left messages still kept (the inbox lets old ones go).
+            earlier = [left_key(left_id) for left_id in record.get("left", [])]
+            tx.prefetch(earlier)
+            kept = [entry for entry in (tx.get(key) for key in earlier) if entry is not None]
+            waiting = sum(1 for entry in kept if not entry["replied"])
+            if waiting >= most:
+                raise ApiError(
+                    409,
+                    "too_many_left_messages",
+                    f"This conversation already has {waiting} messages waiting for the team's reply. "
+                    "They will answer here or by email; you can leave another once they have.",
+                    details={"waiting": waiting, "limit": most},
+                )
             tx.needs_room = True  # a new left message: refused (503) when the memory store is full
-            inbox = tx.get(INBOX) or {"messages": []}
+            now = time.time()
+            left_message_id = new_id(LEFT_MESSAGE_PREFIX)
             entry = {
-                "left_message_id": new_id(LEFT_MESSAGE_PREFIX),
+                "left_message_id": left_message_id,
                 "conversation_id": conversation_id,
                 "email": email,
                 "text": text,
-                "created_at": iso(time.time()),
+                "created_at": iso(now),
                 "replied": False,
             }
-            inbox["messages"] = [*inbox["messages"], entry][-INBOX_MAX:]
-            tx.put(INBOX, inbox)
-            result = {"left_message_id": entry["left_message_id"]}
+            tx.put(left_key(left_message_id), entry)
+            tx.inbox_add.append((left_message_id, inbox_score(now)))
+            record["left"] = [*(e["left_message_id"] for e in kept), left_message_id]
+            result = {"left_message_id": left_message_id}
             record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
             tx.put(conversation_key(conversation_id), record)
-            left.append(entry)
+            if waiting == 0:
+                to_mail.append(entry)
             tx.after.append(self.metrics.message_left)
             return result
 
         result: dict[str, Any] = self._transact(change)
-        if left and self.on_left_message is not None:
-            self._call_hook("on_left_message", self.on_left_message, dict(left[0]))
+        if to_mail and self.on_left_message is not None:
+            self._call_hook("on_left_message", self.on_left_message, dict(to_mail[0]))
         return result
 
     @staticmethod
@@ -594,21 +642,41 @@ class HandoffService:
         result: dict[str, Any] = self._transact(change)
         return result
 
-    def _held(self, record: dict[str, Any], agent_name: str) -> None:
-        if record["state"] != ev.STATE_ASSIGNED:
-            raise ApiError(409, "handoff_not_active", "No person is handling this conversation now.")
-        if record["agent"] != agent_name:
+    @staticmethod
+    def _authorize_agent_write(record: dict[str, Any], agent_name: str, *, needs_claim: bool) -> None:
+        """The one rule for every agent's write into a conversation, checked inside the write's
+        transaction (docs/security.md, "Who can reach what"): while a hand-off is assigned, only
+        the agent who holds it writes there (403 `not_your_conversation`); while it is queued,
+        nobody does before claiming it (409: `handoff_not_active` for a write that needs a claim,
+        `handoff_active` for a reply to a left message, whose visitor now waits for a person).
+        A write that `needs_claim` (a message, typing, an end) also needs one when no hand-off is
+        going on; a reply to a left message does not (nobody is there: that is what it is for).
+        tests/security/test_agent_ownership.py tries every agent route against it."""
+        state = record["state"]
+        if state == ev.STATE_ASSIGNED and record["agent"] != agent_name:
             raise ApiError(
                 403,
                 "not_your_conversation",
                 f"{record['agent_display']} is handling this conversation, not you.",
                 details={"agent": record["agent_display"]},
             )
+        if state == ev.STATE_ASSIGNED:
+            return
+        if needs_claim:
+            raise ApiError(409, "handoff_not_active", "No person is handling this conversation now.")
+        if state == ev.STATE_QUEUED:
+            raise ApiError(
+                409,
+                "handoff_active",
+                "This visitor is waiting in the queue again: claim the conversation and answer them there.",
+                details={"state": state},
+            )
 
     def agent_message(self, conversation_id: str, agent_name: str, request_id: str, text: str) -> dict[str, Any]:
         """The claiming agent's message to the visitor; idempotent on request_id."""
-        # Lone surrogates have no UTF-8 form (they would fail the store and the stream): U+FFFD,
-        # as every text the service stores (api.user_text does the same for the visitor's).
+        # Lone surrogates have no UTF-8 form (they would fail the store and the stream), control
+        # characters would reach the visitor's screen and the site's logs: cleaned as every text
+        # the service stores (api.user_text does the same; docs/protocol.md, "Conventions").
         text = clean_text(text)
         fingerprint = _fingerprint("agent", text=text, agent=agent_name)
         after_exchanges = len(self.chat_store.exchanges(conversation_id))
@@ -618,7 +686,7 @@ class HandoffService:
             known = self._known_request(record, request_id, fingerprint)
             if known is not None:
                 return known
-            self._held(record, agent_name)
+            self._authorize_agent_write(record, agent_name, needs_claim=True)
             tx.needs_room = True  # a new message: refused (503) when the memory store is full
             result = self._append_agent_message(tx, conversation_id, record["agent_display"], text, after_exchanges)
             if not record["replied"]:
@@ -656,7 +724,7 @@ class HandoffService:
 
         def change(tx: _Transaction) -> None:
             record = tx.conversation(conversation_id)
-            self._held(record, agent_name)
+            self._authorize_agent_write(record, agent_name, needs_claim=True)
             now = time.time()
             if now - record["typing_at"] < TYPING_EVERY_SECONDS:
                 return
@@ -672,7 +740,7 @@ class HandoffService:
             raise ApiError(400, "invalid_reason", "reason must be 'ended' or 'returned'.")
 
         def change(tx: _Transaction) -> None:
-            self._held(tx.conversation(conversation_id), agent_name)
+            self._authorize_agent_write(tx.conversation(conversation_id), agent_name, needs_claim=True)
             self._leave(tx, conversation_id, reason)
 
         self._transact(change)
@@ -680,7 +748,9 @@ class HandoffService:
     def release_lapsed(self) -> int:
         """Claims whose agent has not been seen for AGENT_GRACE_SECONDS go back to the queue,
         in their original place (by when they were queued): the visitor is told with
-        `handoff.ended` (reason `timeout`) and then `handoff.queued`. Returns how many."""
+        `handoff.ended` (reason `timeout`) and then `handoff.queued`. Then queued visitors gone
+        for HANDOFF_QUEUE_IDLE_SECONDS leave the queue (`_release_idle`). Returns how many
+        conversations either moved."""
         horizon = time.time() - self.settings["AGENT_GRACE_SECONDS"]
         presence = self.store.presence()
         desk = self.store.load([DESK])[DESK][1] or new_desk()
@@ -707,26 +777,122 @@ class HandoffService:
 
             if self._transact(change):
                 released += 1
-        return released
+        return released + self._release_idle()
+
+    def _release_idle(self) -> int:
+        """Queued conversations whose visitor has had no conversation stream open for
+        HANDOFF_QUEUE_IDLE_SECONDS (since it was last open, or since they were queued when it
+        never was) leave the queue: `handoff.ended` with reason `idle`, and those behind move up
+        (`handoff.queued`), as when a visitor leaves it (`cancel`). So requests nobody waits on,
+        a script's or a closed tab's, cannot hold the HANDOFF_QUEUE_MAX places and turn real
+        visitors away as `busy` (docs/security.md, "Memory"). Returns how many left.
+
+        All of them in one transaction, which re-checks each (still queued, still idle: another
+        worker may have let it go, the visitor may be back): one desk rewrite and one position
+        event per visitor who moved up, not one per visitor per leaver. Also forgets the visitor
+        marks of hand-offs no longer queued or assigned, which keeps the store's marks to about
+        the desk's size (store.py). Housekeeping: a desk too busy to commit waits for the next
+        call rather than failing the queue poll or the stream that made this one."""
+        idle = self.settings["HANDOFF_QUEUE_IDLE_SECONDS"]
+        if idle <= 0:
+            return 0
+        marks = self.store.visitors_seen()  # read before the desk: a mark made after is kept
+        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        going_on = positions(desk).keys() | desk["assigned"].keys()
+        over = [conversation_id for conversation_id in marks if conversation_id not in going_on]
+        if over:
+            self.store.forget_visitors(over)
+
+        def gone(entries: list[dict[str, Any]], seen: dict[str, float]) -> list[str]:
+            horizon = time.time() - idle
+            return [
+                entry["conversation_id"]
+                for entry in entries
+                if max(seen.get(entry["conversation_id"], 0.0), entry["since"]) < horizon
+            ]
+
+        if not gone(desk["queue"], marks):
+            return 0
+
+        def change(tx: _Transaction) -> int:
+            queue = tx.desk()["queue"]
+            leaving = gone(queue, self.store.visitors_seen([entry["conversation_id"] for entry in queue]))
+            tx.prefetch([conversation_key(conversation_id) for conversation_id in leaving])
+            for conversation_id in leaving:
+                self._leave(tx, conversation_id, "idle")
+            tx.after.append(lambda: self.store.forget_visitors(leaving))
+            return len(leaving)
+
+        try:
+            left: int = self._transact(change)
+        except ApiError as busy:
+            log.warning("idle visitors stay queued until the next look: %s", busy.message)
+            return 0
+        return left
 
     def inbox(self) -> list[dict[str, Any]]:
-        """Left messages, newest first."""
-        inbox = self.store.load([INBOX])[INBOX][1] or {"messages": []}
-        return [dict(entry) for entry in reversed(inbox["messages"])]
+        """The newest left messages, newest first (one page of the most a page holds)."""
+        found: list[dict[str, Any]] = self.inbox_page(INBOX_PAGE_MAX)["messages"]
+        return found
+
+    def inbox_page(self, limit: int, before: int | None = None) -> dict[str, Any]:
+        """Up to `limit` left messages older than the cursor `before` (None: the newest), newest
+        first; `next_cursor`, where the next page starts (None after the oldest); `unreplied`,
+        how many no agent has replied to; `expired`, how many the inbox has let go (age or
+        HANDOFF_INBOX_MAX: docs/agents.md, "The inbox")."""
+        self._move_legacy_inbox()
+        page = self.store.inbox_page(limit, before)
+        keys = [left_key(left_message_id) for _, left_message_id in page.entries]
+        records = self.store.load(keys) if keys else {}
+        messages = [dict(value) for key in keys if (value := records[key][1]) is not None]
+        full = limit > 0 and len(page.entries) == limit
+        return {
+            "messages": messages,
+            "next_cursor": str(page.entries[-1][0]) if full else None,
+            "unreplied": page.unreplied,
+            "expired": page.expired,
+        }
+
+    def _move_legacy_inbox(self) -> None:
+        """An inbox kept as one record (store.py, LEGACY_INBOX) becomes records of their own,
+        in one transaction, once: an upgrade loses no left message."""
+        if self.store.load([LEGACY_INBOX])[LEGACY_INBOX][1] is None:
+            return
+
+        def change(tx: _Transaction) -> None:
+            legacy = tx.get(LEGACY_INBOX)
+            if legacy is None:
+                return  # another worker moved it
+            entries = legacy.get("messages", [])
+            tx.prefetch([conversation_key(entry["conversation_id"]) for entry in entries])
+            for entry in entries:
+                left_message_id = entry["left_message_id"]
+                tx.put(left_key(left_message_id), entry)
+                created = datetime.strptime(entry["created_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+                tx.inbox_add.append((left_message_id, inbox_score(created.timestamp())))
+                if entry.get("replied"):
+                    tx.inbox_replied.append(left_message_id)
+                record = tx.conversation(entry["conversation_id"])
+                record["left"] = [*record.get("left", []), left_message_id]
+                tx.put(conversation_key(entry["conversation_id"]), record)
+            tx.put(LEGACY_INBOX, None)
+
+        self._transact(change)
 
     def reply_to_left(
         self, left_message_id: str, agent_name: str, display_name: str, request_id: str, text: str
     ) -> dict[str, Any]:
         """An agent's reply to a left message: an `agent.message` in that conversation (the
-        visitor sees it if they come back) and the `on_left_reply` hook (the mail)."""
+        visitor sees it if they come back) and the `on_left_reply` hook (the mail). The agent
+        writes into the conversation, so the rule of every agent write holds
+        (`_authorize_agent_write`): not while another agent holds it, nor while it waits."""
         text = clean_text(text)
         fingerprint = _fingerprint("reply", text=text, left=left_message_id)
         replied: list[dict[str, Any]] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
             replied.clear()
-            inbox = tx.get(INBOX) or {"messages": []}
-            entry = next((e for e in inbox["messages"] if e["left_message_id"] == left_message_id), None)
+            entry = tx.get(left_key(left_message_id))
             if entry is None:
                 raise ApiError(404, "not_found", "No such left message.")
             conversation_id = entry["conversation_id"]
@@ -734,12 +900,14 @@ class HandoffService:
             known = self._known_request(record, request_id, fingerprint)
             if known is not None:
                 return known
+            self._authorize_agent_write(record, agent_name, needs_claim=False)
             after_exchanges = len(self.chat_store.exchanges(conversation_id))
             tx.needs_room = True  # a new message: refused (503) when the memory store is full
             result = self._append_agent_message(tx, conversation_id, display_name, text, after_exchanges)
             record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
             entry["replied"] = True
-            tx.put(INBOX, inbox)
+            tx.put(left_key(left_message_id), entry)
+            tx.inbox_replied.append(left_message_id)
             replied.append({**entry, "reply": {**result, "text": text, "agent": display_name}})
             return result
 
@@ -871,7 +1039,12 @@ class HandoffService:
             )
 
     def event_stream(
-        self, conversation_id: str, after_seq: int, *, client_gone: Callable[[], bool] | None = None
+        self,
+        conversation_id: str,
+        after_seq: int,
+        *,
+        client_gone: Callable[[], bool] | None = None,
+        visitor: bool = False,
     ) -> Iterator[bytes]:
         """The conversation's SSE stream from `after_seq`: `retry:` first, then every event
         (a snapshot where the log no longer reaches back), heartbeats while quiet.
@@ -879,11 +1052,22 @@ class HandoffService:
         It ends once the reader has every event and no hand-off is queued or assigned (after
         `handoff.ended` or `handoff.unavailable`, as an answer's stream ends after its terminal
         event: no idle connection), when the reader leaves, when the conversation is deleted,
-        and when this worker stops (then without an ending: the reader resumes)."""
+        and when this worker stops (then without an ending: the reader resumes).
+
+        `visitor`: the visitor's own stream (visitor_api.py), not an agent's. While it is open
+        the visitor counts as waiting (HANDOFF_QUEUE_IDLE_SECONDS, `_release_idle`): marked in
+        the store when it opens and then every `_visitor_mark_seconds`, events or not; a mark
+        is one small write beside the records, never a transaction."""
         settings = self.settings
         heartbeat = settings["HEARTBEAT_SECONDS"]
         poll = min(heartbeat, DISCONNECT_PROBE_SECONDS if client_gone is not None else HOUSEKEEPING_SECONDS)
+        mark_every = self._visitor_mark_seconds() if visitor else None
+        if mark_every is not None:
+            poll = min(poll, mark_every)
         try:
+            if mark_every is not None:
+                self.store.visitor_seen(conversation_id, time.time())
+            marked_at = time.monotonic()
             yield sse.encode_retry(settings["RETRY_MS"])
             seq = after_seq
             if self.last_seq(conversation_id) > seq and self.store.read_events(conversation_id, seq, 0) == []:
@@ -894,6 +1078,9 @@ class HandoffService:
                 seq = snapshot.seq
             quiet_since = looked_at = time.monotonic()
             while True:
+                if mark_every is not None and time.monotonic() - marked_at >= mark_every:
+                    self.store.visitor_seen(conversation_id, time.time())
+                    marked_at = time.monotonic()
                 if self._over_for(conversation_id, seq):
                     return
                 if self.shutting_down():
@@ -922,6 +1109,13 @@ class HandoffService:
             self.app_metrics.store_unavailable()
             yield sse.encode_comment("store unavailable; resume shortly")
 
+    def _visitor_mark_seconds(self) -> float | None:
+        """How often an open visitor stream marks its visitor seen: every HOUSEKEEPING_SECONDS,
+        or a quarter of HANDOFF_QUEUE_IDLE_SECONDS when that is shorter, so that no idle time
+        takes a visitor whose stream is open for gone; None when idle visitors stay queued."""
+        idle: float = self.settings["HANDOFF_QUEUE_IDLE_SECONDS"]
+        return min(HOUSEKEEPING_SECONDS, idle / 4) if idle > 0 else None
+
     def _over_for(self, conversation_id: str, seq: int) -> bool:
         """Whether a reader at `seq` has every event of a hand-off that is not going on."""
         record = self._record(conversation_id)
@@ -943,17 +1137,19 @@ class HandoffService:
 
         def change(tx: _Transaction) -> None:
             key = conversation_key(conversation_id)
-            if tx.get(key) is not None:
+            record = tx.get(key)
+            if record is not None:
+                for left_message_id in record.get("left", []):
+                    if tx.get(left_key(left_message_id)) is not None:
+                        tx.put(left_key(left_message_id), None)
+                    tx.inbox_remove.append(left_message_id)
                 tx.put(key, None)
             desk = tx.desk()
             if conversation_id in positions(desk) or conversation_id in desk["assigned"]:
                 desk["queue"] = [e for e in desk["queue"] if e["conversation_id"] != conversation_id]
                 desk["assigned"].pop(conversation_id, None)
                 tx.put(DESK, desk)
-            inbox = tx.get(INBOX)
-            if inbox is not None and any(e["conversation_id"] == conversation_id for e in inbox["messages"]):
-                inbox["messages"] = [e for e in inbox["messages"] if e["conversation_id"] != conversation_id]
-                tx.put(INBOX, inbox)
             tx.drop_logs.append(conversation_id)
 
+        self._move_legacy_inbox()  # its entries of this conversation are found through its record
         self._transact(change)

@@ -1,8 +1,8 @@
 """The hand-off store's interface: versioned records, one atomic commit, event logs.
 
 The hand-off's rules live in HandoffService (service.py), once; a store only keeps JSON
-records under names (`conv:<cid>`, the one `desk` with the queue and the claims, the
-`inbox` of left messages), each with a version, and commits a change to several of them
+records under names (`conv:<cid>`, the one `desk` with the queue and the claims, each left
+message as `left:<id>`), each with a version, and commits a change to several of them
 together with the events it appends only if none of the records it read changed meanwhile
 (optimistic concurrency: a compare-and-set on every version read). So a claim that races
 nineteen others, on any worker of any host, is decided by the store once (docs/design.md,
@@ -10,6 +10,14 @@ nineteen others, on any worker of any host, is decided by the store once (docs/d
 
 Each conversation's events are a log bounded to CONVERSATION_EVENTS_MAX entries; a reader
 behind the bound learns it (read_events returns None) and gets a snapshot from the service.
+
+The agents' inbox is an index of the left messages' ids, newest first, kept by the store beside
+their records and changed in the same commit (`Commit.inbox_add`, `inbox_replied`,
+`inbox_remove`): a left message costs one record and one index entry, whatever the inbox holds,
+and the console reads it a page at a time (`inbox_page`). The index keeps a left message
+CONVERSATION_TTL_SECONDS from when it was left and at most HANDOFF_INBOX_MAX of them; what it
+lets go, by age or by that bound, is counted (`InboxPage.expired`), never dropped in silence
+(docs/agents.md, "The inbox").
 
 A commit that brings something new into the store (a hand-off request, a message) says so
 (`Commit.needs_room`): a store with a byte budget (the memory store: HANDOFF_MEMORY_STORE_MAX_BYTES)
@@ -25,14 +33,39 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-# A record's name for a conversation's hand-off, and the two shared records.
+# A record's name for a conversation's hand-off, the shared desk, and a left message.
 DESK = "desk"
-INBOX = "inbox"
+# The inbox as one record of every left message, as earlier versions kept it: its entries are
+# moved into records of their own, and it is deleted, at the first read of the inbox
+# (HandoffService.inbox_page).
+LEGACY_INBOX = "inbox"
 CONVERSATION_PREFIX = "conv:"
+LEFT_PREFIX = "left:"
 
 
 def conversation_key(conversation_id: str) -> str:
     return f"{CONVERSATION_PREFIX}{conversation_id}"
+
+
+def left_key(left_message_id: str) -> str:
+    return f"{LEFT_PREFIX}{left_message_id}"
+
+
+def inbox_score(left_at: float) -> int:
+    """A left message's place in the inbox index: when it was left, in microseconds (exact in
+    a double, which Redis keeps a sorted set's scores as, until the year 2255)."""
+    return int(left_at * 1_000_000)
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    """One page of the inbox index, newest first: each left message's (score, id); `unreplied`,
+    how many in the whole index no agent has replied to; `expired`, how many the index has let
+    go since it began, by age or by its bound."""
+
+    entries: list[tuple[int, str]]
+    unreplied: int
+    expired: int
 
 
 class HandoffStoreFull(Exception):
@@ -43,15 +76,21 @@ class HandoffStoreFull(Exception):
 @dataclass
 class Commit:
     """What one transaction changes: `expected` versions of every record it read (0: absent),
-    the records it `writes` (None deletes), the events it appends per conversation (seq, JSON)
-    and the conversations whose logs it deletes. `needs_room`: it brings something new (a
-    request, a message), so a store over its byte budget may refuse it (HandoffStoreFull)."""
+    the records it `writes` (None deletes), the events it appends per conversation (seq, JSON),
+    the conversations whose logs it deletes, and the inbox index's changes. `needs_room`: it
+    brings something new (a request, a message), so a store over its byte budget may refuse it
+    (HandoffStoreFull). An index entry added beyond the store's bound lets the oldest go, with
+    its record."""
 
     expected: dict[str, int] = field(default_factory=dict)
     writes: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     events: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     drop_logs: list[str] = field(default_factory=list)
     needs_room: bool = False
+    # The inbox index: left messages added (id, score), replied to, removed (with their records).
+    inbox_add: list[tuple[str, int]] = field(default_factory=list)
+    inbox_replied: list[str] = field(default_factory=list)
+    inbox_remove: list[str] = field(default_factory=list)
 
 
 class HandoffStore(ABC):
@@ -74,12 +113,35 @@ class HandoffStore(ABC):
         if the one right after `after_seq` was evicted (the caller sends a snapshot)."""
 
     @abstractmethod
+    def inbox_page(self, limit: int, before: int | None) -> InboxPage:
+        """Up to `limit` entries of the inbox index with a score below `before` (all when None),
+        newest first, after letting go of (and counting) the entries older than the store's ttl."""
+
+    @abstractmethod
     def seen(self, agent_name: str, when: float) -> None:
         """An agent's console was seen at `when` (unix seconds)."""
 
     @abstractmethod
     def presence(self) -> dict[str, float]:
         """When each agent was last seen."""
+
+    # A visitor's presence, as an agent's: when their conversation stream was last open (the
+    # service's HANDOFF_QUEUE_IDLE_SECONDS lets a queued visitor gone that long leave the queue).
+    # Outside the records and their versions, like the agents' presence: marking a visitor seen
+    # every few seconds rewrites no record and conflicts with no transaction.
+
+    @abstractmethod
+    def visitor_seen(self, conversation_id: str, when: float) -> None:
+        """The conversation's visitor had its stream open at `when` (unix seconds)."""
+
+    @abstractmethod
+    def visitors_seen(self, conversation_ids: list[str] | None = None) -> dict[str, float]:
+        """When these conversations' visitors were last seen (each one not forgotten since);
+        None: every conversation's."""
+
+    @abstractmethod
+    def forget_visitors(self, conversation_ids: list[str]) -> None:
+        """Forget when these conversations' visitors were seen (their hand-off is over)."""
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release connections."""

@@ -135,7 +135,10 @@ def conversation_events(conversation_id: str) -> Response:
     # The same slots as answers' streams (MAX_STREAMS and the per-client and per-conversation
     # limits): a conversation stream is one more open connection.
     slot = chat_service().reserve_stream(conversation_id, request.remote_addr or "")
-    stream = handoff.event_stream(conversation_id, after_seq, client_gone=disconnect_probe(request.environ))
+    # The visitor's own stream: while it is open they count as waiting (HANDOFF_QUEUE_IDLE_SECONDS).
+    stream = handoff.event_stream(
+        conversation_id, after_seq, client_gone=disconnect_probe(request.environ), visitor=True
+    )
     return Response(
         ConversationEventStream(slot, stream),
         status=200,

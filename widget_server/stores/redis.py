@@ -63,7 +63,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import ErrorInfo
-from ..messages import EventKind, MessageState, StreamEvent, clean_text, text_digest
+from ..messages import EventKind, MessageState, StreamEvent, replace_lone_surrogates, text_digest
 from .base import (
     ActionRecord,
     ActionStatus,
@@ -815,7 +815,7 @@ class RedisStore(Store):
         return self._write(message_id, "start", {"kind": EventKind.STARTED.value})
 
     def append_text(self, message_id: str, text: str) -> StreamEvent | None:
-        text = clean_text(text)
+        text = replace_lone_surrogates(text)
         raw = self._append_raw(message_id, "text", {"kind": EventKind.DELTA.value, "text": text}, text)
         if raw is None:
             return None
@@ -832,7 +832,7 @@ class RedisStore(Store):
         # trip under load had stretched every answer (bench/load.py, events/s).
         if not self.settle(message_id):
             return False
-        text = clean_text(text)
+        text = replace_lone_surrogates(text)
         payload = json.dumps({"kind": EventKind.DELTA.value, "text": text}, ensure_ascii=False)
         self._unsettled[message_id] = self._append_batches.submit(
             self._append_keys(message_id), ["text", payload, text, *self._append_args(message_id, 0)]
