@@ -4,7 +4,7 @@
 
 The queue and the claims are one record, the desk (widget_server/handoff/store.py): every
 request, claim and end reads it and writes it back whole, in one compare-and-set (on Redis one
-Lua script, redis_store._COMMIT), so its cost grows with the queue, which HANDOFF_QUEUE_MAX
+Lua script, handoff/lua/commit.lua), so its cost grows with the queue, which HANDOFF_QUEUE_MAX
 bounds (default 200). This measures, in the same run, with N = 1 and N = 200 waiting:
 
 - `desk read + commit`: the store alone, what per-entry keys would change: load the desk, then

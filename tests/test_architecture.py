@@ -4,7 +4,7 @@
   files that exist, and a module imports only from its own row and the rows
   above it (imports read with tests/test_structure.py's `import_graph`).
 - No module above the Flask adapters' row imports Flask, even in a function
-  or for types only.
+  or for types only; no module but the error registry makes an HTTP error by hand.
 - Every file, function and class the page names exists: a renamed or
   removed one fails here until the page follows it.
 """
@@ -116,6 +116,21 @@ def test_no_module_above_the_flask_adapters_imports_flask():
     assert "widget_server.api" in flask_importers()  # the scan finds an adapter's import
 
 
+def test_error_codes_are_made_only_by_their_registry():
+    """An HTTP error is raised by calling its registry entry (widget_server/wire/errors.py):
+    no module writes `ApiError(status, "code", …)` itself, so every code sent is registered,
+    with one status (tests/test_docs.py checks the registry against docs/protocol.md)."""
+    makers = {"widget_server.errors", "widget_server.wire.errors"}
+    by_hand = sorted(
+        f"{module_name(path)}:{node.lineno}"
+        for path in PACKAGE_DIR.rglob("*.py")
+        if module_name(path) not in makers
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ApiError"
+    )
+    assert by_hand == []
+
+
 @pytest.mark.parametrize("path", sorted({span for span in code_spans(page()) if REPO_PATH.match(span)}))
 def test_every_path_the_page_names_exists(path):
     assert (REPO_ROOT / path).exists(), f"docs/architecture.md names {path}, which does not exist"
@@ -174,3 +189,25 @@ def test_the_definition_finder_tells_a_definition_from_a_call():
     assert defines("  return { update, append, finish, blocks: (from = 0) => [] };\n", "blocks")
     assert not defines("    this.loop();\n", "loop")
     assert not defines("chat.submit(conversation_id)\n", "submit")
+
+
+# Who may make an event-stream parser (static/widget/sse.js `createEventStreamParser`): its
+# definition, and follow.js, the one loop that follows a stream off the network (its stall
+# timer, backoff and Last-Event-ID resume) for the answer, the hand-off and the agents' console.
+# There were three readers with three backoffs, and the console's had no stall timer; a file
+# that makes its own parser is one more growing apart. No reader was left unmoved: a file that
+# must keep its own goes here, with why.
+EVENT_STREAM_PARSER_MAKERS = {
+    "static/widget/sse.js": "defines it",
+    "static/widget/follow.js": "follows every resumable event stream",
+}
+
+
+def test_only_follow_js_makes_an_event_stream_parser():
+    makers = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in sorted((REPO_ROOT / "static").rglob("*.js"))
+        if path.relative_to(REPO_ROOT / "static").parts[0] != "min"  # static/min/: generated copies
+        and "createEventStreamParser(" in path.read_text(encoding="utf-8")
+    }
+    assert makers == set(EVENT_STREAM_PARSER_MAKERS), makers

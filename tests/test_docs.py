@@ -7,24 +7,23 @@
 - docs/accessibility.md: every contract id has a test in
   tests/e2e/test_accessibility_contract*.py (one file per part of the panel).
 
-Codes are found in the source itself (ApiError(status, "code", …) calls, _json_error(status,
-"code", …) calls and errorhandlers._HTTP_CODES), so a new code fails this test until it is
-documented.
+HTTP error codes come from their one registry (widget_server/wire/errors.py), so a new code
+fails this test until it is documented, and a row of the document that names a code the
+registry does not have, or with another status, fails too.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
 
-from widget_server import errorhandlers
 from widget_server.cli import build_parser
 from widget_server.config import SETTINGS
 from widget_server.errors import ErrorCode
 from widget_server.messages import EventKind
+from widget_server.wire.errors import HTTP_ERROR_CODE, REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -73,50 +72,39 @@ def test_every_failure_code_is_documented(code):
     assert f"`{code.value}`" in read("protocol.md")
 
 
-def _constant(node: ast.AST):
-    return node.value if isinstance(node, ast.Constant) else None
-
-
 def http_error_codes() -> set[tuple[int | None, str]]:
-    """(status, code) for every HTTP error code in the package's source.
-
-    status is None where it is not a literal (the handler's fallback code).
-    """
-    found: set[tuple[int | None, str]] = set()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in ("ApiError", "_json_error") and len(node.args) >= 2:
-                status, code = _constant(node.args[0]), _constant(node.args[1])
-                if isinstance(code, str):
-                    found.add((status if isinstance(status, int) else None, code))
-            # errorhandlers: _HTTP_CODES.get(status, "fallback")
-            if (
-                name == "get"
-                and isinstance(func, ast.Attribute)
-                and isinstance(func.value, ast.Name)
-                and func.value.id == "_HTTP_CODES"
-                and len(node.args) == 2
-                and isinstance(_constant(node.args[1]), str)
-            ):
-                found.add((None, _constant(node.args[1])))
-    found.update(errorhandlers._HTTP_CODES.items())
-    return found
+    """(status, code) for every HTTP error code the server can send: the registry
+    (widget_server/wire/errors.py, the only place a code is made: tests/test_architecture.py),
+    and `http_error`, whose status is whichever Werkzeug or gunicorn chose (None)."""
+    return {(entry.status, code) for code, entry in REGISTRY.items()} | {(None, HTTP_ERROR_CODE)}
 
 
-def test_the_code_scan_finds_the_known_codes():
+def test_the_registry_has_the_known_codes():
     codes = {code for _, code in http_error_codes()}
     expected = {
         "invalid_json", "invalid_body", "unknown_field", "missing_request_id", "invalid_request_id",
         "missing_text", "empty_text", "text_too_long", "body_too_large", "unsupported_media_type",
         "not_found", "method_not_allowed", "request_id_conflict", "invalid_last_event_id",
-        "too_many_streams", "too_many_running", "server_busy", "internal",
+        "too_many_streams", "too_many_running", "server_busy", "internal", "uri_too_long",
     }  # fmt: skip
     assert expected <= codes, sorted(expected - codes)
+
+
+# A row of docs/protocol.md's error tables: `| 409 | `handoff_active` | …`.
+ERROR_ROW = re.compile(r"^\| *(\d{3}) *\| *`([a-z_]+)` *\|", re.MULTILINE)
+
+
+def test_every_error_row_of_the_protocol_names_a_registered_code_with_its_status():
+    """The other direction: the document cannot keep a code the server no longer sends, nor
+    give a code another status than the one it is sent with."""
+    rows = ERROR_ROW.findall(read("protocol.md"))
+    assert len(rows) > 60
+    wrong = [
+        (status, code)
+        for status, code in rows
+        if code != HTTP_ERROR_CODE and (code not in REGISTRY or REGISTRY[code].status != int(status))
+    ]
+    assert wrong == []
 
 
 @pytest.mark.parametrize("status,code", sorted(http_error_codes(), key=lambda sc: (sc[1], sc[0] or 0)))

@@ -217,6 +217,19 @@ def test_wheel_carries_the_static_files_templates_and_data(installed):
     assert Path(result.stdout.strip()).resolve().is_relative_to(installed.venv.resolve()), result.stdout
 
 
+def test_wheel_carries_the_lua_scripts(installed):
+    """The Redis stores' scripts are package data (widget_server/stores/lua.py): every `.lua`
+    file of the checkout is in the wheel, and the installed package reads them."""
+    scripts = sorted(path.relative_to(REPO_ROOT).as_posix() for path in (REPO_ROOT / "widget_server").rglob("*.lua"))
+    assert len(scripts) >= 20, scripts
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        names = set(wheel.namelist())
+    assert sorted(set(scripts) - names) == []
+    probe = "from widget_server.stores.lua import load_script\nprint(load_script('widget_server.handoff', 'commit'), end='')\n"
+    result = _run([installed.python, "-c", probe], cwd=installed.workdir, timeout=60)
+    assert result.stdout == (REPO_ROOT / "widget_server" / "handoff" / "lua" / "commit.lua").read_text(encoding="utf-8")
+
+
 def test_installed_server_serves_streams_and_stops_on_ctrl_c(installed):
     with running_server(installed) as server:
         assert server.process.poll() is None

@@ -2,23 +2,20 @@
 
 The panel words a refused request from the error's `code`, never from its English `message`
 (static/widget/refusals.js; docs/protocol.md, "Errors"). Its texts are
-static/widget/i18n/refusals/<lang>.json. The codes are found in the source, as tests/test_docs.py
-finds them for the protocol document: every ApiError(status, "code", …) and
-_json_error(status, "code", …) outside the agent console's own package (widget_server/agents/,
-which a visitor's panel never calls), the codes errorhandlers gives HTTP errors, and its
-fallback. A new code fails here until it has a text in every language.
+static/widget/i18n/refusals/<lang>.json. The codes are the registry's (widget_server/wire/errors.py) that a visitor can meet
+(`HttpError.visitor`), and the fallback `http_error`. A new code fails here until it has a
+text in every language.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from widget_server import errorhandlers
+from widget_server.wire.errors import HTTP_ERROR_CODE, REGISTRY
 
 from .helpers import REPO_ROOT
 
@@ -30,35 +27,8 @@ LANGUAGES = sorted(path.stem for path in I18N.glob("*.json"))
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def _code_of(call: ast.Call) -> str | None:
-    func = call.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    if name in ("ApiError", "_json_error") and len(call.args) >= 2:
-        code = call.args[1]
-        if isinstance(code, ast.Constant) and isinstance(code.value, str):
-            return code.value
-    # errorhandlers: _HTTP_CODES.get(status, "fallback")
-    if (
-        name == "get"
-        and isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "_HTTP_CODES"
-        and len(call.args) == 2
-        and isinstance(call.args[1], ast.Constant)
-    ):
-        return str(call.args[1].value)
-    return None
-
-
 def visitor_refusal_codes() -> set[str]:
-    codes = set(errorhandlers._HTTP_CODES.values())
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if AGENT_ONLY in path.parents:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            if isinstance(node, ast.Call) and (code := _code_of(node)):
-                codes.add(code)
-    return codes
+    return {code for code, entry in REGISTRY.items() if entry.visitor} | {HTTP_ERROR_CODE}
 
 
 def refusals(lang: str) -> dict[str, str]:

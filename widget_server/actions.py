@@ -55,6 +55,18 @@ from .errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
 from .messages import MessageState
 from .protocol import ACTION_PREFIX, CLIENT_KEY_RULE, is_client_key, new_id
 from .stores.base import CLAIMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus, Store
+from .wire.errors import (
+    ACTION_ALREADY_CONFIRMED,
+    ACTION_DISMISSED,
+    ACTION_IN_PROGRESS,
+    ACTION_UNAVAILABLE,
+    IDEMPOTENCY_KEY_MISMATCH,
+    INVALID_ARGUMENTS,
+    INVALID_IDEMPOTENCY_KEY,
+    MESSAGE_NOT_COMPLETED,
+    MISSING_IDEMPOTENCY_KEY,
+    NOT_FOUND,
+)
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +371,7 @@ def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, 
 
 
 def _not_found() -> ApiError:
-    return ApiError(404, "not_found", ACTION_NOT_FOUND)
+    return NOT_FOUND(ACTION_NOT_FOUND)
 
 
 def _actionable(store: Store, conversation_id: str, message_id: str, action_id: str) -> ActionRecord:
@@ -372,9 +384,7 @@ def _actionable(store: Store, conversation_id: str, message_id: str, action_id: 
     if info is None or info.conversation_id != conversation_id:
         raise _not_found()
     if info.state is not MessageState.COMPLETED:
-        raise ApiError(
-            409,
-            "message_not_completed",
+        raise MESSAGE_NOT_COMPLETED(
             f"This action's answer is {info.state.value}, not completed: only a completed answer's actions can be "
             "confirmed or dismissed.",
         )
@@ -382,9 +392,7 @@ def _actionable(store: Store, conversation_id: str, message_id: str, action_id: 
 
 
 def _already_confirmed(action: ActionRecord) -> ApiError:
-    return ApiError(
-        409,
-        "action_already_confirmed",
+    return ACTION_ALREADY_CONFIRMED(
         "This action was already confirmed (with another Idempotency-Key); it runs only once. "
         "details.action says what became of it.",
         details={"action": action.to_json()},
@@ -392,18 +400,14 @@ def _already_confirmed(action: ActionRecord) -> ApiError:
 
 
 def _dismissed(action: ActionRecord) -> ApiError:
-    return ApiError(
-        409,
-        "action_dismissed",
+    return ACTION_DISMISSED(
         "This action was dismissed; it can no longer be confirmed.",
         details={"action": action.to_json()},
     )
 
 
 def _in_progress() -> ApiError:
-    return ApiError(
-        409,
-        "action_in_progress",
+    return ACTION_IN_PROGRESS(
         "This action is being carried out. Send the same request again (same Idempotency-Key) for its result.",
         retry_after=1,
     )
@@ -427,15 +431,11 @@ def confirm(
         # installed handler — what was shown is what runs, or nothing does.
         handler = registry().get(action.name)
         if handler is None:
-            raise ApiError(
-                409, "action_unavailable", "This action is no longer available on this server; it was not carried out."
-            )
+            raise ACTION_UNAVAILABLE("This action is no longer available on this server; it was not carried out.")
         try:
             handler.validate(action.arguments)
         except InvalidArguments as error:
-            raise ApiError(
-                422,
-                "invalid_arguments",
+            raise INVALID_ARGUMENTS(
                 "This action's details are not valid, so it was not carried out.",
                 details={"problems": error.problems},
             ) from None
@@ -511,20 +511,16 @@ def conversation_actions(store: Store, conversation_id: str) -> list[ActionRecor
 def parse_idempotency_key(header: str | None, body_key: Any) -> str:
     """The key from the `Idempotency-Key` header or the body's `idempotency_key`."""
     if body_key is not None and not isinstance(body_key, str):
-        raise ApiError(400, "invalid_idempotency_key", "idempotency_key must be a string.")
+        raise INVALID_IDEMPOTENCY_KEY("idempotency_key must be a string.")
     if header is not None and body_key is not None and header != body_key:
-        raise ApiError(
-            400,
-            "idempotency_key_mismatch",
+        raise IDEMPOTENCY_KEY_MISMATCH(
             "The Idempotency-Key header and the body's idempotency_key differ; send one.",
         )
     key = header if header is not None else body_key
     if not key:
-        raise ApiError(
-            400,
-            "missing_idempotency_key",
+        raise MISSING_IDEMPOTENCY_KEY(
             "An Idempotency-Key is required: generate it once per action and reuse it on every retry of its confirm.",
         )
     if not is_client_key(key):
-        raise ApiError(400, "invalid_idempotency_key", f"The Idempotency-Key must be {CLIENT_KEY_RULE}.")
+        raise INVALID_IDEMPOTENCY_KEY(f"The Idempotency-Key must be {CLIENT_KEY_RULE}.")
     return key

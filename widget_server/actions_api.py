@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from . import actions
-from .errors import ApiError
 from .transport import authorize, chat_service, handoff_service, json_body, settings
+from .wire.errors import UNKNOWN_FIELD
 
 bp = Blueprint("actions_api", __name__, url_prefix="/api/v1")
 
@@ -28,7 +28,7 @@ def _idempotency_key() -> str:
         body = json_body()
         unknown = sorted(set(body) - {"idempotency_key"})
         if unknown:
-            raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only idempotency_key.")
+            raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only idempotency_key.")
         body_key = body.get("idempotency_key")
     return actions.parse_idempotency_key(request.headers.get("Idempotency-Key"), body_key)
 

@@ -12,7 +12,6 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from .attachments.sending import sent_attachments
-from .errors import ApiError
 from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
 from .messages import clean_text
 from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
@@ -26,6 +25,19 @@ from .transport import (
     handoff_service,
     json_body,
     settings,
+)
+from .wire.errors import (
+    EMPTY_TEXT,
+    FAULTS_DISABLED,
+    INVALID_FAULTS,
+    INVALID_LAST_EVENT_ID,
+    INVALID_REPORT,
+    INVALID_REQUEST_ID,
+    MISSING_REQUEST_ID,
+    MISSING_TEXT,
+    REPORT_EXCEEDS_MESSAGE,
+    TEXT_TOO_LONG,
+    UNKNOWN_FIELD,
 )
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -51,9 +63,7 @@ def _resume_position(message_id: str, *, from_query: bool) -> int:
         return 0
     parsed = parse_event_id(raw)
     if parsed is None or parsed[0] != message_id:
-        raise ApiError(
-            400,
-            "invalid_last_event_id",
+        raise INVALID_LAST_EVENT_ID(
             f"Last-Event-ID must be '{message_id}:<seq>', the id of an event of this message.",
         )
     return parsed[1]
@@ -65,13 +75,11 @@ def _faults() -> FaultPlan:
     if not header:
         return NO_FAULTS
     if not settings()["FAULTS"]:
-        raise ApiError(
-            403, "faults_disabled", "Fault injection is disabled on this server (it is for tests and QA only)."
-        )
+        raise FAULTS_DISABLED("Fault injection is disabled on this server (it is for tests and QA only).")
     try:
         return parse_faults(header)
     except InvalidFaults as error:
-        raise ApiError(400, "invalid_faults", str(error)) from None
+        raise INVALID_FAULTS(str(error)) from None
 
 
 @bp.post("/conversations")
@@ -110,16 +118,12 @@ def new_answer_body(*fields: str) -> dict[str, Any]:
     body = json_body()
     unknown = sorted(set(body) - set(fields))
     if unknown:
-        raise ApiError(
-            400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only {' and '.join(fields)}."
-        )
+        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only {' and '.join(fields)}.")
     request_id = body.get("request_id")
     if not isinstance(request_id, str) or not request_id:
-        raise ApiError(
-            400, "missing_request_id", "request_id is required: a string the client generates once per message."
-        )
+        raise MISSING_REQUEST_ID("request_id is required: a string the client generates once per message.")
     if not is_client_key(request_id):
-        raise ApiError(400, "invalid_request_id", f"request_id must be {CLIENT_KEY_RULE}.")
+        raise INVALID_REQUEST_ID(f"request_id must be {CLIENT_KEY_RULE}.")
     return body
 
 
@@ -128,7 +132,7 @@ def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
     files come with it, so no words are needed (whitespace alone is then "")."""
     text = body.get("text")
     if not isinstance(text, str):
-        raise ApiError(400, "missing_text", "text is required: the message to answer, as a string.")
+        raise MISSING_TEXT("text is required: the message to answer, as a string.")
     # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form (U+FFFD instead of
     # a 500 when the text is hashed or sent back), and control characters, which would act on
     # the terminal an export or a log is read in: cleaned before anything counts or stores it
@@ -138,12 +142,10 @@ def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
     if not text.strip():
         if may_be_empty:
             return ""
-        raise ApiError(400, "empty_text", "text is empty: type a message before sending.")
+        raise EMPTY_TEXT("text is empty: type a message before sending.")
     limit = settings()["MAX_TEXT_CHARS"]
     if len(text) > limit:
-        raise ApiError(
-            413,
-            "text_too_long",
+        raise TEXT_TOO_LONG(
             f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.",
         )
     return text
@@ -159,9 +161,7 @@ def stream_new_answer(
     raw_last_event_id = request.headers.get("Last-Event-ID")
     if raw_last_event_id and parse_event_id(raw_last_event_id) is None:
         # Refused before anything is claimed: a bad header starts nothing.
-        raise ApiError(
-            400,
-            "invalid_last_event_id",
+        raise INVALID_LAST_EVENT_ID(
             "Last-Event-ID must be '<message_id>:<seq>', the id of an event of this message.",
         )
     chat = chat_service()
@@ -251,14 +251,12 @@ def report_message(conversation_id: str, message_id: str) -> Response:
     body = json_body()
     unknown = sorted(set(body) - {"duplicates", "dropped"})
     if unknown:
-        raise ApiError(
-            400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped."
-        )
+        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped.")
     counts: dict[str, int] = {}
     for field in ("duplicates", "dropped"):
         value = body.get(field, 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED:
-            raise ApiError(400, "invalid_report", f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
+            raise INVALID_REPORT(f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
         counts[field] = value
     chat = chat_service()
     # 404 for another conversation's message; its events so far bound what a client can
@@ -266,9 +264,7 @@ def report_message(conversation_id: str, message_id: str) -> Response:
     events = chat.message_state(conversation_id, message_id)["last_seq"]
     for field, value in counts.items():
         if value > events:
-            raise ApiError(
-                422,
-                "report_exceeds_message",
+            raise REPORT_EXCEEDS_MESSAGE(
                 f"{field} is {value}, but this message has only {events} events so far; "
                 "a report counts at most one per event.",
             )

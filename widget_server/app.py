@@ -39,6 +39,7 @@ from .metrics import Metrics
 from .resources import resource_dir, static_folder
 from .service import ChatService
 from .stores import create_store
+from .wire.errors import INVALID_HOST
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -73,14 +74,8 @@ class PublicHost:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if self.enforce and _host_name(environ.get("HTTP_HOST", "")) not in self.allowed:
-            body = json.dumps(
-                {
-                    "error": {
-                        "code": "invalid_host",
-                        "message": "This server does not answer for that host name. Use its public address.",
-                    }
-                }
-            ).encode("utf-8")
+            refusal = INVALID_HOST("This server does not answer for that host name. Use its public address.")
+            body = json.dumps(refusal.to_json()).encode("utf-8")
             start_response(
                 "400 Bad Request",
                 [

@@ -3,41 +3,26 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .errors import ApiError
 from .stores.base import StoreUnavailable
+from .wire.errors import INTERNAL, STORE_UNAVAILABLE, http_error
 
 log = logging.getLogger(__name__)
 
-_HTTP_CODES = {
-    400: "bad_request",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "body_too_large",
-    415: "unsupported_media_type",
-}
-
-
-def _json_error(
-    status: int, code: str, message: str, retry_after: int | None = None, details: dict[str, Any] | None = None
-) -> Response:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if details:
-        error["details"] = details
-    response = jsonify({"error": error})
-    response.status_code = status
-    response.headers["Cache-Control"] = "no-store"
-    if retry_after is not None:
-        response.headers["Retry-After"] = str(retry_after)
-    return response
-
 
 def handle_api_error(error: ApiError) -> Response:
-    return _json_error(error.status, error.code, error.message, error.retry_after, error.details)
+    """The error's JSON (`{"error": {"code", "message", "details"?}}`), never cached, with
+    `Retry-After` when it says when to try again (docs/protocol.md, "HTTP errors")."""
+    response = jsonify(error.to_json())
+    response.status_code = error.status
+    response.headers["Cache-Control"] = "no-store"
+    if error.retry_after is not None:
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
 
 
 def handle_http_exception(error: HTTPException) -> Response:
@@ -51,7 +36,7 @@ def handle_http_exception(error: HTTPException) -> Response:
         message = f"{request.method} is not allowed here; see /openapi.json for the methods each path takes."
     else:
         message = error.description or error.name
-    response = _json_error(status, _HTTP_CODES.get(status, "http_error"), message)
+    response = handle_api_error(http_error(status, message))
     valid_methods = getattr(error, "valid_methods", None)
     if status == 405 and valid_methods:
         response.headers["Allow"] = ", ".join(valid_methods)
@@ -67,17 +52,17 @@ def handle_store_unavailable(error: StoreUnavailable) -> Response:
     metrics = current_app.extensions.get("widget_server.metrics")
     if metrics is not None:
         metrics.store_unavailable()
-    return _json_error(
-        503,
-        "store_unavailable",
-        "The chat service cannot reach its storage right now. Try again in a moment.",
-        STORE_RETRY_AFTER_SECONDS,
+    return handle_api_error(
+        STORE_UNAVAILABLE(
+            "The chat service cannot reach its storage right now. Try again in a moment.",
+            retry_after=STORE_RETRY_AFTER_SECONDS,
+        )
     )
 
 
 def handle_unexpected(error: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.path)
-    return _json_error(500, "internal", "Something went wrong on our side. Nothing was saved; try again.")
+    return handle_api_error(INTERNAL("Something went wrong on our side. Nothing was saved; try again."))
 
 
 def init_app(app: Flask) -> None:

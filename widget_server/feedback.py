@@ -15,10 +15,18 @@ from datetime import UTC, date, datetime
 from datetime import time as day_time
 from typing import Any, Protocol
 
-from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
+from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
 from .messages import clean_text
 from .metrics import Metrics
 from .stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
+from .wire.errors import (
+    COMMENT_TOO_LONG,
+    INVALID_COMMENT,
+    INVALID_RATING,
+    MESSAGE_NOT_FINISHED,
+    NOT_FOUND,
+    UNKNOWN_FIELD,
+)
 
 
 class Answers(Protocol):
@@ -51,22 +59,20 @@ def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
     """The rating and comment of a PUT body, or the ApiError that says what is wrong."""
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
-        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only rating and comment.")
+        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only rating and comment.")
     rating = body.get("rating")
     if rating not in RATINGS:
-        raise ApiError(400, "invalid_rating", 'rating is required: "up" (helpful) or "down" (not helpful).')
+        raise INVALID_RATING('rating is required: "up" (helpful) or "down" (not helpful).')
     comment = body.get("comment")
     if comment is None:
         comment = ""
     if not isinstance(comment, str):
-        raise ApiError(400, "invalid_comment", "comment must be a string (or left out).")
+        raise INVALID_COMMENT("comment must be a string (or left out).")
     # Cleaned as a message's text is (api.user_text): lone surrogates have no UTF-8 form, and
     # control characters would reach the terminal `widget-server feedback export` writes to.
     comment = clean_text(comment)
     if len(comment) > max_comment_chars:
-        raise ApiError(
-            413,
-            "comment_too_long",
+        raise COMMENT_TOO_LONG(
             f"comment is {len(comment)} characters; the limit is {max_comment_chars}. Shorten it and send it again.",
         )
     return str(rating), comment
@@ -77,7 +83,7 @@ def _answer_of(service: Answers, conversation_id: str, message_id: str) -> Messa
     another conversation's message and an unknown id alike: only answers have a log)."""
     info = service.store.message(message_id)
     if info is None or info.conversation_id != conversation_id:
-        raise ApiError(404, "not_found", MESSAGE_NOT_FOUND)
+        raise NOT_FOUND(MESSAGE_NOT_FOUND)
     return service.reap_if_lost(info)
 
 
@@ -89,16 +95,14 @@ def put(
     if not info.state.terminal:
         # Rated only once it ended (completed, failed or cancelled): an answer still
         # arriving is not yet the answer being rated.
-        raise ApiError(
-            409,
-            "message_not_finished",
+        raise MESSAGE_NOT_FINISHED(
             "This answer is still being written. Rate it once it has finished.",
         )
     record = FeedbackRecord(conversation_id, message_id, rating, comment, time.time())
     try:
         previous = service.store.put_feedback(record)
     except UnknownMessage:  # the conversation was deleted (or expired) since the token was checked
-        raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
+        raise NOT_FOUND(CONVERSATION_NOT_FOUND) from None
     # The counter counts ratings given: a new one, or a changed one; not a comment added
     # to the same rating (the widget sends the rating, then the comment).
     if previous is None or previous.rating != rating:

@@ -23,6 +23,7 @@ from .handoff import events as handoff_events
 from .messages import EventKind, MessageState
 from .protocol import EVENT_ID_PATTERN, ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, LAST_EVENT_ID_PATTERN, REQUEST_ID_PATTERN
 from .stores.base import ActionStatus
+from .wire.errors import HTTP_ERROR_CODE, REGISTRY
 
 bp = Blueprint("openapi", __name__)
 
@@ -1158,7 +1159,12 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                             "type": "object",
                             "required": ["code", "message"],
                             "properties": {
-                                "code": {"type": "string"},
+                                # Every code the server sends, from their one registry.
+                                "code": {
+                                    "enum": sorted([*REGISTRY, HTTP_ERROR_CODE]),
+                                    # The same request, unchanged, may succeed later (after Retry-After).
+                                    "x-retryable": sorted(code for code, entry in REGISTRY.items() if entry.retryable),
+                                },
                                 "message": {"type": "string"},
                                 "details": {"type": "object"},
                             },

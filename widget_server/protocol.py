@@ -16,7 +16,7 @@ import re
 import secrets
 
 # The body of an id: what the server makes (`new_id`) and what a path segment must be.
-# No ":" (the event id's separator, and the Redis keys' separator: stores/redis.py) and
+# No ":" (the event id's separator, and the Redis keys' separator: stores/redis/) and
 # nothing JSON escapes (the Redis store splices message ids into JSON as they are).
 _ID = "[A-Za-z0-9_-]{1,64}"
 # A sequence number: 0, or up to ten digits without a leading zero.

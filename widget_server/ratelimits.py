@@ -44,6 +44,7 @@ from .config import Settings
 from .errors import ApiError
 from .metrics import Metrics
 from .transport import authorize, settings
+from .wire.errors import ORIGIN_NOT_ALLOWED, RATE_LIMITED
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
@@ -223,9 +224,7 @@ class RateLimits:
             return
         seconds = max(1, math.ceil(reset - time.time()))
         self.metrics.rate_limited(limit.name)
-        raise ApiError(
-            429,
-            "rate_limited",
+        raise RATE_LIMITED(
             limit.message.format(seconds=seconds),
             retry_after=seconds,
             details={"limit": limit.name, "allowed": str(item)},
@@ -332,9 +331,7 @@ def check_origin() -> None:
         trusted.append(public_url)
     if sent is not None and sent in {_origin(url) for url in trusted}:
         return
-    raise ApiError(
-        403,
-        "origin_not_allowed",
+    raise ORIGIN_NOT_ALLOWED(
         "This API accepts browser requests only from the chat's own pages and the origins in API_ORIGINS.",
     )
 

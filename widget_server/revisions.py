@@ -5,7 +5,7 @@ the answer; this module says which turn may be replaced and replaces it through 
 The rule itself (stores/base.py `revision_refusal`) is checked twice: here first, so a
 refusal is a 409 that names the reason before a stream slot is taken or the running limit
 is counted (a running target would otherwise be refused as `too_many_running`), then again
-by the store atomically with the claim (stores/memory.py under its lock, stores/redis.py in
+by the store atomically with the claim (stores/memory.py under its lock, stores/redis/ in
 one Lua script), so two racing revisions cannot both replace the same turn.
 
 A revision is a claim like a send (docs/protocol.md, "Regenerate and edit"): idempotent on
@@ -31,6 +31,7 @@ from .stores.base import (
     RevisionRefused,
     revision_refusal,
 )
+from .wire.errors import MESSAGE_NOT_FINISHED, NOT_FOUND, NOT_LAST_ANSWER, NOT_LAST_MESSAGE
 
 
 def regeneration(message_id: str) -> Revision:
@@ -67,20 +68,14 @@ def check_target(chat: ChatService, conversation_id: str, request_id: str, revis
 def refused(reason: str, revision: Revision) -> ApiError:
     """The API's answer to a RevisionRefused `reason`."""
     if reason == TARGET_NOT_FOUND:
-        return ApiError(404, "not_found", MESSAGE_NOT_FOUND)
+        return NOT_FOUND(MESSAGE_NOT_FOUND)
     if reason == TARGET_NOT_FINISHED:
-        return ApiError(
-            409,
-            "message_not_finished",
+        return MESSAGE_NOT_FINISHED(
             "This answer is still being generated. Wait for it to end, or stop it, then try again.",
         )
     if revision.by_user_message:
-        return ApiError(
-            409, "not_last_message", "Only the conversation's last message can be edited; this one has a later turn."
-        )
-    return ApiError(
-        409, "not_last_answer", "Only the conversation's last answer can be regenerated; this one has a later turn."
-    )
+        return NOT_LAST_MESSAGE("Only the conversation's last message can be edited; this one has a later turn.")
+    return NOT_LAST_ANSWER("Only the conversation's last answer can be regenerated; this one has a later turn.")
 
 
 def fingerprint(revision: Revision) -> str:

@@ -27,6 +27,7 @@ from gunicorn.http.message import (  # type: ignore[import-untyped]
 from gunicorn.workers.base import Worker as _GunicornWorker  # type: ignore[import-untyped]
 
 from .errors import ApiError
+from .wire.errors import BAD_REQUEST, HEADER_TOO_LARGE, INTERNAL, URI_TOO_LONG, http_error
 
 # What the app's JSON errors carry besides their body (errorhandlers.py `_json_error`,
 # web.py `security_headers()`); the test compares them with a 404 from the app. The
@@ -65,29 +66,23 @@ def server_refusal(status: int, reason: str, cfg: Any) -> ApiError:
     if status == 414:
         limit = request_line_limit(cfg)
         bound = f"this server's limit of {limit} bytes" if limit else "what this server reads"
-        return ApiError(
-            414,
-            "uri_too_long",
+        return URI_TOO_LONG(
             f"The request line (method, path with its query string, and HTTP version) is longer than {bound}. "
             "Use a shorter URL; send long data in a request body.",
         )
     if status == 431:
         fields, size = header_limits(cfg)
-        return ApiError(
-            431,
-            "header_too_large",
+        return HEADER_TOO_LARGE(
             f"The request's header fields are larger than this server allows: at most {fields} fields, "
             f"each at most {size} bytes (name, value and line end). Send fewer or smaller headers, cookies included.",
         )
     if status == 400:
-        return ApiError(
-            400,
-            "bad_request",
+        return BAD_REQUEST(
             "The server could not read this request as HTTP/1.1: its request line or a header field is malformed.",
         )
     if status == 500:
-        return ApiError(500, "internal", "Something went wrong on our side. Nothing was saved; try again.")
-    return ApiError(status, "http_error", f"The server refused this request: {status} {reason}.")
+        return INTERNAL("Something went wrong on our side. Nothing was saved; try again.")
+    return http_error(status, f"The server refused this request: {status} {reason}.")
 
 
 def json_error_response(status: int, reason: str, cfg: Any) -> bytes:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import sse
 from .backends.base import Backend, Turn, TurnAttachment
-from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError, ErrorCode, ErrorInfo
+from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
 from .faults import NO_FAULTS, FaultPlan
 from .feedback import record_json as feedback_json
 from .generation import GenerationRun
@@ -44,6 +44,14 @@ from .stores.base import (
     StoreUnavailable,
     UnknownMessage,
     listed_exchanges,
+)
+from .wire.errors import (
+    INVALID_LAST_EVENT_ID,
+    NOT_FOUND,
+    REQUEST_ID_CONFLICT,
+    SERVER_BUSY,
+    TOO_MANY_RUNNING,
+    TOO_MANY_STREAMS,
 )
 
 if TYPE_CHECKING:
@@ -116,13 +124,13 @@ class ChatService:
         known = token and is_id(conversation_id)
         conversation = self.store.get_conversation(conversation_id) if known else None
         if conversation is None or not hmac.compare_digest(conversation.token_hash, _hash_token(token or "")):
-            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND)
+            raise NOT_FOUND(CONVERSATION_NOT_FOUND)
         return conversation
 
     def _message_in(self, conversation_id: str, message_id: str) -> MessageInfo:
         info = self.store.message(message_id)
         if info is None or info.conversation_id != conversation_id:
-            raise ApiError(404, "not_found", MESSAGE_NOT_FOUND)
+            raise NOT_FOUND(MESSAGE_NOT_FOUND)
         return self.reap_if_lost(info)
 
     def reap_if_lost(self, info: MessageInfo) -> MessageInfo:
@@ -220,9 +228,7 @@ class ChatService:
         if any(e.request_id == request_id for e in exchanges):
             return
         if self.running_count(conversation_id, exchanges) >= self.settings["MAX_RUNNING_PER_CONVERSATION"]:
-            raise ApiError(
-                429,
-                "too_many_running",
+            raise TOO_MANY_RUNNING(
                 "An answer is still being generated in this conversation. Wait for it or stop it, then send again.",
                 retry_after=2,
             )
@@ -334,9 +340,7 @@ class ChatService:
     def check_resume_position(self, conversation_id: str, message_id: str, after_seq: int) -> None:
         info = self._message_in(conversation_id, message_id)
         if after_seq > info.last_seq:
-            raise ApiError(
-                400,
-                "invalid_last_event_id",
+            raise INVALID_LAST_EVENT_ID(
                 f"Last-Event-ID names sequence {after_seq}, but this message has only reached {info.last_seq}.",
             )
 
@@ -349,23 +353,17 @@ class ChatService:
         """
         with self._lock:
             if self._open_streams >= self.settings["MAX_STREAMS"]:
-                raise ApiError(
-                    503, "server_busy", "The server is at its limit of open streams. Try again shortly.", retry_after=5
-                )
+                raise SERVER_BUSY("The server is at its limit of open streams. Try again shortly.", retry_after=5)
             per_client = self._streams_by_client.get(client, 0)
             if per_client >= self.settings["MAX_STREAMS_PER_CLIENT"]:
-                raise ApiError(
-                    429,
-                    "too_many_streams",
+                raise TOO_MANY_STREAMS(
                     "Too many open streams from your connection. Close one, then try again.",
                     retry_after=2,
                     details={"limit": "client"},
                 )
             per_conversation = self._streams_by_conversation.get(conversation_id, 0)
             if per_conversation >= self.settings["MAX_STREAMS_PER_CONVERSATION"]:
-                raise ApiError(
-                    429,
-                    "too_many_streams",
+                raise TOO_MANY_STREAMS(
                     "Too many open streams for this conversation. Close one, then try again.",
                     retry_after=2,
                 )
@@ -408,15 +406,13 @@ class ChatService:
                 self.check_can_start(conversation_id, request_id)
                 claimed = claim()
         except RequestConflict as conflict:
-            raise ApiError(
-                409,
-                "request_id_conflict",
+            raise REQUEST_ID_CONFLICT(
                 "This request_id was already used with a different message. "
                 "Generate a new request_id for a new message; reuse one only to retry the same message.",
                 details={"message_id": conflict.exchange.assistant_message_id},
             ) from None
         except UnknownMessage:
-            raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
+            raise NOT_FOUND(CONVERSATION_NOT_FOUND) from None
         exchange = claimed.exchange
         message_id = exchange.assistant_message_id
         if claimed.created:

@@ -28,6 +28,7 @@ from .protocol import is_id
 from .service import ChatService
 from .stores.base import Conversation
 from .waiting import call_later
+from .wire.errors import BODY_TIMEOUT, BODY_TOO_LARGE, INVALID_BODY, INVALID_JSON, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE
 
 # `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
 # page to find it again (api.py, web.py). The `__Host-` prefix makes the browser refuse the
@@ -123,22 +124,20 @@ def disconnect_probe(environ: dict[str, Any]) -> Callable[[], bool] | None:
 def json_body() -> dict[str, Any]:
     """The request's body, which must be a JSON object sent as `application/json`."""
     if request.mimetype != "application/json":
-        raise ApiError(
-            415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json."
-        )
+        raise UNSUPPORTED_MEDIA_TYPE("Send the request body as JSON with Content-Type: application/json.")
     raw = request.environ.get(BODY_KEY)
     if raw is None:  # read_bounded_body did not run (an app without transport.init_app)
         raw = request.get_data(cache=False)
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
-        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {error}.") from None
+        raise INVALID_JSON(f"The request body is not valid JSON: {error}.") from None
     except RecursionError:
         # Deeply nested arrays or objects exhaust the decoder's stack: a
         # client mistake, not a server error (tests/test_api_errors.py).
-        raise ApiError(400, "invalid_json", "The request body is not valid JSON: it is nested too deeply.") from None
+        raise INVALID_JSON("The request body is not valid JSON: it is nested too deeply.") from None
     if not isinstance(body, dict):
-        raise ApiError(400, "invalid_body", "The request body must be a JSON object.")
+        raise INVALID_BODY("The request body must be a JSON object.")
     return body
 
 
@@ -191,7 +190,7 @@ class _ReadDeadline:
 
 def _too_large(limit: int) -> ApiError:
     request.environ[CLOSE_KEY] = True
-    return ApiError(413, "body_too_large", f"The request body is larger than the limit of {limit} bytes.")
+    return BODY_TOO_LARGE(f"The request body is larger than the limit of {limit} bytes.")
 
 
 def _read_up_to(stream: IO[bytes], most: int, sink: IO[bytes] | None = None) -> bytes:
@@ -262,9 +261,7 @@ def _read_body(
                 raise
     if deadline.expired:
         environ[CLOSE_KEY] = True
-        raise ApiError(
-            408,
-            "body_timeout",
+        raise BODY_TIMEOUT(
             f"The request body did not arrive within {timeout:g} seconds. Send it again, whole.",
         )
     if size > limit:
@@ -348,7 +345,7 @@ class IdConverter(BaseConverter):
 
     def to_python(self, value: str) -> str:
         if not is_id(value):
-            raise MalformedId(ApiError(404, "not_found", self.not_found))
+            raise MalformedId(NOT_FOUND(self.not_found))
         return value
 
 

@@ -5,7 +5,7 @@
 // (static/widget/client.js ApiError: status, code, message), plus `details`.
 
 import { ApiError, newRequestId } from '../widget/client.js';
-import { createEventStreamParser } from '../widget/sse.js';
+import { follow } from '../widget/follow.js';
 
 export { ApiError, newRequestId };
 
@@ -87,93 +87,67 @@ export class AgentApi {
   }
 }
 
-const pause = (milliseconds, signal) =>
-  new Promise((resolve) => {
-    const timer = setTimeout(resolve, milliseconds);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+// Before the console's config says (it always does, agent_api.py `console()`): the panel's rule
+// for the server's default heartbeat of 15 s, three heartbeats and 5 s (widget_server/web.py).
+const DEFAULT_STALL_TIMEOUT_MS = 50000;
 
-// A conversation's event stream (docs/protocol.md, "The conversation event stream"), read
-// with fetch and the widget's standards-exact parser (static/widget/sse.js), resumed after a
-// drop with Last-Event-ID (`<conversation_id>:<seq>`), so nothing is missed or repeated; the
-// server sends a `conversation.snapshot` when that position has left its log. `onEvent(type,
-// data, id)` runs per event; `onState('open' | 'lost')` when the connection changes.
-// `close()` ends it for good.
+// A conversation's event stream (docs/protocol.md, "The conversation event stream"), followed
+// with the widget's follow.js (its standards-exact parser, static/widget/sse.js): resumed after
+// a drop, or a stall (no byte for `stallTimeoutMs`: a half-open connection), with Last-Event-ID
+// (`<conversation_id>:<seq>`), so nothing is missed or repeated; the server sends a
+// `conversation.snapshot` when that position has left its log. `onEvent(type, data, id)` runs
+// per event; `onState('open' | 'lost' | 'closed', error?)` when the connection changes
+// ('lost' once per outage; 'closed': refused for good, not this agent's any more or signed
+// out). `close()` ends it for good.
 export function followConversation(
   apiBase,
   conversationId,
-  { lastEventId = '', onEvent, onState, maxBackoffMs = 8000 },
+  {
+    lastEventId = '',
+    onEvent,
+    onState,
+    stallTimeoutMs = DEFAULT_STALL_TIMEOUT_MS,
+    maxBackoffMs = 8000,
+  },
 ) {
   const controller = new AbortController();
   const url = `${apiBase.replace(/\/$/, '')}/conversations/${conversationId}/events`;
-  const parser = createEventStreamParser((event) => {
-    let data;
-    try {
-      data = JSON.parse(event.data);
-    } catch {
-      return; // not one of ours
-    }
-    onEvent(event.type, data, event.id);
-  });
-  let resumeFrom = lastEventId;
-
-  async function loop() {
-    let failures = 0;
-    while (!controller.signal.aborted) {
-      try {
-        const id = parser.lastEventId || resumeFrom;
-        const response = await fetch(url, {
-          headers: id ? { 'Last-Event-ID': id } : {},
-          credentials: 'same-origin',
-          cache: 'no-store',
-          signal: controller.signal,
-        });
-        const type = response.headers.get('Content-Type') || '';
-        if (!response.ok || !type.startsWith('text/event-stream')) {
-          const error = new ApiError(response.status, await jsonOrNull(response));
-          // Not ours to follow any more (ended, claimed by someone else) or signed out:
-          // reconnecting would only be refused again.
-          if ([401, 403, 404].includes(response.status)) {
-            onState('closed', error);
-            return;
-          }
-          throw error;
-        }
-        onState('open');
-        failures = 0;
-        const reader = response.body.getReader();
-        try {
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            parser.feed(value);
-          }
-          parser.end();
-        } finally {
-          reader.releaseLock();
-        }
-      } catch (error) {
-        if (controller.signal.aborted) return;
-        parser.reset();
-        failures += 1;
-        if (failures === 1) onState('lost', error);
+  let lost = false; // said once per outage
+  const follower = follow({
+    request: ({ headers, signal }) =>
+      fetch(url, { headers, credentials: 'same-origin', cache: 'no-store', signal }),
+    lastEventId,
+    signal: controller.signal,
+    stallTimeoutMs,
+    maxBackoffMs,
+    refusal: async (response) => new ApiError(response.status, await jsonOrNull(response)),
+    // Not ours to follow any more (ended, claimed by someone else) or signed out:
+    // reconnecting would only be refused again.
+    retryable: (error) => ![401, 403, 404].includes(error?.status),
+    onEvent: ({ type, data, id }) => {
+      onEvent(type, data, id);
+      return true; // every event of the conversation is news: the backoff starts over
+    },
+    onOpen: () => {
+      lost = false;
+      onState('open');
+    },
+    afterRead: ({ error }) => {
+      if (error && !lost) {
+        lost = true;
+        onState('lost', error);
       }
-      resumeFrom = parser.lastEventId || resumeFrom;
-      const base = parser.retry ?? 1000;
-      await pause(Math.min(base * 2 ** Math.max(0, failures - 1), maxBackoffMs), controller.signal);
-    }
-  }
-
-  loop();
+    },
+  });
+  follower.done.then(({ reason, error }) => {
+    if (reason === 'refused') onState('closed', error);
+  });
   return {
     close() {
       controller.abort();
     },
     get lastEventId() {
-      return parser.lastEventId || resumeFrom;
+      return follower.lastEventId;
     },
   };
 }

@@ -420,6 +420,7 @@ class AgentConsole {
     const lastEventId = Number.isInteger(body.last_seq) ? `${id}:${body.last_seq}` : '';
     open.stream = followConversation(this.config.apiBase, id, {
       lastEventId,
+      stallTimeoutMs: this.config.stallTimeoutMs,
       onEvent: (type, data) => this.onEvent(open, type, data),
       onState: (state) => {
         if (this.open !== open) return;

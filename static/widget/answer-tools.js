@@ -12,7 +12,7 @@
 // (tests/test_budgets.py). Its stylesheet is its own file, linked from here
 // (the panel's CSP allows same-origin stylesheets, never inline styles).
 // Regenerate and edit start an ordinary AnswerRun (chat.js) whose request
-// posts to their own URL (client.js `readOnce`: `send.url`, `send.body`),
+// posts to their own URL (client.js `openStream`: `send.url`, `send.body`),
 // so the new answer streams, resumes and is announced like any other.
 
 import { ApiError, newRequestId } from './client.js';

@@ -1,12 +1,14 @@
 // The chat panel's UI: transcript, composer, and one AnswerRun per answer.
 //
-// Layers: sse.js reads bytes into events; client.js talks HTTP; model.js
+// Layers: sse.js reads bytes into events; follow.js follows a stream (the
+// stall timer, the backoff, the resume); client.js talks HTTP; model.js
 // applies events idempotently; markdown.js renders; announcer.js speaks.
 // This module wires them to the DOM and owns focus and state attributes.
 // It only defines classes; panel.js boots them.
 
 import { Announcer } from './announcer.js';
-import { ApiError, ChatClient, newRequestId } from './client.js';
+import { ApiError, ChatClient, errorFrom, newRequestId } from './client.js';
+import { follow } from './follow.js';
 import { format, markdownSummaries, plural } from './i18n.js';
 import { createMarkdownView } from './markdown.js';
 import { AnswerModel } from './model.js';
@@ -473,9 +475,9 @@ class AnswerRun {
     this.alreadyShown = restored;
     this.stopRequested = false; // the cancel goes out once the message id is known
     this.snapshotWanted = false; // a gap: the next read asks for a snapshot
-    this.serverRetryMs = null; // the stream's `retry:` field, once sent
-    this.wakeController = null;
-    this.abortController = null;
+    this.serverRetryMs = null; // the stream's `retry:` field, once sent (for a "Continue")
+    this.wakeController = null; // wakes the offline wait
+    this.follower = null; // follow.js's, while the answer is followed
     this.pendingText = ''; // received, not yet drawn: the model's text is the view's + this
     this.renderScheduled = false;
     this.drawnOnce = false; // the first text is drawn at once, not a frame later (issue 16)
@@ -519,80 +521,71 @@ class AnswerRun {
     }
   }
 
-  // Read, and resume after every drop, until a terminal event or giving up.
+  // Read, and resume after every drop, until a terminal event or giving up (follow.js: the
+  // stall timer, the backoff from the server's `retry:`, Last-Event-ID from the model).
   async loop() {
     const config = this.panel.config;
-    let backoff = 0;
-    let retryAfterMs = 0;
+    const client = this.panel.client;
     let lastProgress = Date.now();
-    while (!this.model.terminal) {
-      if (!navigator.onLine) {
-        // Offline: wait for 'online' (or another wake-up), but no longer
-        // than the limit after which the answer is marked incomplete.
-        this.loseConnection('offline');
-        await this.waitForWake(lastProgress + config.incompleteAfterMs - Date.now());
-        if (!navigator.onLine) return this.giveUp();
-      }
-      let progressed = false;
-      const controller = new AbortController();
-      this.abortController = controller;
-      // A connection that delivers no byte for stallTimeoutMs (longer than
-      // the server's heartbeat, docs/protocol.md) is dead: abort, resume.
-      let stallTimer = 0;
-      const touch = () => {
-        clearTimeout(stallTimer);
-        stallTimer = setTimeout(() => controller.abort(), config.stallTimeoutMs);
-      };
-      touch();
-      try {
+    const follower = follow({
+      request: ({ headers, signal }) => {
         const known = this.model.messageId;
-        const result = await this.panel.client.readOnce({
+        return client.openStream({
           send: known ? null : this.request,
           messageId: known,
-          lastEventId: known ? this.model.lastEventId : '',
+          headers,
           snapshot: this.takeSnapshotWish(),
-          signal: controller.signal,
-          onBytes: touch,
-          onEvent: (type, data) => {
-            if (this.onEvent(type, data, controller)) progressed = true;
-          },
+          signal,
         });
-        if (result.retry != null) this.serverRetryMs = result.retry;
-      } catch (error) {
-        if (error instanceof ApiError) {
-          if ((error.status === 429 || error.status === 503) && !this.model.messageId) {
-            return this.failLocally(await this.refusal(error));
-          }
-          // The answer is gone from the server (a store restarted without
-          // persistence): say so, never show a raw 404.
-          if (error.status === 404 && this.model.messageId) return this.fail({ code: 'lost' });
-          // to the person (handoff.js)
-          if (error.code === 'handoff_active')
-            return (await import('./handoff.js')).reroute(this.panel, this);
-          if (error.status < 500 && error.status !== 429)
-            return this.failLocally(await this.refusal(error));
-          // A 503 or 429 on resume says when to come back: not sooner.
-          if (error.retryAfter) retryAfterMs = error.retryAfter * 1000;
-        }
-        // Network errors, aborts and 5xx: resume below.
-      } finally {
-        clearTimeout(stallTimer);
-      }
-      if (this.model.terminal) break;
-      if (progressed) {
-        lastProgress = Date.now();
-        backoff = 0;
-      }
-      if (this.snapshotWanted) continue; // a gap: fetch the snapshot now
-      if (Date.now() - lastProgress > config.incompleteAfterMs) return this.giveUp();
-      this.loseConnection('reconnecting');
-      const base = this.serverRetryMs != null ? this.serverRetryMs : config.retryMs;
-      backoff = backoff ? Math.min(backoff * 2, config.maxBackoffMs) : base;
-      const jitter = 0.8 + Math.random() * 0.4; // ±20 %: clients dropped together do not return together
-      await this.waitForWake(Math.max(backoff * jitter, retryAfterMs));
-      retryAfterMs = 0;
-    }
-    await this.finish();
+      },
+      // The model's last applied event, not the last one read: after a gap it asks again.
+      resumeId: () => this.model.lastEventId,
+      stallTimeoutMs: config.stallTimeoutMs,
+      retryMs: this.serverRetryMs ?? config.retryMs,
+      maxBackoffMs: config.maxBackoffMs,
+      refusal: errorFrom,
+      retryable: (error) => !this.endingRefusal(error),
+      ended: () => this.model.terminal,
+      // Offline: wait for 'online' (or another wake-up), but no longer than the limit after
+      // which the answer is marked incomplete.
+      beforeRead: async () => {
+        if (navigator.onLine) return true;
+        this.loseConnection('offline');
+        await this.waitForWake(lastProgress + config.incompleteAfterMs - Date.now());
+        return navigator.onLine;
+      },
+      onEvent: ({ type, data }) => this.onEvent(type, data),
+      afterRead: ({ progressed }) => {
+        if (progressed) lastProgress = Date.now();
+        if (this.snapshotWanted) return true; // a gap: fetch the snapshot now
+        if (Date.now() - lastProgress > config.incompleteAfterMs) return false;
+        this.loseConnection('reconnecting');
+        return true;
+      },
+    });
+    this.follower = follower;
+    const { reason, error } = await follower.done;
+    if (follower.retry != null) this.serverRetryMs = follower.retry;
+    if (reason === 'ended') return this.finish();
+    if (reason !== 'refused') return this.giveUp(); // offline, or no progress for too long
+    const ending = this.endingRefusal(error);
+    if (ending === 'lost') return this.fail({ code: 'lost' });
+    if (ending === 'handoff') return (await import('./handoff.js')).reroute(this.panel, this);
+    return this.failLocally(await this.refusal(error));
+  }
+
+  // How a refusal ends the answer, or '' when the read is tried again: network errors, stalls
+  // and 5xx, and a 429 or 503 once the answer exists, after its Retry-After (docs/protocol.md,
+  // "TCP close is never completion").
+  endingRefusal(error) {
+    if (!(error instanceof ApiError)) return '';
+    // Too busy to start the answer: said, never waited out in silence.
+    if ((error.status === 429 || error.status === 503) && !this.model.messageId) return 'refused';
+    // The answer is gone from the server (a store restarted without persistence): say so,
+    // never show a raw 404.
+    if (error.status === 404 && this.model.messageId) return 'lost';
+    if (error.code === 'handoff_active') return 'handoff'; // to the person (handoff.js)
+    return error.status < 500 && error.status !== 429 ? 'refused' : '';
   }
 
   // What to tell the user when the server refuses to start an answer: the panel's own words
@@ -616,13 +609,13 @@ class AnswerRun {
   }
 
   // Returns whether the event moved the answer forward (a new sequence number).
-  onEvent(type, data, controller) {
+  onEvent(type, data) {
     const seqBefore = this.model.lastSeq;
     const outcome = this.model.apply(type, data);
     if (outcome === 'gap') {
       // A missing sequence number: do not guess, ask for a snapshot.
       this.snapshotWanted = true;
-      controller.abort();
+      this.follower.resumeNow();
       return false;
     }
     this.panel.emit('event', { type, seq: data.seq, outcome });
@@ -733,7 +726,7 @@ class AnswerRun {
   goOffline() {
     if (!this.inProgress) return;
     this.loseConnection('offline');
-    if (this.abortController) this.abortController.abort();
+    this.follower?.drop();
   }
 
   waitForWake(milliseconds) {
@@ -742,7 +735,8 @@ class AnswerRun {
   }
 
   wake() {
-    if (this.wakeController) this.wakeController.abort();
+    this.wakeController?.abort(); // the offline wait
+    this.follower?.wake(); // the backoff
   }
 
   async cancel() {

@@ -1,13 +1,12 @@
 // The chat API client: every HTTP request of the panel (docs/protocol.md).
 //
-// The stream is read from fetch() (EventSource cannot POST) through the
-// standards-exact parser in sse.js. A connection that ends without a
-// terminal event is resumed with Last-Event-ID from the model — never by
-// re-POSTing a new request — with bounded backoff that honours `retry:`.
-// Before the message id is known, the only way back is the same POST with
-// the same request_id, which the server treats idempotently.
-
-import { createEventStreamParser } from './sse.js';
+// An answer's stream is opened with fetch() (EventSource cannot POST) and
+// followed by follow.js, through the standards-exact parser in sse.js (chat.js
+// AnswerRun.loop). A connection that ends without a terminal event is resumed
+// with Last-Event-ID from the model — never by re-POSTing a new request — with
+// bounded backoff that honours `retry:`. Before the message id is known, the
+// only way back is the same POST with the same request_id, which the server
+// treats idempotently.
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -34,7 +33,8 @@ async function jsonOrNull(response) {
   }
 }
 
-async function errorFrom(response) {
+// The ApiError of a refused request (a stream that is not one, too: follow.js `refusal`).
+export async function errorFrom(response) {
   const error = new ApiError(response.status, await jsonOrNull(response));
   error.retryAfter = Number(response.headers.get('Retry-After')) || 0;
   return error;
@@ -44,15 +44,6 @@ async function errorFrom(response) {
 const ACTION_RETRIES = 3;
 const ACTION_RETRY_BASE_MS = 500;
 const pause = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
-
-// A burst already received (a long answer read after it was written: thousands of events)
-// is parsed in pieces, and after READ_BUDGET_MS of parsing the browser gets a turn (a frame,
-// input), so reading never makes one long task (over 50 ms, https://w3c.github.io/longtasks/):
-// reads that resolve at once chain as microtasks, all in one task, without it.
-const FEED_BYTES = 16384;
-const READ_BUDGET_MS = 8;
-const yieldTurn = () =>
-  globalThis.scheduler?.yield ? scheduler.yield() : new Promise((resolve) => setTimeout(resolve));
 
 export class ChatClient {
   constructor({ apiBase, faults = '' }) {
@@ -118,59 +109,23 @@ export class ChatClient {
     if (!response.ok) throw await errorFrom(response);
   }
 
-  // One HTTP exchange: POST (send) or GET (resume). Calls onEvent(type, data)
-  // per event; resolves when the body ends (or is aborted). Rejects with
-  // ApiError for a non-stream response.
-  async readOnce({ send, messageId, lastEventId, snapshot, signal, onEvent, onBytes }) {
-    let response;
+  // One read's HTTP exchange, for follow.js: POST (send) or GET (resume), `headers` holding
+  // its Last-Event-ID. Resolves to the response; follow.js reads its body.
+  openStream({ send, messageId, headers: resume, snapshot, signal }) {
     if (send) {
-      const headers = this.headers({ 'Content-Type': 'application/json' });
-      if (lastEventId) headers['Last-Event-ID'] = lastEventId;
       // Regenerate and edit (answer-tools.js) post elsewhere.
-      response = await fetch(send.url || `${this.conversationUrl}/messages`, {
+      return fetch(send.url || `${this.conversationUrl}/messages`, {
         method: 'POST',
-        headers,
+        headers: this.headers({ 'Content-Type': 'application/json', ...resume }),
         body: JSON.stringify(send.body || { request_id: send.requestId, text: send.text }),
         signal,
       });
-    } else {
-      const headers = this.headers(lastEventId ? { 'Last-Event-ID': lastEventId } : {});
-      const query = snapshot ? '?snapshot=1' : '';
-      response = await fetch(`${this.messageUrl(messageId)}/events${query}`, { headers, signal });
     }
-    const type = response.headers.get('Content-Type') || '';
-    if (!response.ok || !type.startsWith('text/event-stream')) throw await errorFrom(response);
-    const parser = createEventStreamParser((event) => {
-      let data;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        return; // not one of ours; the model ignores what it cannot place
-      }
-      onEvent(event.type, data);
+    const query = snapshot ? '?snapshot=1' : '';
+    return fetch(`${this.messageUrl(messageId)}/events${query}`, {
+      headers: this.headers(resume),
+      signal,
     });
-    const reader = response.body.getReader();
-    let parsing = 0; // ms since the browser last had a turn
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        if (onBytes) onBytes();
-        for (let at = 0; at < value.length; at += FEED_BYTES) {
-          const started = performance.now();
-          parser.feed(value.subarray(at, at + FEED_BYTES));
-          parsing += performance.now() - started;
-          if (parsing > READ_BUDGET_MS) {
-            await yieldTurn();
-            parsing = 0;
-          }
-        }
-      }
-      parser.end();
-    } finally {
-      reader.releaseLock();
-    }
-    return { retry: parser.retry };
   }
 
   // -- actions (docs/protocol.md, "Actions") --------------------------------

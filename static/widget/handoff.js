@@ -6,7 +6,8 @@
 // or assigned, and only then, the panel reads the conversation's event stream (GET …/events):
 // the position in line, the agent joining, typing, each agent message (checked against its
 // SHA-256, like an answer), the visitor's own messages (so other tabs show them) and the end.
-// A read that ends is resumed with Last-Event-ID after a backoff; events are applied once
+// A read that ends or stalls is resumed with Last-Event-ID after a backoff (follow.js, as the
+// panel's answers and the agents' console follow theirs); events are applied once
 // each, in order of their sequence number (a duplicate is ignored; a gap is read again; a
 // snapshot replaces the state). The composer's messages go to POST …/handoff/messages
 // meanwhile (chat.js submit() hands them here). Nobody available, or outside the opening
@@ -17,11 +18,11 @@
 // panel's first open (tests/test_budgets.py); its stylesheet and strings load on first use.
 
 import { ApiError, newRequestId } from './client.js';
+import { follow } from './follow.js';
 import { format } from './i18n.js';
 import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
-import { createEventStreamParser } from './sse.js';
 
 // Position changes in the line are said at most this often (issue 13: "at most every 30 s").
 const POSITION_ANNOUNCE_MS = 30000;
@@ -162,10 +163,9 @@ class Handoff {
     this.conversationId = '';
     this.url = '';
     this.token = '';
-    this.controller = null; // aborts the read in flight
-    this.wakeController = null;
+    this.follower = null; // follow.js's, while the stream is followed
+    this.stop = null; // aborts following
     this.reading = false;
-    this.gap = false; // a sequence number was missing: read again at once
     this.catchUp = false; // the first read starts at 0: skip earlier hand-offs (foldBacklog)
     this.backlog = [];
     this.applying = Promise.resolve(); // events are applied one after the other
@@ -178,7 +178,7 @@ class Handoff {
     this.bar = null;
     panel.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
     // Back online: resume at once rather than waiting out a backoff (as chat.js does for answers).
-    window.addEventListener('online', () => this.wakeController?.abort());
+    window.addEventListener('online', () => this.follower?.wake());
   }
 
   // Orca drops a polite live region's text that arrives while it still presents a focus
@@ -415,98 +415,70 @@ class Handoff {
 
   stopReading() {
     this.reading = false;
-    this.controller?.abort();
-    this.wakeController?.abort();
+    this.stop?.abort();
   }
 
-  // Read and resume until the hand-off ends. Only one read at a time.
-  async read() {
+  // Read and resume until the hand-off ends (follow.js: the stall timer, the backoff, the
+  // resume). Only one follow at a time. A read resumes after the last event *applied* (each
+  // message is checked against its SHA-256 first, one after the other), not the last read.
+  read() {
     if (this.reading) return;
     this.reading = true;
     const config = this.panel.config;
-    let backoff = 0;
-    let serverRetryMs = null;
-    while (this.reading && this.active) {
-      const controller = new AbortController();
-      this.controller = controller;
-      let progressed = false;
-      // No byte for stallTimeoutMs (longer than the server's heartbeat): dead, resume.
-      let stallTimer = 0;
-      const touch = () => {
-        clearTimeout(stallTimer);
-        stallTimer = setTimeout(() => controller.abort(), config.stallTimeoutMs);
-      };
-      touch();
-      try {
-        const headers = this.headers(
-          this.lastSeq ? { 'Last-Event-ID': `${this.conversationId}:${this.lastSeq}` } : {},
+    const stop = new AbortController();
+    this.stop = stop;
+    const follower = follow({
+      request: ({ headers, signal }) =>
+        fetch(`${this.url}/events?after=${this.lastSeq}`, {
+          headers: this.headers(headers),
+          signal,
+        }),
+      resumeId: () => (this.lastSeq ? `${this.conversationId}:${this.lastSeq}` : ''),
+      signal: stop.signal,
+      stallTimeoutMs: config.stallTimeoutMs,
+      retryMs: config.retryMs,
+      maxBackoffMs: config.maxBackoffMs,
+      refusal: errorOf,
+      // The conversation is gone or the token refused: nothing to resume. Network errors,
+      // stalls, 5xx and 429 are resumed.
+      retryable: (error) =>
+        !(error instanceof ApiError && error.status < 500 && error.status !== 429),
+      ended: () => !this.reading || !this.active,
+      onEvent: (event) => {
+        if (this.catchUp) {
+          this.backlog.push(event);
+          return false;
+        }
+        const applied = this.applying.then(() =>
+          this.apply(event.type, event.data, event.id, follower),
         );
-        const response = await fetch(`${this.url}/events?after=${this.lastSeq}`, {
-          headers,
-          signal: controller.signal,
-        });
-        const type = response.headers.get('Content-Type') || '';
-        if (!response.ok || !type.startsWith('text/event-stream')) throw await errorOf(response);
-        const parser = createEventStreamParser((event) => {
-          let data;
-          try {
-            data = JSON.parse(event.data);
-          } catch {
-            return; // not one of ours
-          }
-          if (this.catchUp) this.backlog.push({ type: event.type, data, id: event.id });
-          else
-            this.applying = this.applying
-              .then(async () => {
-                if (await this.apply(event.type, data, event.id, controller)) progressed = true;
-              })
-              .catch((error) => console.error('chat widget:', error));
-        });
-        const reader = response.body.getReader();
-        try {
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            touch();
-            parser.feed(value);
-            if (this.catchUp && this.backlog.length) this.foldBacklog(controller);
-          }
-          parser.end();
-        } finally {
-          reader.releaseLock();
-        }
-        if (parser.retry != null) serverRetryMs = parser.retry;
-      } catch (error) {
-        // The conversation is gone or the token refused: nothing to resume.
-        if (error instanceof ApiError && error.status < 500 && error.status !== 429) {
-          this.reading = false;
-          break;
-        }
-        // Network errors, aborts, 5xx and 429: resume below.
-      } finally {
-        clearTimeout(stallTimer);
-      }
-      await this.applying; // the last applied event's id is where the next read starts
-      if (!this.reading || !this.active) break;
-      if (progressed) backoff = 0;
-      if (this.gap) {
-        this.gap = false;
-        continue; // read again from the last applied event at once
-      }
-      const base = serverRetryMs ?? config.retryMs;
-      backoff = backoff ? Math.min(backoff * 2, config.maxBackoffMs) : base;
-      const jitter = 0.8 + Math.random() * 0.4; // clients dropped together do not return together
-      this.wakeController = new AbortController();
-      await pause(backoff * jitter, this.wakeController.signal);
-    }
-    this.reading = false;
+        this.applying = applied.catch((error) => console.error('chat widget:', error));
+        return applied;
+      },
+      onChunk: () => {
+        if (this.catchUp && this.backlog.length) this.foldBacklog(follower);
+      },
+      settle: () => this.applying, // the last applied event's id is where the next read starts
+    });
+    this.follower = follower;
+    follower.done
+      .catch((error) => console.error('chat widget:', error))
+      .finally(() => {
+        if (this.follower === follower) this.reading = false;
+      });
+  }
+
+  // The read in flight, as an AbortController: aborting it drops that read, which is resumed as
+  // any dropped one (tests/e2e/test_handoff_widget.py drops it so, as the stall timer would).
+  get controller() {
+    return { abort: () => this.follower?.drop() };
   }
 
   // A stream read from 0 (no `seq` in the request's answer) replays the conversation's earlier
   // hand-offs too: what came before the last one that ended (or found nobody) is past — shown
   // then, or in the history — and only what follows is applied. The server writes what it
   // has in one chunk (HandoffService.event_stream), so the first read holds it.
-  foldBacklog(controller) {
+  foldBacklog(follower) {
     const events = this.backlog;
     this.backlog = [];
     this.catchUp = false;
@@ -530,19 +502,18 @@ class Handoff {
     });
     for (const event of events.slice(start))
       this.applying = this.applying
-        .then(() => this.apply(event.type, event.data, event.id, controller))
+        .then(() => this.apply(event.type, event.data, event.id, follower))
         .catch((error) => console.error('chat widget:', error));
   }
 
   // One event, in order. Returns whether it moved the state forward.
-  async apply(type, data, id, controller) {
+  async apply(type, data, id, follower) {
     const seq = Number(data.seq ?? String(id).split(':').pop()) || 0;
     if (type !== 'conversation.snapshot') {
       if (seq && seq <= this.lastSeq) return false; // already applied (a resume's overlap)
       if (seq && seq > this.lastSeq + 1 && this.lastSeq) {
         // A missing event: never guess; read again from the last applied one.
-        this.gap = true;
-        controller.abort();
+        follower.resumeNow();
         return false;
       }
     }

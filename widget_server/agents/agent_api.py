@@ -37,6 +37,18 @@ from ..protocol import is_id
 from ..ratelimits import client_key, current_limits
 from ..stores.base import Store
 from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body
+from ..wire.errors import (
+    CSRF_FAILED,
+    INVALID_AFTER,
+    INVALID_CURSOR,
+    INVALID_LAST_EVENT_ID,
+    INVALID_LIMIT,
+    INVALID_REASON,
+    NOT_FOUND,
+    NOT_SIGNED_IN,
+    NOT_YOUR_CONVERSATION,
+    UNKNOWN_FIELD,
+)
 from .accounts import MAX_PASSWORD_CHARS, AccountsError, Agent, AgentAccounts
 from .mail import Mailer
 from .sessions import (
@@ -74,8 +86,10 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_NAME_CHARS = 64
 _MAX_FORM_FIELDS = 8
 
-NOT_SIGNED_IN = "Sign in at /agent first: this request has no session, or it expired or was signed out."
-CSRF_FAILED = f"This request needs the session's CSRF token in the {CSRF_HEADER} header; sign in again if it was lost."
+NOT_SIGNED_IN_MESSAGE = "Sign in at /agent first: this request has no session, or it expired or was signed out."
+CSRF_FAILED_MESSAGE = (
+    f"This request needs the session's CSRF token in the {CSRF_HEADER} header; sign in again if it was lost."
+)
 # The sign-in page's refusals are said in the agent's language: keys of
 # static/agent/i18n/<lang>.json. The JSON API's messages stay English (for logs and API
 # clients); the console shows its own sentence for each stable `code` (its `errors` strings).
@@ -133,7 +147,7 @@ def signed_in() -> SignedIn | None:
 def current_agent() -> SignedIn:
     found = signed_in()
     if found is None:  # _guard_api refused it already; kept for the type checker
-        raise ApiError(401, "not_signed_in", NOT_SIGNED_IN)
+        raise NOT_SIGNED_IN(NOT_SIGNED_IN_MESSAGE)
     return found
 
 
@@ -147,11 +161,11 @@ def _guard_api() -> None:
     if limits is not None:
         limits.check_agent_request(found.agent.name if found else None)
     if found is None:
-        raise ApiError(401, "not_signed_in", NOT_SIGNED_IN)
+        raise NOT_SIGNED_IN(NOT_SIGNED_IN_MESSAGE)
     if request.method not in _SAFE_METHODS and not tokens_match(
         request.headers.get(CSRF_HEADER), found.session.csrf_token
     ):
-        raise ApiError(403, "csrf_failed", CSRF_FAILED)
+        raise CSRF_FAILED(CSRF_FAILED_MESSAGE)
     # Any agent API call says the console is there (presence, docs/agents.md).
     service = current_app.extensions.get(HANDOFF_KEY)
     if service is not None:
@@ -274,6 +288,9 @@ def console() -> Response:
         "apiBase": request.script_root + "/agent/api",  # under a mount's prefix (mount.py)
         "lang": lang,
         "strings": console_languages().get(lang, {}),
+        # The panel's stall rule (web.py's panel config): no byte for three heartbeats and 5 s,
+        # and the conversation's stream is dead, resumed (static/widget/follow.js).
+        "stallTimeoutMs": int(current_app.config["WIDGET_SERVER"]["HEARTBEAT_SECONDS"] * 3000) + 5000,
     }
     return _page("agent.html", config=config)
 
@@ -345,7 +362,7 @@ def sign_out() -> Response:
     if found is not None:
         sent = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
         if not tokens_match(sent, found.session.csrf_token):
-            raise ApiError(403, "csrf_failed", CSRF_FAILED)
+            raise CSRF_FAILED(CSRF_FAILED_MESSAGE)
         sessions().delete(found.session_id)
         log.info("agent %s signed out", found.agent.name)
     response = _see_console()
@@ -361,12 +378,12 @@ def _no_body() -> None:
     if request.environ.get(BODY_KEY):
         body = json_body()
         if body:
-            raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(sorted(body))}. Send no body.")
+            raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(sorted(body))}. Send no body.")
 
 
 def _conversation_id(raw: str) -> str:
     if not is_id(raw):
-        raise ApiError(404, "not_found", "No such conversation.")
+        raise NOT_FOUND("No such conversation.")
     return raw
 
 
@@ -380,7 +397,7 @@ def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any
         return state
     if any(c.get("conversation_id") == conversation_id for c in service.claimed_by(agent_name)):
         return state
-    raise ApiError(403, "not_your_conversation", CONVERSATION_NOT_YOURS)
+    raise NOT_YOUR_CONVERSATION(CONVERSATION_NOT_YOURS)
 
 
 @bp.get("/agent/api/session")
@@ -430,14 +447,12 @@ def _after_seq(conversation_id: str) -> int:
         cid, _, seq = raw.rpartition(":")
         if cid == conversation_id and seq.isdigit() and len(seq) <= 10:
             return int(seq)
-        raise ApiError(
-            400, "invalid_last_event_id", f"Last-Event-ID must be '{conversation_id}:<seq>', an event of this stream."
-        )
+        raise INVALID_LAST_EVENT_ID(f"Last-Event-ID must be '{conversation_id}:<seq>', an event of this stream.")
     after = request.args.get("after", "")
     if after == "":
         return 0
     if not after.isdigit() or len(after) > 10:
-        raise ApiError(400, "invalid_after", "after must be the seq of the last event received: 0 or more.")
+        raise INVALID_AFTER("after must be the seq of the last event received: 0 or more.")
     return int(after)
 
 
@@ -448,7 +463,7 @@ def get_attachment(conversation_id: str, attachment_id: str) -> Response:
     found = current_agent()
     _mine_or_waiting(_conversation_id(conversation_id), found.agent.name)
     if not (attachment_id.startswith(ATTACHMENT_PREFIX) and is_id(attachment_id)):
-        raise ApiError(404, "not_found", ATTACHMENT_NOT_FOUND)
+        raise NOT_FOUND(ATTACHMENT_NOT_FOUND)
     return attachment_response(conversation_id, attachment_id)
 
 
@@ -501,12 +516,10 @@ def end(conversation_id: str) -> Response:
     body = json_body() if request.environ.get(BODY_KEY) else {}
     unknown = sorted(set(body) - {"reason"})
     if unknown:
-        raise ApiError(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}. Send only reason.")
+        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only reason.")
     reason = body.get("reason", "ended")
     if reason not in END_REASONS:
-        raise ApiError(
-            400, "invalid_reason", "reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant)."
-        )
+        raise INVALID_REASON("reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant).")
     handoff().end(_conversation_id(conversation_id), found.agent.name, reason)
     return Response(status=204)
 
@@ -523,13 +536,13 @@ def get_inbox() -> Response:
     current_agent()
     unknown = sorted(set(request.args) - {"limit", "cursor"})
     if unknown:
-        raise ApiError(400, "unknown_field", f"Unknown query parameter(s): {', '.join(unknown)}. Use limit and cursor.")
+        raise UNKNOWN_FIELD(f"Unknown query parameter(s): {', '.join(unknown)}. Use limit and cursor.")
     raw_limit = request.args.get("limit", str(INBOX_PAGE_DEFAULT))
     if not (raw_limit.isdigit() and len(raw_limit) <= 4 and 1 <= int(raw_limit) <= INBOX_PAGE_MAX):
-        raise ApiError(400, "invalid_limit", f"limit must be a whole number from 1 to {INBOX_PAGE_MAX}.")
+        raise INVALID_LIMIT(f"limit must be a whole number from 1 to {INBOX_PAGE_MAX}.")
     raw_cursor = request.args.get("cursor")
     if raw_cursor is not None and not (raw_cursor.isdigit() and len(raw_cursor) <= _CURSOR_MAX_CHARS):
-        raise ApiError(400, "invalid_cursor", "cursor must be a next_cursor this route returned, unchanged.")
+        raise INVALID_CURSOR("cursor must be a next_cursor this route returned, unchanged.")
     page = handoff().inbox_page(int(raw_limit), None if raw_cursor is None else int(raw_cursor))
     response = jsonify(page)
     response.headers["Cache-Control"] = "no-store"
@@ -540,7 +553,7 @@ def get_inbox() -> Response:
 def reply_to_left(left_message_id: str) -> Response:
     found = current_agent()
     if not is_id(left_message_id):
-        raise ApiError(404, "not_found", "No such left message.")
+        raise NOT_FOUND("No such left message.")
     body = new_answer_body("request_id", "text")
     result = handoff().reply_to_left(
         left_message_id, found.agent.name, found.agent.display_name, body["request_id"], user_text(body)

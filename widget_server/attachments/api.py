@@ -30,6 +30,21 @@ from werkzeug.wsgi import wrap_file
 from ..errors import CONVERSATION_NOT_FOUND, ApiError
 from ..protocol import CLIENT_KEY_RULE, is_client_key, new_id
 from ..transport import LARGE_BODY_ENDPOINTS, IdConverter, authorize, chat_service, read_large_body, settings
+from ..wire.errors import (
+    ATTACHMENT_IN_MESSAGE,
+    ATTACHMENT_STORE_FULL,
+    ATTACHMENT_TOO_LARGE,
+    ATTACHMENTS_BUDGET_EXCEEDED,
+    EMPTY_FILE,
+    IDEMPOTENCY_KEY_MISMATCH,
+    INVALID_IDEMPOTENCY_KEY,
+    INVALID_UPLOAD,
+    MISSING_FILE,
+    NOT_FOUND,
+    REQUEST_ID_CONFLICT,
+    UNKNOWN_FIELD,
+    UNSUPPORTED_MEDIA_TYPE,
+)
 from .names import content_disposition, display_name
 from .sniff import IMAGE_TYPES, MEDIA_TYPES, sniff
 from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone, StoreFull
@@ -60,13 +75,11 @@ def attachment_store() -> AttachmentStore:
 
 
 def _not_found() -> ApiError:
-    return ApiError(404, "not_found", ATTACHMENT_NOT_FOUND)
+    return NOT_FOUND(ATTACHMENT_NOT_FOUND)
 
 
 def _too_large(limit: int) -> ApiError:
-    return ApiError(
-        413,
-        "attachment_too_large",
+    return ATTACHMENT_TOO_LARGE(
         f"The file is larger than the limit of {limit} bytes.",
         details={"limit": limit},
     )
@@ -77,10 +90,10 @@ def _idempotency_key(form_key: str | None) -> str:
     (the same one if both), or "" for none."""
     header = request.headers.get("Idempotency-Key")
     if header is not None and form_key is not None and header != form_key:
-        raise ApiError(400, "idempotency_key_mismatch", "The Idempotency-Key header and the form's request_id differ.")
+        raise IDEMPOTENCY_KEY_MISMATCH("The Idempotency-Key header and the form's request_id differ.")
     key = header if header is not None else form_key
     if key is not None and not is_client_key(key):
-        raise ApiError(400, "invalid_idempotency_key", f"The idempotency key must be {CLIENT_KEY_RULE}.")
+        raise INVALID_IDEMPOTENCY_KEY(f"The idempotency key must be {CLIENT_KEY_RULE}.")
     return key or ""
 
 
@@ -104,9 +117,7 @@ def _parse(body: IO[bytes], size: int) -> tuple[dict[str, list[str]], dict[str, 
     except (ValueError, RequestEntityTooLarge):
         for part in created:
             part.close()
-        raise ApiError(
-            400, "invalid_upload", "The body is not a multipart/form-data upload this server can read."
-        ) from None
+        raise INVALID_UPLOAD("The body is not a multipart/form-data upload this server can read.") from None
     return form.to_dict(flat=False), files.to_dict(flat=False)
 
 
@@ -114,18 +125,16 @@ def _checked_fields(form: dict[str, list[str]], files: dict[str, list[FileStorag
     """The one file of the field `file`, and the `request_id` text field if given."""
     unknown = sorted(name for name in {*form, *files} if name not in _FIELDS)
     if unknown:
-        raise ApiError(
-            400,
-            "unknown_field",
+        raise UNKNOWN_FIELD(
             f"Unknown form field: {', '.join(unknown)}. Send `file` and, optionally, `request_id`.",
         )
     uploads = files.get("file", [])
     if not uploads:  # absent, or sent as a text field
-        raise ApiError(400, "missing_file", "Send the file in the form field `file`, as a file part.")
+        raise MISSING_FILE("Send the file in the form field `file`, as a file part.")
     if len(uploads) > 1 or "file" in form:
-        raise ApiError(400, "invalid_upload", "Send one file per upload, in the form field `file`.")
+        raise INVALID_UPLOAD("Send one file per upload, in the form field `file`.")
     if "request_id" in files or len(form.get("request_id", [])) > 1:
-        raise ApiError(400, "invalid_upload", "request_id, if given, is one text field.")
+        raise INVALID_UPLOAD("request_id, if given, is one text field.")
     request_ids = form.get("request_id")
     return uploads[0], request_ids[0] if request_ids else None
 
@@ -146,9 +155,7 @@ def upload_attachment(conversation_id: str) -> Response:
     authorize(conversation_id)
     values = settings()
     if request.mimetype != "multipart/form-data":
-        raise ApiError(
-            415,
-            "unsupported_media_type",
+        raise UNSUPPORTED_MEDIA_TYPE(
             "Send the file as multipart/form-data, in the form field `file`.",
         )
     max_bytes: int = values["ATTACHMENT_MAX_BYTES"]
@@ -168,7 +175,7 @@ def upload_attachment(conversation_id: str) -> Response:
             if size > max_bytes:
                 raise _too_large(max_bytes)
             if size == 0:
-                raise ApiError(400, "empty_file", "The file is empty.")
+                raise EMPTY_FILE("The file is empty.")
             found = sniff(
                 stream, upload.filename or "", values["ATTACHMENT_TYPES"], values["ATTACHMENT_IMAGE_MAX_PIXELS"]
             )
@@ -197,30 +204,24 @@ def _put(meta: AttachmentMeta, stream: BinaryIO, budget: int) -> AttachmentMeta:
     try:
         stored, created = store.put(meta, stream, budget)
     except BudgetExceeded as full:
-        raise ApiError(
-            413,
-            "attachments_budget_exceeded",
+        raise ATTACHMENTS_BUDGET_EXCEEDED(
             f"This conversation's attachments may hold {full.limit} bytes together; "
             f"{full.used} are used. Delete one, or send a smaller file.",
             details={"limit": full.limit, "used": full.used},
         ) from None
     except StoreFull:
-        raise ApiError(
-            503,
-            "attachment_store_full",
+        raise ATTACHMENT_STORE_FULL(
             "The server has no room for more attachments right now. Try again later.",
             retry_after=STORE_FULL_RETRY_AFTER_SECONDS,
         ) from None
     except ConversationGone:
-        raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND) from None
+        raise NOT_FOUND(CONVERSATION_NOT_FOUND) from None
     if created and chat_service().store.get_conversation(meta.conversation_id) is None:
         # Deleted or expired while the upload was read: its attachments go with it.
         store.delete_conversation(meta.conversation_id)
-        raise ApiError(404, "not_found", CONVERSATION_NOT_FOUND)
+        raise NOT_FOUND(CONVERSATION_NOT_FOUND)
     if not created and stored.sha256 != meta.sha256:
-        raise ApiError(
-            409,
-            "request_id_conflict",
+        raise REQUEST_ID_CONFLICT(
             "This idempotency key already uploaded another file in this conversation.",
             details={"attachment_id": stored.attachment_id},
         )
@@ -287,9 +288,7 @@ def delete_attachment(conversation_id: str, attachment_id: str) -> Response:
     if sent_in_a_message(conversation_id, attachment_id):
         # Its message's history and a regenerate still read it: it goes with the conversation
         # ("Delete my conversation"), never from under a sent message.
-        raise ApiError(
-            409,
-            "attachment_in_message",
+        raise ATTACHMENT_IN_MESSAGE(
             "This file was sent with a message, so it stays with the conversation. "
             "Delete the conversation to remove it.",
         )

@@ -1,12 +1,12 @@
 """Attachments in the chat store's Redis: shared by every worker and host, chosen with it.
 
-Two keys per conversation, named after the conversation's own key (stores/redis.py):
+Two keys per conversation, named after the conversation's own key (stores/redis/):
 
   cw:conv:{cid}:attachments       hash  `m:{aid}` → the meta JSON, `k:{key}` → the attachment
                                         an idempotency key made, `used` → bytes held
   cw:conv:{cid}:attachment_bytes  hash  `{aid}:{n}` → the bytes, in chunks of CHUNK_BYTES
 
-Both are among the conversation's key suffixes (stores/redis.py `CONVERSATION_KEY_SUFFIXES`),
+Both are among the conversation's key suffixes (stores/redis/core.py `CONVERSATION_KEY_SUFFIXES`),
 so the chat store refreshes their TTL whenever it refreshes the conversation's (they expire
 with it, to the millisecond of its last use) and its delete script removes them with every
 other key of the conversation, at once. A put is one Lua script: it checks that the
@@ -26,6 +26,7 @@ import json
 from typing import Any, BinaryIO
 
 from ..stores.keyspace import Keyspace
+from ..stores.lua import load_script
 from ..stores.redis import unavailable_on_connection_errors
 from ..stores.redis_connection import is_cluster
 from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone
@@ -34,44 +35,9 @@ META_SUFFIX = ":attachments"
 BYTES_SUFFIX = ":attachment_bytes"
 CHUNK_BYTES = 256 * 1024
 
-# KEYS: conv, meta hash, bytes hash
-# ARGV: attachment_id, meta_json, size, budget, idempotency key ('' for none), then the chunks
-# → {'created'} | {'existing', meta_json} | {'budget', used} | {'gone'}
-_PUT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
-if ARGV[5] ~= '' then
-  local known = redis.call('HGET', KEYS[2], 'k:' .. ARGV[5])
-  if known then
-    local meta = redis.call('HGET', KEYS[2], 'm:' .. known)
-    if meta then return {'existing', meta} end
-  end
-end
-local used = tonumber(redis.call('HGET', KEYS[2], 'used') or '0')
-if used + tonumber(ARGV[3]) > tonumber(ARGV[4]) then return {'budget', tostring(used)} end
-for index = 6, #ARGV do redis.call('HSET', KEYS[3], ARGV[1] .. ':' .. (index - 6), ARGV[index]) end
-redis.call('HSET', KEYS[2], 'm:' .. ARGV[1], ARGV[2], 'used', used + tonumber(ARGV[3]))
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], 'k:' .. ARGV[5], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[3], ttl)
-end
-return {'created'}
-"""
-
-# KEYS: meta hash, bytes hash; ARGV: attachment_id, CHUNK_BYTES → 1, or 0 if unknown
-_DELETE = """
-local raw = redis.call('HGET', KEYS[1], 'm:' .. ARGV[1])
-if not raw then return 0 end
-local meta = cjson.decode(raw)
-redis.call('HDEL', KEYS[1], 'm:' .. ARGV[1])
-if meta['idempotency_key'] ~= '' then redis.call('HDEL', KEYS[1], 'k:' .. meta['idempotency_key']) end
-redis.call('HINCRBY', KEYS[1], 'used', -meta['size'])
-for index = 0, math.ceil(meta['size'] / tonumber(ARGV[2])) - 1 do
-  redis.call('HDEL', KEYS[2], ARGV[1] .. ':' .. index)
-end
-return 1
-"""
+# The scripts, in attachments/lua/ (each file says what its KEYS and ARGV are and what it returns).
+_PUT = load_script("widget_server.attachments", "put")
+_DELETE = load_script("widget_server.attachments", "delete")
 
 
 @unavailable_on_connection_errors

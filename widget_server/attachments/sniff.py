@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..errors import ApiError
+from ..wire.errors import ATTACHMENT_IMAGE_TOO_LARGE, ATTACHMENT_TYPE
 
 # Short name → the Content-Type the file is served with. Text is always UTF-8 (checked).
 MEDIA_TYPES = {
@@ -91,9 +92,7 @@ def parse_types(raw: str | Iterable[str]) -> tuple[str, ...]:
 
 def type_refused(allowed: Iterable[str]) -> ApiError:
     listed = list(allowed)
-    return ApiError(
-        415,
-        "attachment_type",
+    return ATTACHMENT_TYPE(
         f"This kind of file is not accepted. Allowed: {', '.join(listed) or 'none'}.",
         details={"allowed": listed},
     )
@@ -270,9 +269,7 @@ def sniff(file: BinaryIO, name: str, allowed: Iterable[str], max_pixels: int) ->
         if found.width == 0 or found.height == 0:
             raise type_refused(allowed)
         if found.width * found.height > max_pixels:
-            raise ApiError(
-                413,
-                "attachment_image_too_large",
+            raise ATTACHMENT_IMAGE_TOO_LARGE(
                 f"The image is {found.width}×{found.height} pixels; the limit is {max_pixels} pixels.",
                 details={"width": found.width, "height": found.height, "max_pixels": max_pixels},
             )

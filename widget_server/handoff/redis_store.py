@@ -13,7 +13,7 @@ write, as the conversation's own keys do):
   handoff:presence           hash  agent name → last seen (unix seconds)
   handoff:visitors           hash  conversation id → its visitor's stream last open (unix seconds)
 
-Every commit is one Lua script (_COMMIT): it compares the version of every record the
+Every commit is one Lua script (lua/commit.lua): it compares the version of every record the
 transaction read and, only if none changed, writes the records and appends the events, so
 it is the compare-and-set of every hand-off transition (store.py), and it changes the inbox's
 index in the same step. A commit touches the desk
@@ -36,103 +36,16 @@ import json
 import time
 from typing import Any, cast
 
+from ..stores.lua import load_script
 from ..stores.redis import unavailable_on_connection_errors
 from ..stores.script_batches import ScriptBatches
 from .store import DESK, LEFT_PREFIX, LEGACY_INBOX, Commit, HandoffStore, InboxPage, inbox_score, left_key
 
-# KEYS: records → for each, {version, record JSON} (nil, nil for a record not there). One
-# script, sent in batches (stores/script_batches.py): every new question reads its
-# conversation's record (is a person answering?), and as a cluster pipeline of HMGETs that
-# was 4% of a worker's CPU while 2,000 questions arrived at once (bench/load.py, py-spy).
-_LOAD = """
-local found = {}
-for i, key in ipairs(KEYS) do found[i] = redis.call('HMGET', key, 'v', 'd') end
-return found
-"""
-
-# KEYS: the records read (as many as ARGV[3]'s records), then one events key per log, then
-#   the inbox's index, unreplied and meta keys
-# ARGV: ttl seconds, the logs' bound (MAXLEN), the change as JSON:
-#   {"records": [[expected version, "keep"|"set"|"del", value JSON]],
-#    "logs": [["add", [[seq, event JSON], …]] | ["del", []]],
-#    "inbox": [[left message ids removed], [[id, score], …] added, [ids replied to]]},
-#   PUBLISH or SPUBLISH (each new log entry is published as `<seq> <event JSON>`: redis_tail.py),
-#   the inbox's bound, the score below which its entries have expired
-# → 0 (a record changed since it was read: nothing applied), or {1, ids the inbox let go}: their
-#   records are deleted by the caller (a script names the keys it writes in KEYS).
-_COMMIT = """
-local change = cjson.decode(ARGV[3])
-local records = change['records']
-for i, record in ipairs(records) do
-  local version = tonumber(redis.call('HGET', KEYS[i], 'v') or '0')
-  if version ~= record[1] then return 0 end
-end
-for i, record in ipairs(records) do
-  if record[2] == 'set' then
-    redis.call('HSET', KEYS[i], 'v', record[1] + 1, 'd', record[3])
-    redis.call('EXPIRE', KEYS[i], ARGV[1])
-  elseif record[2] == 'del' then
-    redis.call('DEL', KEYS[i])
-  end
-end
-for j, log in ipairs(change['logs']) do
-  local key = KEYS[#records + j]
-  if log[1] == 'del' then
-    redis.call('DEL', key)
-  else
-    for _, event in ipairs(log[2]) do
-      redis.call('XADD', key, 'MAXLEN', ARGV[2], event[1] .. '-1', 'e', event[2])
-      redis.call(ARGV[4], key, event[1] .. ' ' .. event[2])  -- heard by readers (stores/redis_tail.py)
-    end
-    redis.call('EXPIRE', key, ARGV[1])
-  end
-end
-local inbox = change['inbox']
-local index, unreplied, meta = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
-for _, id in ipairs(inbox[1]) do
-  redis.call('ZREM', index, id)
-  redis.call('ZREM', unreplied, id)
-end
-local gone = {}
-if #inbox[2] > 0 then
-  for _, entry in ipairs(inbox[2]) do
-    redis.call('ZADD', index, entry[2], entry[1])
-    redis.call('ZADD', unreplied, entry[2], entry[1])
-  end
-  gone = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. ARGV[6])
-  local over = redis.call('ZCARD', index) - #gone - tonumber(ARGV[5])
-  if over > 0 then
-    for _, id in ipairs(redis.call('ZRANGE', index, #gone, #gone + over - 1)) do gone[#gone + 1] = id end
-  end
-  for _, id in ipairs(gone) do
-    redis.call('ZREM', index, id)
-    redis.call('ZREM', unreplied, id)
-  end
-  if #gone > 0 then redis.call('HINCRBY', meta, 'expired', #gone) end
-  for _, key in ipairs({index, unreplied, meta}) do redis.call('EXPIRE', key, ARGV[1]) end
-end
-for _, id in ipairs(inbox[3]) do redis.call('ZREM', unreplied, id) end
-local applied = {1}
-for _, id in ipairs(gone) do applied[#applied + 1] = id end
-return applied
-"""
-
-# KEYS: the inbox's index, unreplied and meta keys. ARGV: the score below which entries have
-# expired, the exclusive upper bound of the page's scores (`(<score>` or `+inf`), its size
-# → {the page as [id, score, …] newest first, unreplied count, expired count, ids let go now}.
-_INBOX_PAGE = """
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
-if #gone > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
-  redis.call('HINCRBY', KEYS[3], 'expired', #gone)
-end
-local page = {}
-if tonumber(ARGV[3]) > 0 then
-  page = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, ARGV[3])
-end
-return {page, redis.call('ZCARD', KEYS[2]), tonumber(redis.call('HGET', KEYS[3], 'expired') or '0'), gone}
-"""
+# The scripts, in handoff/lua/ (each file says what its KEYS and ARGV are and what it returns):
+# load.lua reads records, commit.lua is every hand-off transition, inbox_page.lua pages the inbox.
+_LOAD = load_script("widget_server.handoff", "load")
+_COMMIT = load_script("widget_server.handoff", "commit")
+_INBOX_PAGE = load_script("widget_server.handoff", "inbox_page")
 
 
 def _record_key(prefix: str, name: str) -> str:

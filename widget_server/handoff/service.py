@@ -27,6 +27,19 @@ from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
 from ..stores.base import SentAttachment, Store, StoreUnavailable, listed_exchanges
+from ..wire.errors import (
+    ALREADY_CLAIMED,
+    HANDOFF_ACTIVE,
+    HANDOFF_BUSY,
+    HANDOFF_NOT_ACTIVE,
+    HANDOFF_STORE_FULL,
+    INVALID_LAST_EVENT_ID,
+    INVALID_REASON,
+    NOT_FOUND,
+    NOT_YOUR_CONVERSATION,
+    REQUEST_ID_CONFLICT,
+    TOO_MANY_LEFT_MESSAGES,
+)
 from . import events as ev
 from .events import ConversationEvent, text_sha256
 from .hours import OpeningHours
@@ -282,9 +295,7 @@ class HandoffService:
             except HandoffStoreFull as full:
                 log.warning("hand-off refused: %s", full)
                 self.metrics.refused("store_full")
-                raise ApiError(
-                    503,
-                    "handoff_store_full",
+                raise HANDOFF_STORE_FULL(
                     "The hand-off desk is full right now. Try again in a few minutes, or keep asking the assistant.",
                     retry_after=60,
                 ) from None
@@ -295,9 +306,7 @@ class HandoffService:
             # Another worker's commit changed what this one read: run it again on fresh
             # records, after a short random pause so racing transactions spread out.
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
-        raise ApiError(
-            503, "handoff_busy", "The hand-off desk is busy with other changes. Try again in a moment.", retry_after=1
-        )
+        raise HANDOFF_BUSY("The hand-off desk is busy with other changes. Try again in a moment.", retry_after=1)
 
     def _announce_positions(self, tx: _Transaction) -> None:
         """Every queued conversation whose place in line this transaction changed gets a
@@ -326,9 +335,7 @@ class HandoffService:
         if known is None:
             return None
         if known["fingerprint"] != fingerprint:
-            raise ApiError(
-                409,
-                "request_id_conflict",
+            raise REQUEST_ID_CONFLICT(
                 "This request_id was already used with a different request. "
                 "Generate a new request_id for a new one; reuse one only to retry the same request.",
             )
@@ -433,9 +440,7 @@ class HandoffService:
         visitor's messages then go to the person (…/handoff/messages), never to the backend."""
         record = self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1]
         if record is not None and record["state"] in ev.ACTIVE_STATES:
-            raise ApiError(
-                409,
-                "handoff_active",
+            raise HANDOFF_ACTIVE(
                 "A person is handling this conversation: send messages to its hand-off "
                 "(POST …/handoff/messages) until the hand-off ends.",
                 details={"state": record["state"]},
@@ -463,9 +468,7 @@ class HandoffService:
             if known is not None:
                 return known
             if record["state"] not in ev.ACTIVE_STATES:
-                raise ApiError(
-                    409,
-                    "handoff_not_active",
+                raise HANDOFF_NOT_ACTIVE(
                     "No person is asked for in this conversation: request a hand-off first, "
                     "or send the message to the assistant.",
                 )
@@ -508,9 +511,7 @@ class HandoffService:
             if known is not None:
                 return known
             if record["state"] in ev.ACTIVE_STATES:
-                raise ApiError(
-                    409,
-                    "handoff_active",
+                raise HANDOFF_ACTIVE(
                     "A person is handling this conversation, or it waits for one: send the message "
                     "to its hand-off (POST …/handoff/messages) instead of leaving one.",
                     details={"state": record["state"]},
@@ -521,9 +522,7 @@ class HandoffService:
             kept = [entry for entry in (tx.get(key) for key in earlier) if entry is not None]
             waiting = sum(1 for entry in kept if not entry["replied"])
             if waiting >= most:
-                raise ApiError(
-                    409,
-                    "too_many_left_messages",
+                raise TOO_MANY_LEFT_MESSAGES(
                     f"This conversation already has {waiting} messages waiting for the team's reply. "
                     "They will answer here or by email; you can leave another once they have.",
                     details={"waiting": waiting, "limit": most},
@@ -620,14 +619,12 @@ class HandoffService:
             if holder is not None:
                 if holder["agent"] == agent_name:
                     return {"conversation_id": conversation_id, "agent": holder["display"]}
-                raise ApiError(
-                    409,
-                    "already_claimed",
+                raise ALREADY_CLAIMED(
                     f"Already taken by {holder['display']}.",
                     details={"agent": holder["display"]},
                 )
             if conversation_id not in positions(desk):
-                raise ApiError(409, "handoff_not_active", "This conversation is not waiting for a person.")
+                raise HANDOFF_NOT_ACTIVE("This conversation is not waiting for a person.")
             now = time.time()
             desk["queue"] = [entry for entry in desk["queue"] if entry["conversation_id"] != conversation_id]
             desk["assigned"][conversation_id] = {"agent": agent_name, "display": display_name, "since": now}
@@ -654,20 +651,16 @@ class HandoffService:
         tests/security/test_agent_ownership.py tries every agent route against it."""
         state = record["state"]
         if state == ev.STATE_ASSIGNED and record["agent"] != agent_name:
-            raise ApiError(
-                403,
-                "not_your_conversation",
+            raise NOT_YOUR_CONVERSATION(
                 f"{record['agent_display']} is handling this conversation, not you.",
                 details={"agent": record["agent_display"]},
             )
         if state == ev.STATE_ASSIGNED:
             return
         if needs_claim:
-            raise ApiError(409, "handoff_not_active", "No person is handling this conversation now.")
+            raise HANDOFF_NOT_ACTIVE("No person is handling this conversation now.")
         if state == ev.STATE_QUEUED:
-            raise ApiError(
-                409,
-                "handoff_active",
+            raise HANDOFF_ACTIVE(
                 "This visitor is waiting in the queue again: claim the conversation and answer them there.",
                 details={"state": state},
             )
@@ -737,7 +730,7 @@ class HandoffService:
         """The claiming agent ends the hand-off (`ended`) or returns the visitor to the
         assistant (`returned`); the visitor's next messages go to the backend again."""
         if reason not in ev.AGENT_END_REASONS:
-            raise ApiError(400, "invalid_reason", "reason must be 'ended' or 'returned'.")
+            raise INVALID_REASON("reason must be 'ended' or 'returned'.")
 
         def change(tx: _Transaction) -> None:
             self._authorize_agent_write(tx.conversation(conversation_id), agent_name, needs_claim=True)
@@ -894,7 +887,7 @@ class HandoffService:
             replied.clear()
             entry = tx.get(left_key(left_message_id))
             if entry is None:
-                raise ApiError(404, "not_found", "No such left message.")
+                raise NOT_FOUND("No such left message.")
             conversation_id = entry["conversation_id"]
             record = tx.conversation(conversation_id)
             known = self._known_request(record, request_id, fingerprint)
@@ -1032,9 +1025,7 @@ class HandoffService:
     def check_resume_position(self, conversation_id: str, after_seq: int) -> None:
         last = self.last_seq(conversation_id)
         if after_seq > last:
-            raise ApiError(
-                400,
-                "invalid_last_event_id",
+            raise INVALID_LAST_EVENT_ID(
                 f"Last-Event-ID names sequence {after_seq}, but this conversation's events have only reached {last}.",
             )
 

@@ -13,10 +13,10 @@ from flask import Blueprint, Response, jsonify, request
 
 from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..attachments.sending import sent_attachments
-from ..errors import ApiError
 from ..protocol import parse_event_id
 from ..service import StreamSlot
 from ..transport import authorize, chat_service, disconnect_probe, handoff_service
+from ..wire.errors import INVALID_AFTER, INVALID_EMAIL, INVALID_LAST_EVENT_ID, INVALID_REASON
 
 bp = Blueprint("handoff_visitor", __name__, url_prefix="/api/v1")
 
@@ -32,7 +32,7 @@ def _email(body: dict[str, Any]) -> str | None:
     if email is None or email == "":
         return None
     if not isinstance(email, str) or len(email) > EMAIL_MAX_CHARS or not _EMAIL.fullmatch(email.strip()):
-        raise ApiError(400, "invalid_email", "email is not an address we can write back to, such as name@example.com.")
+        raise INVALID_EMAIL("email is not an address we can write back to, such as name@example.com.")
     return email.strip()
 
 
@@ -42,9 +42,7 @@ def request_handoff(conversation_id: str) -> Response:
     body = new_answer_body("request_id", "reason")
     reason = body.get("reason")
     if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX_CHARS):
-        raise ApiError(
-            400, "invalid_reason", f"reason, if given, is a string of at most {REASON_MAX_CHARS} characters."
-        )
+        raise INVALID_REASON(f"reason, if given, is a string of at most {REASON_MAX_CHARS} characters.")
     return jsonify(handoff_service().request(conversation_id, body["request_id"]))
 
 
@@ -86,9 +84,7 @@ def _after_seq(conversation_id: str) -> int:
     if raw:
         parsed = parse_event_id(raw)
         if parsed is None or parsed[0] != conversation_id:
-            raise ApiError(
-                400,
-                "invalid_last_event_id",
+            raise INVALID_LAST_EVENT_ID(
                 f"Last-Event-ID must be '{conversation_id}:<seq>', the id of an event of this conversation.",
             )
         return parsed[1]
@@ -97,7 +93,7 @@ def _after_seq(conversation_id: str) -> int:
         return 0
     parsed = parse_event_id(f"{conversation_id}:{after}")
     if parsed is None:
-        raise ApiError(400, "invalid_after", "after must be a sequence number: 0, or digits without a leading zero.")
+        raise INVALID_AFTER("after must be a sequence number: 0, or digits without a leading zero.")
     return parsed[1]
 
 

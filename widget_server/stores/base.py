@@ -225,7 +225,7 @@ class Store(ABC):
     def append_text_soon(self, message_id: str, text: str) -> bool:
         """Append a delta of the answer this process generates, without waiting for the store
         to take it: False once an earlier one was refused (the message no longer runs).
-        A store with round trips (redis.py) sends it and learns its outcome at the next call
+        A store with round trips (stores/redis/event_log.py) sends it and learns its outcome at the next call
         or at settle(); deltas and every later write of the message stay in order."""
         return self.append_text(message_id, text) is not None
 
@@ -493,7 +493,7 @@ def revision_refusal(
     its user message id, so an edit may name several). It may be replaced only if no later
     exchange is listed (listed_exchanges: a failed or stopped later turn does not count),
     and only once its answer has ended. The Redis store checks the same in Lua
-    (stores/redis.py, _CLAIM_REVISION).
+    (stores/redis/lua/claim_revision.lua).
     """
     index = next((i for i in range(len(exchanges) - 1, -1, -1) if revision.matches(exchanges[i])), -1)
     if index < 0:

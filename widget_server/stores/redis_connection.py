@@ -2,7 +2,7 @@
 Redis Cluster (`redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]`: seed nodes, the
 others are discovered; the scheme the `limits` library also reads, so ratelimits.py shares it).
 
-Both clients are made the same way (redis.py's module docstring says why): no retries of a
+Both clients are made the same way (stores/redis/unavailable.py says why): no retries of a
 command (a script whose reply was lost may have run; running an APPEND twice would duplicate
 text), a short connect timeout, and a bounded pool of connections per Redis server (each
 master of a cluster) that a command waits for (POOL_CONNECTIONS). A

@@ -1,6 +1,6 @@
 """Concurrent calls of one Lua script, sent to Redis together (a group commit, issue 16).
 
-Every delta of every answer is one call of the append script (redis.py `_APPEND`). Sent one
+Every delta of every answer is one call of the append script (stores/redis/lua/append.lua). Sent one
 by one, each call took a pooled connection, was packed by redis-py, cost a send and a receive
 syscall on both sides and a greenlet switch to wait: py-spy found 27% of a worker's CPU in
 those calls at N=500 (bench/load.py, redis-2w), and Redis spent its time on the sockets of
@@ -18,7 +18,7 @@ A batch is not a transaction, and nothing about a call changes by being in one:
   the script did not run: it is loaded and the call sent again. MOVED or ASK (a cluster moving
   a slot) means it did not run either: the call goes through redis-py, which follows them;
 - a connection error fails every call of the batch still without a reply, and none is sent
-  again: a call whose reply was lost may have run (redis.py's module docstring);
+  again: a call whose reply was lost may have run (stores/redis/unavailable.py);
 - calls to one server are sent in the order they were submitted, and all of a message's keys
   are on one server, so an answer's appends and its ending stay in order.
 """

@@ -1,0 +1,138 @@
+"""Conversations: their records, their exchanges, and each new question's request-id claim.
+
+The claim (claim.lua) is one script: a retry of the same request finds its exchange, another
+request with the same id is a conflict, and a new one gets its exchange, its answer's message
+and that message's lease at once. Every authorised request reads its conversation and every
+new answer is a claim, so under a burst of questions these calls go to Redis in batches
+(script_batches.py), as creating a conversation and reading its exchanges do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..base import Claim, Conversation, Exchange, RequestConflict, SentAttachment, UnknownMessage, backend_history
+from ..lua import load_script
+from ..script_batches import ScriptBatches
+from .compaction import RedisCompaction
+from .core import CONVERSATION_KEY_SUFFIXES, SCRIPTS, _text
+from .unavailable import unavailable_on_connection_errors
+
+_CLAIM = load_script(SCRIPTS, "claim")
+_GET_CONVERSATION = load_script(SCRIPTS, "get_conversation")
+_EXCHANGES = load_script(SCRIPTS, "exchanges")
+_CREATE_CONVERSATION = load_script(SCRIPTS, "create_conversation")
+
+
+@unavailable_on_connection_errors
+class RedisConversations(RedisCompaction):
+    def _register_conversation_scripts(self) -> None:
+        self._claim = self.redis.register_script(_CLAIM)
+        self._get_conversation = self.redis.register_script(_GET_CONVERSATION)
+        # Every authorised request reads its conversation, and every new answer is a claim:
+        # under a burst of questions these go in batches too (redis-py's own path per command,
+        # pool, checks and a cluster's routing, was about a fifth of a worker's CPU while 2,000
+        # questions arrived at once: bench/load.py redis-cluster-2w, py-spy).
+        self._get_conversation_batches = ScriptBatches(
+            self.redis, _GET_CONVERSATION, lambda keys, args: self._get_conversation(keys=keys, args=args)
+        )
+        # (Also read before each new answer's claim: ChatService.check_can_start.)
+        exchanges = self.redis.register_script(_EXCHANGES)
+        self._exchanges_batches = ScriptBatches(
+            self.redis, _EXCHANGES, lambda keys, args: exchanges(keys=keys, args=args)
+        )
+        self._claim_batches = ScriptBatches(self.redis, _CLAIM, lambda keys, args: self._claim(keys=keys, args=args))
+        # Once per question each, as the reads above (and message() also before each ending).
+        create_conversation = self.redis.register_script(_CREATE_CONVERSATION)
+        self._create_conversation_batches = ScriptBatches(
+            self.redis, _CREATE_CONVERSATION, lambda keys, args: create_conversation(keys=keys, args=args)
+        )
+
+    def create_conversation(self, conversation: Conversation) -> None:
+        self._create_conversation_batches(
+            [self._conv(conversation.conversation_id)],
+            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl],
+        )
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        key = self._conv(conversation_id)
+        values = self._get_conversation_batches(
+            [key, *(key + suffix for suffix in CONVERSATION_KEY_SUFFIXES)], [self._ttl]
+        )
+        if values is None:
+            return None
+        return Conversation(conversation_id, _text(values[0]), float(values[1] or 0))
+
+    def claim_request(
+        self,
+        conversation_id: str,
+        request_id: str,
+        fingerprint: str,
+        user_text: str,
+        new_user_message_id: str,
+        new_assistant_message_id: str,
+        attachments: tuple[SentAttachment, ...] = (),
+    ) -> Claim:
+        exchange: dict[str, Any] = {
+            "conversation_id": conversation_id,
+            "request_id": request_id,
+            "fingerprint": fingerprint,
+            "user_message_id": new_user_message_id,
+            "user_text": user_text,
+            "assistant_message_id": new_assistant_message_id,
+        }
+        if attachments:  # only when there are: Lua's cjson writes an empty list back as {}
+            exchange["attachments"] = [attachment.to_json() for attachment in attachments]
+        conv = self._conv(conversation_id)
+        outcome, *rest = self._claim_batches(
+            [
+                conv,
+                conv + ":exchanges",
+                conv + ":requests",
+                self._msg(new_assistant_message_id),
+                self._lease(new_assistant_message_id),
+            ],
+            [
+                request_id,
+                json.dumps(exchange, ensure_ascii=False),
+                fingerprint,
+                self._ttl,
+                self._lease_ms,
+                self.owner,
+            ],
+        )
+        outcome = outcome.decode()
+        if outcome == "unknown":
+            raise UnknownMessage(conversation_id)
+        found = self._exchange(rest[0])
+        if outcome == "conflict":
+            raise RequestConflict(found)
+        if outcome == "existing":
+            return Claim(found, created=False)
+        self._own(new_assistant_message_id)
+        earlier = [exchange for exchange in map(self._exchange, rest[1]) if exchange.request_id != request_id]
+        history = self._completed_history(earlier)
+        self.compact_due(conversation_id)
+        return Claim(found, created=True, history=history)
+
+    @staticmethod
+    def _exchange(raw: bytes | str) -> Exchange:
+        data = json.loads(raw)
+        return Exchange(
+            data["request_id"],
+            data["fingerprint"],
+            data["user_message_id"],
+            data["user_text"],
+            data["assistant_message_id"],
+            data.get("replaces", ""),
+            tuple(SentAttachment.from_json(item) for item in data.get("attachments") or ()),
+        )
+
+    def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:
+        return backend_history(exchanges, self.message)
+
+    def exchanges(self, conversation_id: str) -> list[Exchange]:
+        return [
+            self._exchange(raw) for raw in self._exchanges_batches([self._conv(conversation_id) + ":exchanges"], [])
+        ]

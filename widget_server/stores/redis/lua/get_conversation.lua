@@ -1,0 +1,12 @@
+-- A conversation read, and every key of it renewed (stores/redis/conversations.py
+-- get_conversation). One round trip: a use of a conversation renews every key of it
+-- (tests/test_api_feedback.py), and an HMGET then one EXPIRE per key were seven round trips
+-- per authorised request, 9% of a worker's CPU at N=2,000 (bench/load.py redis-2w, py-spy).
+-- KEYS: conv, then the conversation's other keys (stores/redis/core.py
+--       CONVERSATION_KEY_SUFFIXES)
+-- ARGV: ttl
+-- Returns {token_hash, created_at}, or nil for an unknown conversation.
+local values = redis.call('HMGET', KEYS[1], 'token_hash', 'created_at')
+if not values[1] then return nil end
+for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+return values
