@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.redis_support import RedisServer
 from widget_server.backends.base import create_backend
-from widget_server.config import load_settings
+from widget_server.chat.service import ChatService
 from widget_server.handoff import create_handoff_store
 from widget_server.handoff import service as service_module
 from widget_server.handoff.service import HandoffService
 from widget_server.handoff.store import DESK, Commit
-from widget_server.service import ChatService
+from widget_server.settings import load_settings
 from widget_server.stores import create_store
 
 ROUNDS = 200

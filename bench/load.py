@@ -50,7 +50,7 @@ Both widget setups get WIDGET_SERVER_MAX_STREAMS=10000,
 WIDGET_SERVER_MAX_STREAMS_PER_CLIENT=10000 (every client is one address) and
 WIDGET_SERVER_WORKER_CONNECTIONS=10000 (the defaults, 1000 and 2000 per
 worker, would refuse or queue part of N = 2000), and any RATE_LIMIT setting
-found in widget_server.config is turned off or raised to its bound.
+found in widget_server.settings is turned off or raised to its bound.
 
 The answer: each client POSTs `/echo <text>`, where <text> is a fixed
 50-word text with multi-byte characters (é, →, —, 🎸, 日本語, a combining
@@ -344,8 +344,8 @@ def cpu_seconds(pid: int) -> float:
 def rate_limit_env() -> tuple[dict[str, str], list[str]]:
     """Turn off / raise any RATE_LIMIT setting of the server code under test (read in a subprocess)."""
     script = (
-        "import json; from widget_server.config import SETTINGS; print(json.dumps([[s.name, s.env_var, s.default, "
-        "s.minimum, s.maximum] for s in SETTINGS if 'RATE_LIMIT' in s.name], default=repr))"
+        "import json; from widget_server.settings import all_settings; print(json.dumps([[s.name, s.env_var, s.default, "
+        "s.minimum, s.maximum] for s in all_settings() if 'RATE_LIMIT' in s.name], default=repr))"
     )
     found = subprocess.run(
         [sys.executable, "-c", script],

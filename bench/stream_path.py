@@ -66,8 +66,8 @@ def read(stream, counts):
 # The memory store's path without the HTTP.
 DRIVER = """
 from widget_server.backends.demo import DemoBackend
-from widget_server.config import load_settings
-from widget_server.service import ChatService, EventStream, StreamSlot
+from widget_server.settings import load_settings
+from widget_server.chat.service import ChatService, EventStream, StreamSlot
 from widget_server.stores.memory import MemoryStore
 
 limits = {"MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}

@@ -12,7 +12,7 @@ from typing import Any
 
 from widget_server import create_app
 from widget_server.agents.accounts import AgentAccounts
-from widget_server.agents.agent_api import MAILER_KEY
+from widget_server.agents.api import MAILER_KEY
 
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from widget_server.backends.base import create_backend
-from widget_server.config import load_settings
+from widget_server.chat.service import ChatService
 from widget_server.handoff import create_handoff_store
 from widget_server.handoff.service import HandoffService
 from widget_server.metrics import Metrics
-from widget_server.service import ChatService
+from widget_server.settings import load_settings
 from widget_server.stores import create_store
 
 MakeServices = Callable[..., tuple[HandoffService, ChatService]]

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from widget_server import actions
 from widget_server.actions import ActionError, CallbackRequest, InvalidArguments
+from widget_server.actions import service as actions
 from widget_server.backends.base import ActionProposal
 from widget_server.backends.demo import ACTION_ARGUMENTS
 from widget_server.errors import ChatError

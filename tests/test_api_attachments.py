@@ -28,7 +28,7 @@ from widget_server.app import create_app
 from widget_server.attachments.directory_store import MARKER, DirectoryAttachmentStore
 from widget_server.attachments.redis_store import BYTES_SUFFIX, META_SUFFIX
 from widget_server.attachments.store import AttachmentMeta, AttachmentStore, BudgetExceeded
-from widget_server.config import ConfigError, load_settings
+from widget_server.settings import ConfigError, load_settings
 
 from . import attachment_samples as samples
 from .conftest import TEST_CONFIG

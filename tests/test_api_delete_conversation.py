@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from widget_server.generation import RunKeeper
+from widget_server.chat.generation import RunKeeper
 from widget_server.sse import EventStreamParser
 from widget_server.transport import CONVERSATION_COOKIE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from widget_server import create_app
-from widget_server.config import ConfigError
+from widget_server.settings import ConfigError
 
 QUESTION = "which arpeggio fits Am F C G"
 

@@ -125,7 +125,7 @@ def test_limits_are_shared_by_servers_on_one_redis(limited, store_kind):
 
 
 def test_limit_settings_are_validated():
-    from widget_server.config import ConfigError, load_settings
+    from widget_server.settings import ConfigError, load_settings
 
     with pytest.raises(ConfigError, match="RATE_LIMIT_CLIENT"):
         load_settings({"RATE_LIMIT_CLIENT": "lots"}, environ={})

@@ -113,7 +113,7 @@ def test_no_module_above_the_flask_adapters_imports_flask():
     layers = module_layers()
     adapters = [layer for layer, _ in layer_rows()].index("Flask adapters")
     assert sorted(m for m in flask_importers() if layers[m] < adapters) == []
-    assert "widget_server.api" in flask_importers()  # the scan finds an adapter's import
+    assert "widget_server.chat.api" in flask_importers()  # the scan finds an adapter's import
 
 
 def test_error_codes_are_made_only_by_their_registry():
@@ -211,3 +211,241 @@ def test_only_follow_js_makes_an_event_stream_parser():
         and "createEventStreamParser(" in path.read_text(encoding="utf-8")
     }
     assert makers == set(EVENT_STREAM_PARSER_MAKERS), makers
+
+
+def js_code(path: Path) -> str:
+    """A module's code without its comments: a comment that names `fetch()` makes no request.
+    A `//` after a colon (`https://…` in a string) is no comment."""
+    source = re.sub(r"/\*.*?\*/", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return re.sub(r"(?m)(?:^|\s)//.*$", "", source)
+
+
+def js_modules(folder: str) -> list[Path]:
+    return sorted((REPO_ROOT / "static" / folder).glob("*.js"))
+
+
+# Who may make an HTTP request among the panel's modules and among the console's: one client
+# each, so that a request's URL, token, headers, retries and errors are written in one place
+# (docs/architecture.md). The other modules call its methods; follow.js reads the responses
+# its caller's `request` gets from the client.
+HTTP_CLIENTS = {"widget": "client.js", "agent": "api.js"}
+HTTP_REQUEST = re.compile(r"\bfetch\s*\(|\bnew\s+XMLHttpRequest\b")
+
+
+def test_the_request_finder_tells_a_request_from_a_mention(tmp_path):
+    module = tmp_path / "module.js"
+    for source, found in (
+        ("const response = await fetch(url, { method: 'POST' });\n", True),
+        ("const request = new XMLHttpRequest();\n", True),
+        ("// opened with fetch() (EventSource cannot POST)\n", False),
+        ("/* XMLHttpRequest, not fetch(): progress */\n", False),
+        ("const ns = 'http://www.w3.org/2000/svg'; fetch(url);\n", True),
+        ("this.refetch(url);\n", False),
+    ):
+        module.write_text(source, encoding="utf-8")
+        assert bool(HTTP_REQUEST.search(js_code(module))) is found, source
+
+
+@pytest.mark.parametrize(("folder", "client"), sorted(HTTP_CLIENTS.items()))
+def test_only_the_client_makes_http_requests(folder, client):
+    requesters = {path.name for path in js_modules(folder) if HTTP_REQUEST.search(js_code(path))}
+    assert requesters == {client}, f"static/{folder}/: {sorted(requesters)} make HTTP requests"
+
+
+# The helpers the modules share, each defined in one module and imported from it by every
+# other, never copied again: static/widget/dom.js's (every name it exports) and the client's
+# readers of a refused response.
+SHARED_HELPER_HOMES = {
+    "static/widget/dom.js": None,  # None: every name the module exports
+    "static/widget/client.js": ("jsonOrNull", "errorFrom"),
+}
+# Another helper by one of those names, which is not a copy, with why.
+NOT_COPIES = {
+    ("static/widget/markdown.js", "element"): "an element with attributes, no class or text: the "
+    "renderer's own, in a source under a size budget (tests/e2e/test_markdown.py)",
+}
+
+
+def exported_names(source: str) -> set[str]:
+    return set(re.findall(r"(?m)^export\s+(?:async\s+)?(?:function\s*\*?|const|let)\s+(\w+)", source))
+
+
+def defines_helper(source: str, name: str) -> bool:
+    """A top-level or nested `function name(` or `const name =` (not a class's method)."""
+    pattern = rf"(?m)^\s*(?:export\s+)?(?:(?:async\s+)?function\s+{name}\s*\(|(?:const|let|var)\s+{name}\s*=)"
+    return re.search(pattern, source) is not None
+
+
+def test_the_helper_finder_tells_a_definition_from_a_method_or_a_call():
+    assert defines_helper("function element(tag, className, text) {\n", "element")
+    assert defines_helper("export const sleep = (milliseconds, signal) =>\n", "sleep")
+    assert defines_helper("  async function jsonOrNull(response) {\n", "jsonOrNull")
+    assert not defines_helper("  button(className, decision, text, label) {\n", "button")
+    assert not defines_helper("    const node = button(className, text);\n", "button")
+    assert not defines_helper("const elementWith = (tag, attributes) => {\n", "element")
+    assert defines_helper("const element = (tag, attributes) => {\n", "element")
+
+
+def test_shared_helpers_are_defined_once():
+    dom = (REPO_ROOT / "static/widget/dom.js").read_text(encoding="utf-8")
+    assert {"element", "button", "sleep"} <= exported_names(dom)
+    modules = [
+        path
+        for path in sorted((REPO_ROOT / "static").rglob("*.js"))
+        if path.relative_to(REPO_ROOT / "static").parts[0] != "min"  # static/min/: generated copies
+    ]
+    copies = []
+    for home, names in SHARED_HELPER_HOMES.items():
+        home_source = (REPO_ROOT / home).read_text(encoding="utf-8")
+        for name in names or sorted(exported_names(home_source)):
+            assert defines_helper(home_source, name), f"{home} no longer defines {name}"
+            copies += [
+                f"{path.relative_to(REPO_ROOT).as_posix()} defines {name}, {home}'s"
+                for path in modules
+                if path.relative_to(REPO_ROOT).as_posix() != home
+                and (path.relative_to(REPO_ROOT).as_posix(), name) not in NOT_COPIES
+                and defines_helper(path.read_text(encoding="utf-8"), name)
+            ]
+    assert copies == []
+
+
+# The pure modules (docs/architecture.md) know nothing of the DOM: not even through dom.js.
+@pytest.mark.parametrize("module", ["sse.js", "model.js", "follow.js"])
+def test_pure_modules_do_not_import_the_dom_helpers(module):
+    assert "./dom.js" not in js_code(REPO_ROOT / "static" / "widget" / module)
+
+
+# -- where a module's tests are (docs/testing.md, "Where a module's tests are") ----------------------
+
+# The folders whose test modules are named after the code they test; tests/e2e/ is named after
+# what the browser shows.
+NAMED_TEST_DIRS = ("tests", "tests/security")
+
+# Modules whose tests the naming rule does not find, each with a test module that covers it. A
+# new module's tests go in a file named after it, not here; an entry whose module gets such a
+# file, or whose test module is gone, fails below until it is removed or corrected.
+TESTS_FOUND_ELSEWHERE = {
+    # The lazy `create_app` and `init_app`: importing the protocol loads nothing else.
+    "widget_server/__init__.py": "tests/test_structure.py",
+    "widget_server/__main__.py": "tests/security/test_production_defaults.py",  # `python -m widget_server`
+    "widget_server/app.py": "tests/test_smoke.py",  # create_app: every page and endpoint it wires
+    # The chat's routes and service are what the API's own tests (test_api_<topic>.py) test.
+    "widget_server/chat/api.py": "tests/test_api_streaming.py",
+    "widget_server/chat/service.py": "tests/test_api_lifecycle.py",  # submits, cancel, history
+    "widget_server/chat/generation.py": "tests/test_eager_start.py",  # the time limit: test_api_lifecycle.py
+    "widget_server/cli.py": "tests/test_agents_cli.py",  # and `feedback export`: test_feedback_export.py
+    "widget_server/errorhandlers.py": "tests/test_api_errors.py",
+    "widget_server/expected.py": "tests/test_qa.py",
+    "widget_server/gunicorn_conf.py": "tests/test_gevent_worker.py",
+    "widget_server/kb_routes.py": "tests/test_backends_kb.py",  # the kb backend's sources at /kb/
+    "widget_server/monitoring.py": "tests/test_api_metrics.py",  # /metrics and /healthz
+    "widget_server/pytest_plugin.py": "tests/test_plugin_options.py",
+    "widget_server/resources.py": "tests/test_install.py",  # static/ and templates/ found in the wheel
+    # Regenerate and edit, one test module each.
+    "widget_server/revisions/api.py": "tests/test_api_regenerate.py",
+    "widget_server/revisions/service.py": "tests/test_api_edit.py",
+    "widget_server/server_errors.py": "tests/security/test_http_server_errors.py",
+    "widget_server/serving.py": "tests/test_gevent_worker.py",  # many workers: test_scale_out.py
+    "widget_server/store_url.py": "tests/test_settings.py",  # the STORE URLs, a cluster's seed nodes
+    "widget_server/stores/__init__.py": "tests/test_api_streaming.py",  # create_store: each store kind
+    "widget_server/stores/base.py": "tests/test_memory_store.py",  # the store's contract
+    "widget_server/stores/redis_connection.py": "tests/test_redis_cluster.py",
+    "widget_server/testing.py": "tests/test_plugin_options.py",
+    "widget_server/transport.py": "tests/security/test_request_bounds.py",  # authorize: test_conversation_cookie.py
+    "widget_server/web.py": "tests/test_panel_config.py",
+}
+
+
+def named_test_files() -> list[Path]:
+    return sorted(path for folder in NAMED_TEST_DIRS for path in (REPO_ROOT / folder).glob("test_*.py"))
+
+
+def names_of(module: Path) -> set[str]:
+    """The names a module's tests go by: every package folder on its path, and its own name,
+    but for `api` (every feature package has one, so the package's name finds its tests)."""
+    parts = module.relative_to(PACKAGE_DIR).parts
+    return {*parts[:-1], *([] if module.stem in ("__init__", "api") else [module.stem])}
+
+
+def named_tests_of(module: Path, files: list[Path]) -> list[str]:
+    """The test files named after `module`: test_<name>.py, test_<name>_<topic>.py, and the same
+    after `test_api_` for tests through the HTTP API."""
+    names = names_of(module)
+    found = []
+    for file in files:
+        topic = file.stem.removeprefix("test_").removeprefix("api_")
+        if any(topic == name or topic.startswith(f"{name}_") for name in names):
+            found.append(file.relative_to(REPO_ROOT).as_posix())
+    return found
+
+
+def has_code(module: Path) -> bool:
+    """Anything but a docstring and `from __future__` (a package's `__init__.py` that only says
+    what its modules are has nothing to test)."""
+    body = ast.parse(module.read_text(encoding="utf-8")).body
+    return any(
+        not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+        for node in body
+    )
+
+
+def test_every_module_has_tests_found_by_its_name():
+    files = named_test_files()
+    untested = [
+        module.relative_to(REPO_ROOT).as_posix()
+        for module in sorted(PACKAGE_DIR.rglob("*.py"))
+        if has_code(module)
+        and not named_tests_of(module, files)
+        and module.relative_to(REPO_ROOT).as_posix() not in TESTS_FOUND_ELSEWHERE
+    ]
+    assert untested == [], "name their tests by docs/testing.md's rule, or list them in TESTS_FOUND_ELSEWHERE"
+
+
+@pytest.mark.parametrize("module", sorted(TESTS_FOUND_ELSEWHERE))
+def test_every_module_listed_as_tested_elsewhere_needs_the_list(module):
+    path = REPO_ROOT / module
+    assert path.is_file(), f"{module} is gone: remove its entry"
+    assert (REPO_ROOT / TESTS_FOUND_ELSEWHERE[module]).is_file(), f"{TESTS_FOUND_ELSEWHERE[module]} is gone"
+    assert named_tests_of(path, named_test_files()) == [], f"the rule finds {module}'s tests: remove its entry"
+
+
+def test_the_rule_finds_tests_by_package_module_and_api():
+    files = [
+        REPO_ROOT / "tests" / name for name in ("test_feedback_export.py", "test_api_feedback.py", "test_keyspace.py")
+    ]
+    found = named_tests_of
+    assert found(PACKAGE_DIR / "feedback" / "service.py", files) == [
+        "tests/test_feedback_export.py",
+        "tests/test_api_feedback.py",
+    ]
+    assert found(PACKAGE_DIR / "feedback" / "api.py", files) == [
+        "tests/test_feedback_export.py",
+        "tests/test_api_feedback.py",
+    ]
+    assert found(PACKAGE_DIR / "stores" / "keyspace.py", files) == ["tests/test_keyspace.py"]
+    assert found(PACKAGE_DIR / "chat" / "api.py", files) == []  # `api` alone names no package
+    assert found(PACKAGE_DIR / "feedbacks.py", files) == []  # a whole name, not a prefix
+
+
+def test_the_server_reads_its_settings_by_attribute_never_by_name():
+    """Settings are typed per area (widget_server/settings/): `settings.chat.max_text_chars`,
+    which mypy checks; a name in brackets is found only when it runs. The by-name mapping is
+    for tools, docs, tests and older plugins."""
+    from widget_server.settings import all_settings
+
+    names = {setting.name for setting in all_settings()}
+    found = []
+    for module in sorted(PACKAGE_DIR.rglob("*.py")):
+        if "settings" in module.relative_to(PACKAGE_DIR).parts:
+            continue
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                and node.slice.value in names
+                and "environ" not in ast.unparse(node.value)
+                and ast.unparse(node.value) != "CORE_SETTINGS"  # a declaration (help text), not a value
+            ):
+                found.append(f"{module.relative_to(REPO_ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert found == []

@@ -20,8 +20,8 @@ import pytest
 
 from widget_server.attachments.names import MAX_NAME_CHARS, content_disposition, display_name
 from widget_server.attachments.sniff import MEDIA_TYPES, parse_types, sniff
-from widget_server.config import ConfigError, load_settings
 from widget_server.errors import ApiError
+from widget_server.settings import ConfigError, load_settings
 
 from . import attachment_samples as samples
 

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 
 from widget_server.cli import build_parser
-from widget_server.config import SETTINGS
 from widget_server.errors import ErrorCode
 from widget_server.messages import EventKind
+from widget_server.settings import all_settings
 from widget_server.wire.errors import HTTP_ERROR_CODE, REGISTRY
+
+SETTINGS = all_settings()
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"

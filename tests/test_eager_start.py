@@ -94,7 +94,7 @@ GENERATION_CHECKS = textwrap.dedent(
     import gevent
     from widget_server.backends.base import Turn
     from widget_server.backends.demo import DemoBackend
-    from widget_server.generation import GenerationRun
+    from widget_server.chat.generation import GenerationRun
     from widget_server.messages import EventKind
     from widget_server.stores.base import Conversation
     from widget_server.stores.memory import MemoryStore

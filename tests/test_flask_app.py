@@ -9,7 +9,8 @@ import functools
 import pytest
 from flask import Flask
 
-from widget_server import api, flask_app, transport, web
+from widget_server import flask_app, transport, web
+from widget_server.chat import api
 from widget_server.flask_app import WidgetFlask
 
 

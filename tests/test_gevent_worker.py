@@ -16,6 +16,7 @@ import gevent.ssl
 import pytest
 
 from widget_server import gunicorn_conf, serving
+from widget_server.settings import Settings
 from widget_server.gevent_worker import WORKER_CLASS, GeventWorker, _one_send_first
 
 
@@ -160,14 +161,14 @@ def test_the_subclass_is_made_once_and_keeps_the_object():
 
 def test_widget_server_and_the_gunicorn_settings_run_this_worker():
     assert gunicorn_conf.worker_class == WORKER_CLASS == "widget_server.gevent_worker.GeventWorker"
-    application = serving.WidgetServerApplication({}, {**_settings(), "WORKERS": 1})
+    application = serving.WidgetServerApplication({}, _settings().replace(WORKERS=1))
     assert application.cfg.worker_class is GeventWorker
 
 
-def _settings() -> dict:
-    from widget_server.config import load_settings
+def _settings() -> Settings:
+    from widget_server.settings import load_settings
 
-    return dict(load_settings({}))
+    return load_settings({}, environ={})
 
 
 # In a process of its own: the collector's settings are the whole process's.

@@ -14,10 +14,10 @@ from typing import Any
 import jsonschema_rs  # schemathesis's validator (tests/test_openapi_schemathesis.py)
 import pytest
 
-from widget_server.config import ConfigError, load_settings
 from widget_server.handoff import events as ev
 from widget_server.handoff.hours import OpeningHours, parse_hours
 from widget_server.openapi import build_document
+from widget_server.settings import ConfigError, load_settings
 
 from .test_api_handoff import ask, handoff_of, post, url
 from .test_scale_out import metric_value

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from widget_server.chat.service import ChatService
 from widget_server.errors import ApiError
 from widget_server.handoff import events as ev
 from widget_server.handoff.service import HandoffService
-from widget_server.service import ChatService
 
 from .handoff_support import handoff_services
 from .helpers import wait_until

@@ -16,9 +16,9 @@ import pytest
 from flask import Flask, render_template_string
 
 from widget_server import init_app
-from widget_server.agents.agent_api import MAILER_KEY
-from widget_server.config import ConfigError
+from widget_server.agents.api import MAILER_KEY
 from widget_server.mount import MountedChat
+from widget_server.settings import ConfigError
 
 from .conftest import TEST_CONFIG
 from .helpers import ChatClient, LiveServer, assert_completed, site_app

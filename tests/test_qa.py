@@ -17,10 +17,10 @@ import pytest
 
 from widget_server import create_app
 from widget_server.backends.demo import SCENARIOS
-from widget_server.config import ConfigError
 from widget_server.errors import ErrorCode
 from widget_server.expected import scenario_answer
 from widget_server.i18n import ui_strings
+from widget_server.settings import ConfigError
 
 from .announcements import sentences_heard
 from .conftest import TEST_CONFIG

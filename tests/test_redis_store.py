@@ -178,7 +178,7 @@ def test_a_cancel_on_another_server_stops_a_run_that_writes_nothing(two_servers)
     """The generating server asks Redis only about runs that wrote nothing within a tick (a
     refused write stops a streaming run by itself): a backend waiting on its upstream still
     learns of a cancel sent to another server within two ticks."""
-    from widget_server.generation import RunKeeper
+    from widget_server.chat.generation import RunKeeper
 
     from .helpers import ChatClient
 
@@ -293,8 +293,8 @@ def test_a_run_longer_than_its_lease_keeps_it_by_renewing(redis_or_cluster, seed
     """On one Redis (renewals in a pipeline) and on a cluster (in batches per master)."""
     from widget_server.backends.base import Turn
     from widget_server.backends.demo import DemoBackend
-    from widget_server.config import load_settings
-    from widget_server.generation import GenerationRun
+    from widget_server.chat.generation import GenerationRun
+    from widget_server.settings import load_settings
 
     store = RedisStore(redis_or_cluster.url, lease_seconds=1)
     store.create_conversation(Conversation("c_1", "hash", 0.0))

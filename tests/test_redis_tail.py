@@ -285,7 +285,7 @@ def test_the_process_generating_an_answer_reads_its_log_without_subscribing(writ
 def test_an_answer_another_process_ends_reaches_the_owners_readers_once_the_owner_learns_it(store, writer, learns_by):
     """A cancel sent to another host is a write this process never fed: its readers get the
     cancelled event, exactly once and in order, as soon as the owner learns of it (a refused
-    write, or the RunKeeper's look at quiet runs: generation.py), through Redis."""
+    write, or the RunKeeper's look at quiet runs: chat/generation.py), through Redis."""
     message_id = running(writer)
     assert writer.append_text(message_id, "partial") is not None  # seq 2
     got: list = []

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 from widget_server.app import create_app
-from widget_server.config import ConfigError, load_settings
+from widget_server.settings import ConfigError, load_settings
 from widget_server.web import ANNOUNCE_COOKIE, LAZY_STRING_GROUPS
 
 from .conftest import TEST_CONFIG

@@ -5,7 +5,7 @@ Imports are read from the source with `ast` (every import statement, at any
 depth, those under `if TYPE_CHECKING:` included), so a cycle through a
 function-level import counts too, and so does one of types alone: two modules
 that need each other's types are one design, and a protocol breaks it
-(feedback.Answers).
+(feedback/service.py `Answers`).
 """
 
 from __future__ import annotations

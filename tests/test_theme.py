@@ -14,7 +14,7 @@ import pytest
 
 from widget_server import theme
 from widget_server.app import create_app
-from widget_server.config import ConfigError, load_settings
+from widget_server.settings import ConfigError, load_settings
 
 from .conftest import TEST_CONFIG
 

@@ -12,32 +12,32 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import (
-    actions_api,
-    api,
     errorhandlers,
-    feedback_api,
     kb_routes,
     monitoring,
     openapi,
     qa,
     ratelimits,
-    revisions_api,
     transport,
     web,
 )
-from .agents import agent_api
+from .actions import api as actions_api
+from .agents import api as agents_api
 from .agents.sign_in_delay import create_sign_in_delays
 from .attachments import api as attachments_api
 from .attachments import create_attachment_store
 from .backends.base import create_backend
-from .config import load_settings
+from .chat import api as chat_api
+from .chat.service import ChatService
+from .feedback import api as feedback_api
 from .flask_app import WidgetFlask
+from .handoff import api as handoff_api
 from .handoff import create_handoff_store
-from .handoff import visitor_api as handoff_visitor_api
 from .handoff.service import HandoffService
 from .metrics import Metrics
 from .resources import resource_dir, static_folder
-from .service import ChatService
+from .revisions import api as revisions_api
+from .settings import load_settings
 from .stores import create_store
 from .wire.errors import INVALID_HOST
 
@@ -100,7 +100,7 @@ def create_app(
     settings = load_settings(config, environ)
     app = WidgetFlask(
         __name__,
-        static_folder=str(static_folder(settings["ASSETS"])),
+        static_folder=str(static_folder(settings.server.assets)),
         static_url_path="/static",  # whichever copy is served (ASSETS), at the same URLs
         template_folder=str(resource_dir("templates")),
     )
@@ -108,28 +108,31 @@ def create_app(
     # What links written outside a request (the agents' mail) put after PUBLIC_URL.
     app.config["WIDGET_SERVER_URL_PREFIX"] = url_prefix
     # Werkzeug refuses larger bodies with 413 before we read them.
-    app.config["MAX_CONTENT_LENGTH"] = settings["MAX_BODY_BYTES"]
+    app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     if isinstance(app.json, DefaultJSONProvider):
         app.json.ensure_ascii = False  # docs/protocol.md: non-ASCII characters are sent as is
-    logging.getLogger("widget_server").setLevel(settings["LOG_LEVEL"])
-    if "*" in settings["EMBED_ORIGINS"]:
+    logging.getLogger("widget_server").setLevel(settings.server.log_level)
+    if "*" in settings.web.embed_origins:
         log.warning("EMBED_ORIGINS is '*': any website may embed this chat panel")
 
-    if settings["PROXY_HOPS"]:
+    if settings.web.proxy_hops:
         # The client address (rate limits, logs) from X-Forwarded-For, set by
         # exactly this many trusted proxies; never trusted without them.
         # Flask's documented way to add WSGI middleware is to replace this method.
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings["PROXY_HOPS"])  # type: ignore[method-assign]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.web.proxy_hops)  # type: ignore[method-assign]
 
-    if settings["PUBLIC_URL"] or settings["ENV"] == "production":
+    if settings.web.public_url or settings.server.env == "production":
         # Outermost: the Host is checked, and replaced, before anything else reads it.
         app.wsgi_app = PublicHost(  # type: ignore[method-assign]
-            app.wsgi_app, settings["PUBLIC_URL"], settings["TRUSTED_HOSTS"], enforce=settings["ENV"] == "production"
+            app.wsgi_app,
+            settings.web.public_url,
+            settings.web.trusted_hosts,
+            enforce=settings.server.env == "production",
         )
 
     store = create_store(settings)
-    backend = create_backend(settings["BACKEND"], settings)
-    metrics = Metrics(enabled=settings["METRICS"])
+    backend = create_backend(settings.server.backend, settings)
+    metrics = Metrics(enabled=settings.server.metrics)
     app.extensions["widget_server.metrics"] = metrics
     chat = app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
     # Hand-off to a person (widget_server/handoff/): its store beside the chat store.
@@ -142,19 +145,19 @@ def create_app(
     transport.init_app(app)  # the id converters, before the blueprints whose rules name them
     ratelimits.init_app(app)
     monitoring.init_app(app)
-    api.init_app(app)
+    chat_api.init_app(app)
     openapi.init_app(app)
     web.init_app(app)
     app.register_blueprint(qa.bp)  # /qa: 404 unless the QA setting is on
     kb_routes.init_app(app)  # /kb/<path>: the kb backend's sources (404 with another backend)
-    app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions.py)
-    app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback.py)
-    app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions.py)
+    app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions/)
+    app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback/)
+    app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions/)
     # /agent: the agents' console, sign-in and API; after the hand-off service, whose hooks it sets.
-    agent_api.init_app(app, store)
+    agents_api.init_app(app, store)
     # The wait after failed sign-ins, in the sessions' backend (agents/sign_in_delay.py).
-    app.extensions[agent_api.SIGN_IN_DELAYS_KEY] = create_sign_in_delays(store, metrics)
-    app.register_blueprint(handoff_visitor_api.bp)  # hand-off: request, messages, the conversation stream
+    app.extensions[agents_api.SIGN_IN_DELAYS_KEY] = create_sign_in_delays(store, metrics)
+    app.register_blueprint(handoff_api.bp)  # hand-off: request, messages, the conversation stream
     # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
     # The service reads a message's files through it (Turn.attachments, the history).
     chat.attachment_store = create_attachment_store(settings, store)

@@ -16,9 +16,9 @@ from typing import Any
 
 from .agents.commands import add_agents_commands, agents_command, check_agents_file
 from .backends.base import UnknownBackend, create_backend
-from .config import SETTINGS_BY_NAME, ConfigError, load_settings
-from .feedback import export as export_feedback
-from .feedback import parse_since
+from .feedback.service import export as export_feedback
+from .feedback.service import parse_since
+from .settings import CORE_SETTINGS, ConfigError, load_settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def option(flag: str, name: str, **kwargs: Any) -> None:
-        setting = SETTINGS_BY_NAME[name]
+        setting = CORE_SETTINGS[name]
         parser.add_argument(
             flag,
             dest=name,
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    explicit = {name: value for name, value in vars(args).items() if value is not None and name in SETTINGS_BY_NAME}
+    explicit = {name: value for name, value in vars(args).items() if value is not None and name in CORE_SETTINGS}
     if args.command == "feedback":
         return _feedback_command(args, explicit)
     if args.command == "agents":
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Build the backend once here, before any worker starts, so its own
         # configuration errors (a missing API key, an empty knowledge base)
         # are this one line too, not a worker failing to boot.
-        create_backend(settings["BACKEND"], settings)
+        create_backend(settings.server.backend, settings)
         check_agents_file(settings)  # the same for an agents file that is not one
     except (ConfigError, UnknownBackend) as error:
         print(f"widget-server: error: {error}", file=sys.stderr)
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve(explicit, settings)
 
 
-# -- `widget-server feedback export` (widget_server/feedback.py) ------------------------------
+# -- `widget-server feedback export` (widget_server/feedback/) ------------------------------
 
 
 def _since(text: str) -> float:
@@ -107,7 +107,7 @@ def _add_feedback_commands(parser: argparse.ArgumentParser) -> Any:
         help="Only feedback set at or after this: YYYY-MM-DD (that day's start, UTC) or an ISO 8601 date and "
         "time (UTC unless it names a zone).",
     )
-    setting = SETTINGS_BY_NAME["STORE"]
+    setting = CORE_SETTINGS["STORE"]
     # SUPPRESS: not given here, `widget-server --store … feedback export` keeps the one given before.
     export.add_argument(
         "--store",
@@ -124,7 +124,7 @@ def _feedback_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int
     except ConfigError as error:
         print(f"widget-server: error: {error}", file=sys.stderr)
         return 2
-    if settings["STORE"] == "memory":
+    if settings.store.url == "memory":
         # The memory store lives inside the server's own process: nothing else can read it.
         print(
             "widget-server: error: feedback export reads a shared store, and STORE is `memory`, which lives "

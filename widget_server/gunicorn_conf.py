@@ -22,19 +22,19 @@ import math
 import shutil
 from typing import Any
 
-from .config import load_settings
 from .gevent_worker import WORKER_CLASS
 from .serving import _finish_answers, _forget_worker_metrics, _install_signal_handlers, prepare_metrics_folder
+from .settings import load_settings
 
 _settings = load_settings({})
 
 # gunicorn's gevent worker, one system call fewer per write (gevent_worker.py).
 worker_class = WORKER_CLASS
-worker_connections = _settings["WORKER_CONNECTIONS"]
+worker_connections = _settings.server.worker_connections
 # As serving.py: gevent workers heartbeat the master from their own greenlet, so this only
 # catches a stuck worker; it never limits a stream.
 timeout = 60
-graceful_timeout = math.ceil(_settings["SHUTDOWN_GRACE_SECONDS"])  # gunicorn takes whole seconds
+graceful_timeout = math.ceil(_settings.server.shutdown_grace_seconds)  # gunicorn takes whole seconds
 keepalive = 5
 # gunicorn 23+ opens a control socket under ~/.gunicorn; nothing here uses it, and it fails
 # where HOME is read-only.
@@ -51,7 +51,7 @@ def on_starting(server: Any) -> None:
     """In the master before any worker: the chat's metrics summed over workers need a
     multi-process folder (serving.py `prepare_metrics_folder`, docs/serving.md "Metrics")."""
     global _metrics_folder
-    if _settings["METRICS"]:
+    if _settings.server.metrics:
         _metrics_folder = prepare_metrics_folder()
 
 

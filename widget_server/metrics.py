@@ -99,7 +99,7 @@ class Metrics:
             self._client_reports.labels(kind=kind)
         for outcome in ("cancelled", "already_ended"):
             self._cancels.labels(outcome=outcome)
-        # Feedback on answers (widget_server/feedback.py): each rating given, by its value.
+        # Feedback on answers (widget_server/feedback/): each rating given, by its value.
         self._feedback = Counter(
             "chat_feedback",
             "Ratings given to answers: a new feedback, or one whose rating changed (a comment alone is not counted).",

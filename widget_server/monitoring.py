@@ -27,9 +27,9 @@ def _metrics_allowed() -> bool:
     production. Refused is the same 404 as METRICS off, as a wrong token on the API is:
     a prober learns neither whether metrics are served nor whether a token exists."""
     values = settings()
-    expected = values["METRICS_TOKEN"]
+    expected = values.server.metrics_token
     if not expected:
-        return values["ENV"] != "production"
+        return values.server.env != "production"
     given = bearer_token() or ""
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 

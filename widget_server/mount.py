@@ -28,9 +28,9 @@ from flask import Flask, request
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from .app import create_app
-from .config import ConfigError
+from .chat.service import ChatService
 from .handoff.service import HandoffService
-from .service import ChatService
+from .settings import ConfigError
 
 EXTENSION_KEY = "widget_server"
 

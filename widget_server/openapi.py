@@ -347,7 +347,7 @@ _LAST_EVENT_ID_HEADER = {
 }
 
 
-# -- feedback on answers, and deleting a conversation (issue #12; widget_server/feedback.py) --
+# -- feedback on answers, and deleting a conversation (issue #12; widget_server/feedback/) --
 
 _FEEDBACK_SCHEMAS = {
     "Feedback": {
@@ -449,7 +449,7 @@ _DELETE_CONVERSATION = {
 }
 
 
-# -- regenerate and edit the last turn (issue #12; widget_server/revisions.py) --
+# -- regenerate and edit the last turn (issue #12; widget_server/revisions/) --
 
 _REVISION_SCHEMAS = {
     "RegenerateMessage": {

@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 
 from . import testing
-from .config import ENV_PREFIX
+from .settings import ENV_PREFIX
 from .testing import RECORDER_SCRIPT, ChatServer, ChatWidget
 
 __all__ = [

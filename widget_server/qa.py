@@ -26,6 +26,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from . import expected
 from .backends.demo import SCENARIOS, load_seed_answers
 from .i18n import DEFAULT_LANGUAGE, load_strings, pick_language
+from .settings import Settings
 from .transport import content_security_policy as _csp
 
 bp = Blueprint("qa", __name__)
@@ -38,14 +39,15 @@ SCRIPT_MAX_SENTENCES = 120
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def _settings() -> dict:
-    return current_app.config["WIDGET_SERVER"]
+def _settings() -> Settings:
+    values: Settings = current_app.config["WIDGET_SERVER"]
+    return values
 
 
 @bp.before_app_request
 def _only_when_qa_is_on() -> None:
     path = request.path
-    if (path == "/qa" or path.startswith(("/qa/", "/static/qa/"))) and not _settings().get("QA"):
+    if (path == "/qa" or path.startswith(("/qa/", "/static/qa/"))) and not _settings().server.qa:
         abort(404)
 
 
@@ -114,7 +116,7 @@ def sample_files() -> list[dict[str, Any]]:
 
 
 def _embed_allows_self() -> bool:
-    origins = _settings()["EMBED_ORIGINS"]
+    origins = _settings().web.embed_origins
     own = request.host_url.rstrip("/")
     return "'self'" in origins or "*" in origins or own in origins
 
@@ -138,19 +140,19 @@ def qa_page() -> Response:
         "lang": lang,
         "strings": q,
         "items": items,
-        "faultsEnabled": bool(settings["FAULTS"]),
+        "faultsEnabled": bool(settings.server.faults),
         "loaderSrc": url_for("web.loader"),
         "scriptUrl": url_for("qa.script_page"),
         "target": "#qa-widget",
         "defaults": {"lang": lang if lang in widget_langs else DEFAULT_LANGUAGE, "announceInterval": 1000},
     }
     notices = []
-    if not settings["FAULTS"]:
+    if not settings.server.faults:
         notices.append(("faults", q["faultsOff"]))
     if not _embed_allows_self():
         notices.append(("embed", q["embedNotAllowed"]))
-    if settings["BACKEND"] != "demo":
-        notices.append(("backend", _format(q["backendNotDemo"], backend=settings["BACKEND"])))
+    if settings.server.backend != "demo":
+        notices.append(("backend", _format(q["backendNotDemo"], backend=settings.server.backend)))
     html = render_template(
         "qa.html",
         lang=lang,
@@ -159,7 +161,7 @@ def qa_page() -> Response:
         widget_languages=[(code, q["languageNames"].get(code, code)) for code in widget_langs],
         items=items,
         config=config,
-        faults_enabled=bool(settings["FAULTS"]),
+        faults_enabled=bool(settings.server.faults),
         notices=notices,
         samples=sample_files(),
     )
@@ -190,7 +192,7 @@ def script_page() -> Response:
         "errorCode": answer.error_code,
         "sentencesMayBeDropped": answer.sentences_may_be_dropped,
         "failsLate": answer.fails_late,
-        "timeLimitSeconds": f"{settings['MESSAGE_TIME_LIMIT_SECONDS']:g}",
+        "timeLimitSeconds": f"{settings.chat.message_time_limit_seconds:g}",
         "maxSentences": SCRIPT_MAX_SENTENCES,
     }
     html = render_template(

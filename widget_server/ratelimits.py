@@ -40,9 +40,9 @@ from urllib.parse import urlsplit
 
 from flask import Flask, current_app, request
 
-from .config import Settings
 from .errors import ApiError
 from .metrics import Metrics
+from .settings import Settings
 from .transport import authorize, settings
 from .wire.errors import ORIGIN_NOT_ALLOWED, RATE_LIMITED
 
@@ -95,7 +95,7 @@ _UNAUTHORIZED = Limit(
     "Too many refused requests from your connection. Wait {seconds} s, then try again.",
 )
 
-# The agent console's sign-in (widget_server/agents/agent_api.py): counted per client address
+# The agent console's sign-in (widget_server/agents/api.py): counted per client address
 # and, under its own key space, per agent name, so neither many names from one address nor one
 # name from many addresses guesses faster than this (docs/security.md, "The agent console").
 _AGENT_SIGN_IN = Limit(
@@ -105,7 +105,7 @@ _AGENT_SIGN_IN = Limit(
     "Too many sign-in attempts. Wait {seconds} s, then try again.",
 )
 
-# Left messages (widget_server/handoff/visitor_api.py), per client address: each lands in the
+# Left messages (widget_server/handoff/api.py), per client address: each lands in the
 # agents' inbox and may mail the site's owner, so one address may leave only a few, whatever
 # conversations it opens (a conversation's own bound is HANDOFF_LEFT_MESSAGES_MAX).
 _LEFT_MESSAGES_CLIENT = Limit(
@@ -142,7 +142,7 @@ _ENDPOINT_LIMITS = {
     # A regenerate or an edit starts an answer like a send, so it spends the same quotas.
     "revisions_api.regenerate": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "revisions_api.edit": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
-    # Hand-off (widget_server/handoff/visitor_api.py): a request, a message to the person and
+    # Hand-off (widget_server/handoff/api.py): a request, a message to the person and
     # a left message are messages too, and spend the same quotas.
     "handoff_visitor.request_handoff": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
     "handoff_visitor.post_handoff_message": (_MESSAGES_CLIENT, _MESSAGES_CONVERSATION),
@@ -159,7 +159,7 @@ class RateLimits:
         self.items = {
             limit.name: parse_many(settings[limit.setting]) if settings[limit.setting] else [] for limit in _LIMITS
         }
-        self._store_url = settings["STORE"]
+        self._store_url = settings.store.url
         self._storage: Any = None
         self._limiter: MovingWindowRateLimiter | None = None
         self._made = threading.Lock()
@@ -321,12 +321,12 @@ def check_origin() -> None:
     origin = request.headers.get("Origin")
     if origin is None:
         return
-    allowed = settings()["API_ORIGINS"]
+    allowed = settings().web.api_origins
     if "*" in allowed:
         return
     sent = _origin(origin)
     trusted = [request.host_url, *(o for o in allowed if o != "'self'")]
-    public_url = settings().get("PUBLIC_URL")
+    public_url = settings().web.public_url
     if public_url:
         trusted.append(public_url)
     if sent is not None and sent in {_origin(url) for url in trusted}:
@@ -339,7 +339,7 @@ def check_origin() -> None:
 def init_app(app: Flask) -> None:
     app.before_request(check_origin)  # first: a refused origin is never counted
     values = app.config["WIDGET_SERVER"]
-    if not values["RATE_LIMITS"]:
+    if not values.rate_limits.enabled:
         return
     limits = RateLimits(values, app.extensions["widget_server.metrics"])
     app.extensions["widget_server.rate_limits"] = limits

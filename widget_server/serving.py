@@ -35,11 +35,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
 from .gevent_worker import WORKER_CLASS
+from .settings import Settings
 
 if TYPE_CHECKING:
     from flask import Flask
 
-    from .service import ChatService
+    from .chat.service import ChatService
 
 
 class _Log(Protocol):
@@ -72,7 +73,7 @@ class _Worker(Protocol):
 
 
 class WidgetServerApplication(BaseApplication):
-    def __init__(self, explicit_config: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
+    def __init__(self, explicit_config: Mapping[str, Any], settings: Settings) -> None:
         self.explicit_config = dict(explicit_config)
         self.settings = settings
         super().__init__()
@@ -80,18 +81,18 @@ class WidgetServerApplication(BaseApplication):
     def load_config(self) -> None:
         settings = self.settings
         options = {
-            "bind": [_bind_address(settings["HOST"], settings["PORT"])],
-            "workers": settings["WORKERS"],
+            "bind": [_bind_address(settings.server.host, settings.server.port)],
+            "workers": settings.server.workers,
             "worker_class": WORKER_CLASS,
-            "worker_connections": settings["WORKER_CONNECTIONS"],
+            "worker_connections": settings.server.worker_connections,
             # Streams are long-lived by design; gevent workers heartbeat the
             # master from their own greenlet, so this only catches a stuck worker.
             "timeout": 60,
             # SIGTERM: a worker stops within this many seconds (streams end at
             # once, resumably; answers in progress get the rest to finish).
-            "graceful_timeout": math.ceil(settings["SHUTDOWN_GRACE_SECONDS"]),  # gunicorn takes whole seconds
+            "graceful_timeout": math.ceil(settings.server.shutdown_grace_seconds),  # gunicorn takes whole seconds
             "keepalive": 5,
-            "loglevel": settings["LOG_LEVEL"].lower(),
+            "loglevel": settings.server.log_level.lower(),
             "errorlog": "-",
             "when_ready": _announce_ready,
             "proc_name": "widget-server",
@@ -204,9 +205,9 @@ def prepare_metrics_folder() -> str | None:
     return folder
 
 
-def serve(explicit_config: Mapping[str, Any], settings: Mapping[str, Any]) -> int:
+def serve(explicit_config: Mapping[str, Any], settings: Settings) -> int:
     code = 0
-    metrics_folder = prepare_metrics_folder() if settings["METRICS"] else None
+    metrics_folder = prepare_metrics_folder() if settings.server.metrics else None
     try:
         WidgetServerApplication(explicit_config, settings).run()
     except KeyboardInterrupt:

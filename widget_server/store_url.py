@@ -1,4 +1,4 @@
-"""The STORE setting's URL, read without connecting (pure: config.py checks it at start-up).
+"""The STORE setting's URL, read without connecting (pure: the settings check it at start-up).
 
 `memory`, one Redis (`redis://`, `rediss://`, `unix://`, read by redis-py) or a Redis Cluster:
 `redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]`, seed nodes from which the client

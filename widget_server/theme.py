@@ -512,43 +512,6 @@ def theme_from_query(query: Mapping[str, str]) -> Theme:
     return resolve(Theme(), values, [])
 
 
-def defaults_from_settings(values: Mapping[str, object]) -> Theme:
-    """The server's THEME_* settings (widget_server/config.py), already validated."""
-    return Theme(
-        accent=str(values["THEME_ACCENT"]),
-        radius=str(values["THEME_RADIUS"]),
-        density=str(values["THEME_DENSITY"]),
-        font=str(values["THEME_FONT"]),
-        color_scheme=str(values["THEME_COLOR_SCHEME"]),
-    )
-
-
-def loader_defaults(values: Mapping[str, object]) -> dict[str, str]:
-    """The settings static/widget.js reads as its defaults (`__CHATWIDGET_THEME__`): only those
-    changed from the built-in ones, so a default server adds two bytes to the loader."""
-    built_in = {
-        "accent": "",
-        "radius": "medium",
-        "density": "comfortable",
-        "font": "system",
-        "colorScheme": "auto",
-        "launcherLabel": "",
-        "launcherIcon": "chat",
-        "zIndex": "2147483000",
-    }
-    current = {
-        "accent": values["THEME_ACCENT"],
-        "radius": values["THEME_RADIUS"],
-        "density": values["THEME_DENSITY"],
-        "font": values["THEME_FONT"],
-        "colorScheme": values["THEME_COLOR_SCHEME"],
-        "launcherLabel": values["LAUNCHER_LABEL"],
-        "launcherIcon": values["LAUNCHER_ICON"],
-        "zIndex": str(values["LAUNCHER_Z_INDEX"]),
-    }
-    return {name: str(value) for name, value in current.items() if str(value) != built_in[name]}
-
-
 def palette_notes(theme: Theme) -> list[str]:
     """What the palette changed to meet contrast, for the site to read in the console: the chosen
     scheme's, and with `auto` the light one's. No colour has 4.5:1 on both #ffffff and #121212

@@ -1,7 +1,7 @@
 """What the blueprints share: the service, the settings, the conversation's token, JSON
 bodies, the id converters of their URLs, and the pages' Content-Security-Policy.
 
-Each blueprint (api.py, actions_api.py, web.py, kb_routes.py, qa.py) is a thin adapter from
+Each blueprint (chat/api.py, actions/api.py, web.py, kb_routes.py, qa.py) is a thin adapter from
 HTTP to the service; this module holds the pieces more than one of them needs, so none
 imports another's private helpers.
 """
@@ -20,18 +20,18 @@ from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import NotFound
 from werkzeug.routing import BaseConverter
 
-from .config import Settings
+from .chat.service import ChatService
 from .errorhandlers import handle_api_error
 from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
 from .handoff.service import HandoffService
 from .protocol import is_id
-from .service import ChatService
+from .settings import Settings
 from .stores.base import Conversation
 from .waiting import call_later
 from .wire.errors import BODY_TIMEOUT, BODY_TOO_LARGE, INVALID_BODY, INVALID_JSON, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE
 
 # `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
-# page to find it again (api.py, web.py). The `__Host-` prefix makes the browser refuse the
+# page to find it again (chat/api.py, web.py). The `__Host-` prefix makes the browser refuse the
 # cookie unless it is Secure, has Path=/ and no Domain, and was set by this host itself
 # (RFC 6265bis §4.1.3.2): a page on a sibling subdomain cannot plant one to fixate the
 # visitor on a conversation it can read (docs/security.md, "Controls";
@@ -232,8 +232,8 @@ def read_bounded_body() -> None:
         # refusal before that (a wrong token, a rate limit) closes it.
         environ[CLOSE_KEY] = True
         return
-    limit: int = settings()["MAX_BODY_BYTES"]
-    timeout: float = settings()["BODY_READ_TIMEOUT_SECONDS"]
+    limit: int = settings().web.max_body_bytes
+    timeout: float = settings().web.body_read_timeout_seconds
     environ[BODY_KEY] = _read_body(limit, timeout, _too_large)
 
 
@@ -275,7 +275,7 @@ def read_large_body(limit: int, timeout: float, too_large: Callable[[int], ApiEr
     `limit` (refused with `too_large(limit)`, the connection closed) and `timeout` (408)."""
     request.max_content_length = limit  # werkzeug's own check, per request (Flask 3.1)
     # Returned open: the caller closes it (the view's `with`).
-    sink = tempfile.SpooledTemporaryFile(max_size=settings()["MAX_BODY_BYTES"])  # noqa: SIM115
+    sink = tempfile.SpooledTemporaryFile(max_size=settings().web.max_body_bytes)  # noqa: SIM115
     try:
         _read_body(limit, timeout, lambda most: _closing(too_large(most)), sink)
     except BaseException:

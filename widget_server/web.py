@@ -12,9 +12,10 @@ from flask import Blueprint, Flask, Response, current_app, render_template, requ
 
 from . import theme
 from .attachments.sniff import MEDIA_TYPES
-from .config import parse_greeting, parse_starters
 from .errors import ApiError
 from .i18n import accepted_languages, load_strings, loader_languages, pick_language, text_direction
+from .settings import Settings
+from .settings.parsing import parse_greeting, parse_starters
 from .stores.base import StoreUnavailable
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
 
@@ -29,14 +30,14 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
 
 
-def _attachment_limits(values: dict[str, Any]) -> dict[str, Any]:
+def _attachment_limits(values: Settings) -> dict[str, Any]:
     """What attachments.js checks before uploading (the server checks again, by content):
     docs/protocol.md, "Attachments". Types as the media types a browser claims for a file."""
     return {
-        "maxBytes": values["ATTACHMENT_MAX_BYTES"],
-        "perMessage": values["ATTACHMENTS_PER_MESSAGE"],
-        "types": [MEDIA_TYPES[name].split(";")[0] for name in values["ATTACHMENT_TYPES"]],
-        "budgetBytes": values["ATTACHMENTS_MAX_BYTES_PER_CONVERSATION"],
+        "maxBytes": values.attachments.max_bytes,
+        "perMessage": values.attachments.per_message,
+        "types": [MEDIA_TYPES[name].split(";")[0] for name in values.attachments.types],
+        "budgetBytes": values.attachments.max_bytes_per_conversation,
     }
 
 
@@ -52,7 +53,7 @@ def _strings() -> dict[str, dict[str, Any]]:
 
 
 def _frame_ancestors() -> str:
-    origins = settings()["EMBED_ORIGINS"]
+    origins = settings().web.embed_origins
     return "*" if "*" in origins else " ".join(origins)
 
 
@@ -62,7 +63,7 @@ def _frame_ancestors() -> str:
 
 
 def _host_origins() -> list[str]:
-    origins = settings()["EMBED_ORIGINS"]
+    origins = settings().web.embed_origins
     own = request.host_url.rstrip("/")
     return [own if origin == "'self'" else origin for origin in origins]
 
@@ -111,11 +112,11 @@ def _announce_mode() -> str:
     return mode if mode in ANNOUNCE_MODES else "sentence"
 
 
-def _empty_state(values: dict[str, Any], warnings: list[str]) -> tuple[list[str], str]:
+def _empty_state(values: Settings, warnings: list[str]) -> tuple[list[str], str]:
     """The starters and greeting: the settings, or the embed's data-starters / data-greeting
     when they pass the same checks. A bad one is ignored (the setting stands) and named in
     `warnings`, which the panel writes to the console: never an error page."""
-    starters, greeting = list(values["STARTERS"]), values["GREETING"]
+    starters, greeting = list(values.chat.starters), values.chat.greeting
     if "starters" in request.args:
         try:
             starters = list(parse_starters(request.args["starters"]))
@@ -166,7 +167,7 @@ def _render_panel(standalone: bool) -> Response:
     # Theming (docs/theming.md): the embed's levers over the THEME_* settings, as a stylesheet
     # of custom properties (the panel's CSP allows no inline style); its contrast notes go to
     # the console with the other warnings.
-    panel_theme = theme.resolve(theme.defaults_from_settings(values), request.args, warnings)
+    panel_theme = theme.resolve(values.theme.as_theme(), request.args, warnings)
     for note in dict.fromkeys(theme.palette_notes(panel_theme)):
         warnings.append(note)
     config = {
@@ -176,16 +177,16 @@ def _render_panel(standalone: bool) -> Response:
         "standalone": standalone,
         "hostOrigin": host_origin,
         "hostOrigins": host_origins,
-        "faults": request.args.get("faults", "") if values["FAULTS"] else "",
-        "retryMs": values["RETRY_MS"],
+        "faults": request.args.get("faults", "") if values.server.faults else "",
+        "retryMs": values.chat.retry_ms,
         "maxBackoffMs": 8000,
-        "stallTimeoutMs": int(values["HEARTBEAT_SECONDS"] * 3000) + 5000,
+        "stallTimeoutMs": int(values.chat.heartbeat_seconds * 3000) + 5000,
         "incompleteAfterMs": _bounded_int("incompleteAfter", 30000, 1000, 600000),
         "announceIntervalMs": _bounded_int("announceInterval", 1000, 100, 10000),
         # Each turn's heading level (data-heading-level): the panel title is h1, so 2 is the
         # top; a site whose page puts the chat under its own h2 may choose 3.
         "turnHeadingLevel": _bounded_int("headingLevel", 2, 2, 5),
-        "feedbackCommentMaxChars": values["FEEDBACK_COMMENT_MAX_CHARS"],
+        "feedbackCommentMaxChars": values.chat.feedback_comment_max_chars,
         "reducedMotion": _flag("reducedMotion"),
         "conversation": remembered,
         "announceMode": _announce_mode(),
@@ -205,7 +206,7 @@ def _render_panel(standalone: bool) -> Response:
         # Inline (data-target): part of the host page, nothing to close.
         closable=not standalone and request.args.get("inline") != "1",
         config=config,
-        max_chars=values["MAX_TEXT_CHARS"],
+        max_chars=values.chat.max_text_chars,
         reduced_motion=config["reducedMotion"],
         theme_css=url_for("web.theme_css", **panel_theme.query()),  # type: ignore[arg-type]
     )
@@ -260,7 +261,7 @@ def loader() -> Response:
         body = body.replace(
             "__CHATWIDGET_LANGUAGES__", json.dumps(loader_languages(), ensure_ascii=False, separators=(",", ":"))
         )
-        theme_defaults = theme.loader_defaults(settings())
+        theme_defaults = settings().theme.loader_defaults()
         body = body.replace(
             "__CHATWIDGET_THEME__", json.dumps(theme_defaults, ensure_ascii=False, separators=(",", ":"))
         )

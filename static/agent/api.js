@@ -1,20 +1,19 @@
-// The agent API client: every HTTP request of the console (docs/agents.md, "The agent API").
+// The agent API client: every HTTP request of the console (docs/agents.md, "The agent API"),
+// and the only module of static/agent/ that makes one (tests/test_architecture.py).
 // The session is the `__Host-agent_session` cookie the browser sends by itself (same
 // origin); every state-changing request also carries the session's CSRF token in
 // `X-CSRF-Token`. Errors are the server's JSON errors, as the widget's client reads them
 // (static/widget/client.js ApiError: status, code, message), plus `details`.
 
-import { ApiError, newRequestId } from '../widget/client.js';
+import { ApiError, jsonOrNull, newRequestId } from '../widget/client.js';
 import { follow } from '../widget/follow.js';
 
 export { ApiError, newRequestId };
 
-async function jsonOrNull(response) {
-  try {
-    return await response.json();
-  } catch {
-    return null; // no JSON body (a 204): the status says what happened
-  }
+// The console's words in `lang` (static/agent/i18n/<lang>.json), when its config has none.
+export async function consoleStrings(lang) {
+  const response = await fetch(new URL(`./i18n/${lang}.json`, import.meta.url));
+  return response.json();
 }
 
 export class AgentApi {
@@ -87,7 +86,7 @@ export class AgentApi {
   }
 }
 
-// Before the console's config says (it always does, agent_api.py `console()`): the panel's rule
+// Before the console's config says (it always does, agents/api.py `console()`): the panel's rule
 // for the server's default heartbeat of 15 s, three heartbeats and 5 s (widget_server/web.py).
 const DEFAULT_STALL_TIMEOUT_MS = 50000;
 

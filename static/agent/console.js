@@ -9,10 +9,11 @@
 // region (never per poll), failures once through one assertive region; nothing moves focus
 // except the agent's own action, and then to a heading that says where they are.
 
+import { element } from '../widget/dom.js';
 import { format, plural } from '../widget/i18n.js';
 import { sha256Hex } from '../widget/sha256.js';
 import { formatSize } from '../widget/sizes.js';
-import { AgentApi, ApiError, followConversation, newRequestId } from './api.js';
+import { AgentApi, ApiError, consoleStrings, followConversation, newRequestId } from './api.js';
 import { Notifier } from './notify.js';
 
 // docs/agents.md: the queue poll is the presence heartbeat; AGENT_PRESENCE_SECONDS (30 s by
@@ -29,13 +30,6 @@ const TYPING_INTERVAL_MS = 3000;
 const STATE_SETTLE_MS = 300;
 
 const $ = (selector, root = document) => root.querySelector(selector);
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 // A sentence with a name or a visitor's text in it, each value in its own <bdi> (HTML "The bdi
 // element"): a Latin name in an Arabic sentence, or Hebrew text in an English one, keeps its own
@@ -851,8 +845,7 @@ class AgentConsole {
 async function loadStrings(config) {
   if (config.strings && Object.keys(config.strings).length) return config.strings;
   const lang = /^[a-z]{2,3}$/.test(config.lang || '') ? config.lang : 'en';
-  const response = await fetch(new URL(`./i18n/${lang}.json`, import.meta.url));
-  return response.json();
+  return consoleStrings(lang);
 }
 
 async function boot() {

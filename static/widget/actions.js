@@ -16,8 +16,8 @@
 // (tests/test_budgets.py).
 
 import { newRequestId } from './client.js';
+import { button, element } from './dom.js';
 import { format } from './i18n.js';
-import { element } from './lazy-parts.js';
 
 // Does every `{placeholder}` of the template have a non-empty argument?
 function fillsTemplate(template, args) {
@@ -87,12 +87,10 @@ export class ActionCard {
 
   // The visible word ("Confirm") starts the accessible name ("Confirm: request a call back").
   button(className, decision, text, label) {
-    const button = element('button', className, text);
-    button.type = 'button';
-    button.setAttribute('aria-label', label);
-    button.dataset.chatRole = `action-${decision}`;
-    button.addEventListener('click', () => this.decide(decision));
-    return button;
+    const node = button(className, text, () => this.decide(decision));
+    node.setAttribute('aria-label', label);
+    node.dataset.chatRole = `action-${decision}`;
+    return node;
   }
 
   // aria-disabled, not disabled: a disabled button would drop the focus of

@@ -15,9 +15,10 @@
 // posts to their own URL (client.js `openStream`: `send.url`, `send.body`),
 // so the new answer streams, resumes and is announced like any other.
 
-import { ApiError, newRequestId } from './client.js';
+import { newRequestId } from './client.js';
+import { button, element } from './dom.js';
 import { format } from './i18n.js';
-import { element, lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
 import { reasonFor } from './refusals.js';
 
@@ -29,12 +30,9 @@ const stylesheet = linkStylesheet(new URL('./answer-tools.css', import.meta.url)
 // panel's configuration does not say.
 const COMMENT_MAX_CHARS = 500;
 
-function button(text, onClick, className = 'button button--secondary tool') {
-  const node = element('button', className, text);
-  node.type = 'button';
-  if (onClick) node.addEventListener('click', onClick);
-  return node;
-}
+// The classes of the forms' and the dialog's text buttons: a secondary one, and the primary.
+const TEXT_TOOL = 'button button--secondary tool';
+const PRIMARY_TOOL = 'button tool';
 
 // -- icon buttons ------------------------------------------------------------
 //
@@ -312,28 +310,6 @@ class AnswerTools {
     this.down.setAttribute('aria-pressed', String(rating === 'down'));
   }
 
-  // PUT (a rating, or a rating and a comment) or DELETE the message's one record.
-  async sendFeedback(method, body) {
-    const client = this.panel.client;
-    const headers = client.actionHeaders(body ? { 'Content-Type': 'application/json' } : {});
-    const response = await fetch(`${client.messageUrl(this.messageId)}/feedback`, {
-      method,
-      headers,
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    if (!response.ok) {
-      let data = null;
-      try {
-        data = await response.json();
-      } catch {
-        /* no JSON body: the status says what happened */
-      }
-      const error = new ApiError(response.status, data);
-      error.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
-      throw error;
-    }
-  }
-
   // Pressing the pressed button takes the rating back; the other replaces it.
   async rate(rating) {
     if (this.busy) return; // a double press sends one request
@@ -342,8 +318,8 @@ class AnswerTools {
     const next = this.rating === rating ? '' : rating;
     this.busy = true;
     try {
-      if (next) await this.sendFeedback('PUT', { rating: next });
-      else await this.sendFeedback('DELETE');
+      if (next) await panel.client.putFeedback(this.messageId, { rating: next });
+      else await panel.client.deleteFeedback(this.messageId);
     } catch (error) {
       panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
       return;
@@ -382,9 +358,9 @@ class AnswerTools {
     field.id = id;
     field.rows = 2;
     field.maxLength = this.panel.config.feedbackCommentMaxChars || COMMENT_MAX_CHARS;
-    const send = button(words.commentSend, null, 'button tool');
+    const send = button(PRIMARY_TOOL, words.commentSend);
     send.type = 'submit';
-    const skip = button(words.commentSkip, () => this.closeComment(true));
+    const skip = button(TEXT_TOOL, words.commentSkip, () => this.closeComment(true));
     const buttons = element('div', 'tools__buttons');
     buttons.append(send, skip);
     form.append(label, field, buttons);
@@ -415,7 +391,7 @@ class AnswerTools {
     if (this.busy || !this.rating) return;
     this.busy = true;
     try {
-      await this.sendFeedback('PUT', { rating: this.rating, comment });
+      await panel.client.putFeedback(this.messageId, { rating: this.rating, comment });
     } catch (error) {
       panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
       return;
@@ -483,7 +459,7 @@ class AnswerDialog {
     text.setAttribute('role', 'region');
     text.setAttribute('aria-labelledby', title.id);
     text.dataset.chatRole = 'answer-dialog-text';
-    const close = button(words.close, () => dialog.close(), 'button tool');
+    const close = button(PRIMARY_TOOL, words.close, () => dialog.close());
     close.dataset.chatRole = 'answer-dialog-close';
     dialog.append(title, text, close);
     dialog.addEventListener('keydown', (event) => this.onKey(event));
@@ -571,9 +547,9 @@ class EditControl {
     field.rows = 3;
     field.maxLength = panel.input.maxLength;
     field.value = body.textContent;
-    const send = button(words.editSend, null, 'button tool');
+    const send = button(PRIMARY_TOOL, words.editSend);
     send.type = 'submit';
-    const cancel = button(words.editCancel, () => this.end(true));
+    const cancel = button(TEXT_TOOL, words.editCancel, () => this.end(true));
     const buttons = element('div', 'tools__buttons');
     buttons.append(send, cancel);
     form.append(label, field, buttons);

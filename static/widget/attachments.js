@@ -5,9 +5,10 @@
 // press of Attach, the first drag over the panel or the first paste of a file (chat.js), so
 // none of it is part of the panel's first open (tests/test_budgets.py).
 
-import { ApiError, newRequestId } from './client.js';
+import { newRequestId } from './client.js';
+import { button, element } from './dom.js';
 import { format, plural } from './i18n.js';
-import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
@@ -270,11 +271,7 @@ class Attachments {
     // Uploaded but never sent: the server frees its bytes (best effort; it expires with
     // the conversation anyway).
     const id = row.attachment?.attachment_id;
-    if (id)
-      fetch(`${this.panel.client.conversationUrl}/attachments/${id}`, {
-        method: 'DELETE',
-        headers: this.panel.client.actionHeaders(),
-      }).catch(() => {});
+    if (id) this.panel.client.deleteAttachment(id).catch(() => {});
   }
 
   drop(row) {
@@ -286,8 +283,8 @@ class Attachments {
 
   // -- uploading ---------------------------------------------------------------------------
 
-  // XMLHttpRequest, not fetch: its upload.onprogress is the real progress of the bytes sent.
-  // The live region hears the start and the end only, never each percent (issue 15).
+  // The bar follows the real progress of the bytes sent (client.js `uploadAttachment`); the
+  // live region hears the start and the end only, never each percent (issue 15).
   async upload(row) {
     const strings = this.strings;
     const panel = this.panel;
@@ -345,32 +342,19 @@ class Attachments {
     return this.creating;
   }
 
-  send(row, show) {
-    const client = this.panel.client;
-    return new Promise((resolve, reject) => {
-      const request = new XMLHttpRequest();
-      row.request = request;
-      request.open('POST', `${client.conversationUrl}/attachments`);
-      request.setRequestHeader('Authorization', `Bearer ${client.token}`);
-      request.setRequestHeader('Idempotency-Key', row.key);
-      request.responseType = 'json';
-      request.upload.addEventListener('progress', (event) => {
-        if (event.lengthComputable) show(event.loaded / event.total);
+  // Removing the row aborts its upload (drop()). No answer at all (offline, connection cut, the
+  // row removed): status 0, said as a network error.
+  async send(row, show) {
+    const upload = new AbortController();
+    row.request = upload;
+    try {
+      return await this.panel.client.uploadAttachment(row.file, row.name, row.key, {
+        onProgress: show,
+        signal: upload.signal,
       });
-      request.addEventListener('load', () => {
-        row.request = null;
-        if (request.status === 201 && request.response) return resolve(request.response);
-        const error = new ApiError(request.status, request.response);
-        error.retryAfter = Number(request.getResponseHeader('Retry-After')) || 0;
-        reject(error);
-      });
-      // No answer at all (offline, connection cut): status 0, said as a network error.
-      request.addEventListener('error', () => reject(new ApiError(0, null)));
-      request.addEventListener('abort', () => reject(new ApiError(0, null)));
-      const form = new FormData();
-      form.append('file', row.file, row.name);
-      request.send(form);
-    });
+    } finally {
+      row.request = null;
+    }
   }
 
   // Refused by the server: the same words as the checks before uploading where they exist;
@@ -448,18 +432,10 @@ class Attachments {
   async thumbnail(entry, file) {
     let blob = file.file;
     if (!blob) {
-      const client = this.panel.client;
       try {
-        const response = await fetch(
-          `${client.conversationUrl}/attachments/${file.attachment_id}`,
-          {
-            headers: client.actionHeaders(),
-          },
-        );
-        if (!response.ok) return; // gone (deleted, expired): the name and size still say what it was
-        blob = await response.blob();
+        blob = await this.panel.client.attachmentBlob(file.attachment_id);
       } catch {
-        return;
+        return; // gone (deleted, expired), or offline: the name and size still say what it was
       }
     }
     entry.prepend(blobImage('chat-file__preview', blob, file.description || file.name));

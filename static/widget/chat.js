@@ -8,6 +8,7 @@
 
 import { Announcer } from './announcer.js';
 import { ApiError, ChatClient, errorFrom, newRequestId } from './client.js';
+import { element, sleep } from './dom.js';
 import { follow } from './follow.js';
 import { format, markdownSummaries, plural } from './i18n.js';
 import { createMarkdownView } from './markdown.js';
@@ -26,27 +27,6 @@ export class ChatWidgetError extends Error {
     super(message);
     this.name = 'ChatWidgetError';
   }
-}
-
-// Wait `milliseconds`, or less if `signal` aborts (a wake-up).
-const sleep = (milliseconds, signal) =>
-  new Promise((resolve) => {
-    const timer = setTimeout(resolve, milliseconds);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
 }
 
 function required(root, selector) {

@@ -1,4 +1,6 @@
-// The chat API client: every HTTP request of the panel (docs/protocol.md).
+// The chat API client: every HTTP request of the panel (docs/protocol.md), and the only module
+// of static/widget/ that makes one (tests/test_architecture.py): the other modules call its
+// methods, and follow.js reads the responses their `request` gets from here.
 //
 // An answer's stream is opened with fetch() (EventSource cannot POST) and
 // followed by follow.js, through the standards-exact parser in sse.js (chat.js
@@ -7,6 +9,8 @@
 // bounded backoff that honours `retry:`. Before the message id is known, the
 // only way back is the same POST with the same request_id, which the server
 // treats idempotently.
+
+import { sleep } from './dom.js';
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -25,7 +29,8 @@ export function newRequestId() {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-async function jsonOrNull(response) {
+// The JSON of a response, or null when it has none (the agents' console reads its own with it).
+export async function jsonOrNull(response) {
   try {
     return await response.json();
   } catch {
@@ -40,10 +45,18 @@ export async function errorFrom(response) {
   return error;
 }
 
-// A confirm or dismiss is retried 3 times (after 0.5, 1, 2 s).
-const ACTION_RETRIES = 3;
-const ACTION_RETRY_BASE_MS = 500;
-const pause = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+// A JSON file the panel's folder serves (the lazy parts' strings, lazy-parts.js); a refusal
+// rejects with its status.
+export function staticJson(url) {
+  return fetch(url).then((response) =>
+    response.ok ? response.json() : Promise.reject(response.status),
+  );
+}
+
+// An action's confirm or dismiss, a visitor's message to a person: retried 3 times (after 0.5,
+// 1, 2 s).
+const RETRIES = 3;
+const RETRY_BASE_MS = 500;
 
 export class ChatClient {
   constructor({ apiBase, faults = '' }) {
@@ -69,8 +82,31 @@ export class ChatClient {
     return headers;
   }
 
-  actionHeaders(extra = {}) {
+  // The token alone: every request that takes no fault injection.
+  tokenHeaders(extra = {}) {
     return { Authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  // A request with the token and a JSON `body`, if any. Resolves to the response; a refusal
+  // rejects with its ApiError unless its status is one of `accepted`.
+  async requestWithToken(method, url, body, accepted = []) {
+    const response = await fetch(url, {
+      method,
+      headers: this.tokenHeaders(body ? { 'Content-Type': 'application/json' } : {}),
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    if (!response.ok && !accepted.includes(response.status)) throw await errorFrom(response);
+    return response;
+  }
+
+  // A client of this conversation that stays with it when the panel moves on to another (a
+  // start-over, another tab's conversation): the hand-off's (handoff.js), whose end is sent to
+  // the conversation it began in.
+  pinned() {
+    return Object.assign(new ChatClient(this), {
+      conversationId: this.conversationId,
+      token: this.token,
+    });
   }
 
   async createConversation() {
@@ -146,23 +182,23 @@ export class ChatClient {
   // not an error. Anything else rejects with ApiError.
   async decideAction(messageId, actionId, decision, extraHeaders) {
     const url = `${this.messageUrl(messageId)}/actions/${actionId}/${decision}`;
-    const headers = this.actionHeaders(extraHeaders);
+    const headers = this.tokenHeaders(extraHeaders);
     for (let attempt = 0; ; attempt++) {
-      const retryDelay = ACTION_RETRY_BASE_MS * 2 ** attempt;
+      const retryDelay = RETRY_BASE_MS * 2 ** attempt;
       let response;
       try {
         response = await fetch(url, { method: 'POST', headers });
       } catch (error) {
-        if (attempt >= ACTION_RETRIES) throw error;
-        await pause(retryDelay);
+        if (attempt >= RETRIES) throw error;
+        await sleep(retryDelay);
         continue;
       }
       const body = await jsonOrNull(response);
       if (response.ok && body) return body;
       const error = body?.error;
       const retryable = response.status >= 500 || error?.code === 'action_in_progress';
-      if (retryable && attempt < ACTION_RETRIES) {
-        await pause(retryDelay);
+      if (retryable && attempt < RETRIES) {
+        await sleep(retryDelay);
         continue;
       }
       if (error?.details?.action) return error.details.action;
@@ -172,10 +208,116 @@ export class ChatClient {
 
   // The conversation's actions as they stand (to restore them after a reload).
   async listActions() {
-    const response = await fetch(`${this.conversationUrl}/actions`, {
-      headers: this.actionHeaders(),
-    });
-    if (!response.ok) throw await errorFrom(response);
+    const response = await this.requestWithToken('GET', `${this.conversationUrl}/actions`);
     return (await response.json()).actions || [];
+  }
+
+  // -- the conversation --------------------------------------------------------------------
+
+  // Its 204 also expires the panel's conversation cookie; a 404 is a conversation already gone.
+  deleteConversation() {
+    return this.requestWithToken('DELETE', this.conversationUrl, undefined, [404]);
+  }
+
+  // An answer's one feedback record (docs/protocol.md, "Feedback"): a rating, or a rating and
+  // a comment; taken back by deleting it.
+  putFeedback(messageId, feedback) {
+    return this.requestWithToken('PUT', `${this.messageUrl(messageId)}/feedback`, feedback);
+  }
+
+  deleteFeedback(messageId) {
+    return this.requestWithToken('DELETE', `${this.messageUrl(messageId)}/feedback`);
+  }
+
+  // -- attachments (docs/protocol.md, "Attachments") ---------------------------------------
+
+  // XMLHttpRequest, not fetch: its upload's progress events are the real progress of the bytes
+  // sent, given to `onProgress` as a fraction. The key is made once per file and reused on a
+  // retry: the server stores it once. Resolves to the stored attachment; rejects with an
+  // ApiError, status 0 when no answer came (offline, a cut connection, `signal` aborted).
+  uploadAttachment(file, name, idempotencyKey, { onProgress, signal } = {}) {
+    return new Promise((resolve, reject) => {
+      const request = new XMLHttpRequest();
+      request.open('POST', `${this.conversationUrl}/attachments`);
+      request.setRequestHeader('Authorization', `Bearer ${this.token}`);
+      request.setRequestHeader('Idempotency-Key', idempotencyKey);
+      request.responseType = 'json';
+      request.upload.addEventListener('progress', (event) => {
+        if (event.lengthComputable) onProgress?.(event.loaded / event.total);
+      });
+      request.addEventListener('load', () => {
+        if (request.status === 201 && request.response) return resolve(request.response);
+        const error = new ApiError(request.status, request.response);
+        error.retryAfter = Number(request.getResponseHeader('Retry-After')) || 0;
+        reject(error);
+      });
+      request.addEventListener('error', () => reject(new ApiError(0, null)));
+      request.addEventListener('abort', () => reject(new ApiError(0, null)));
+      signal?.addEventListener('abort', () => request.abort(), { once: true });
+      const form = new FormData();
+      form.append('file', file, name);
+      request.send(form);
+    });
+  }
+
+  // An attachment's bytes (a thumbnail's, shown from a blob: URL).
+  async attachmentBlob(attachmentId) {
+    const url = `${this.conversationUrl}/attachments/${attachmentId}`;
+    return (await this.requestWithToken('GET', url)).blob();
+  }
+
+  // Uploaded but never sent: the server frees its bytes.
+  deleteAttachment(attachmentId) {
+    return this.requestWithToken('DELETE', `${this.conversationUrl}/attachments/${attachmentId}`);
+  }
+
+  // -- hand-off to a person (docs/protocol.md, "Hand-off to a person") ---------------------
+
+  // Resolves to the server's word: queued, assigned or unavailable.
+  async requestHandoff(requestId) {
+    const url = `${this.conversationUrl}/handoff`;
+    return (await this.requestWithToken('POST', url, { request_id: requestId })).json();
+  }
+
+  // A 404 or 409: no hand-off to end any more.
+  cancelHandoff() {
+    return this.requestWithToken(
+      'DELETE',
+      `${this.conversationUrl}/handoff`,
+      undefined,
+      [404, 409],
+    );
+  }
+
+  // One read of the conversation's event stream, for follow.js: the events after `after`,
+  // `headers` holding its Last-Event-ID. Resolves to the response; follow.js reads its body.
+  conversationEvents({ after, headers, signal }) {
+    return fetch(`${this.conversationUrl}/events?after=${after}`, {
+      headers: this.tokenHeaders(headers),
+      signal,
+    });
+  }
+
+  // A visitor's message to the person ({request_id, text, attachments?}: the same request id on
+  // every try, so it is stored once), retried on network errors and 5xx. Resolves to the
+  // stored message ({message_id, sha256}); anything else rejects with ApiError.
+  async sendHandoffMessage(message) {
+    const url = `${this.conversationUrl}/handoff/messages`;
+    for (let attempt = 0; ; attempt++) {
+      let response;
+      try {
+        response = await this.requestWithToken('POST', url, message);
+      } catch (error) {
+        if ((error instanceof ApiError && error.status < 500) || attempt >= RETRIES) throw error;
+        await sleep(RETRY_BASE_MS * 2 ** attempt);
+        continue;
+      }
+      return response.json();
+    }
+  }
+
+  // The leave-a-message form's message ({request_id, text, email?}).
+  leaveMessage(message) {
+    return this.requestWithToken('POST', `${this.conversationUrl}/handoff/left-messages`, message);
   }
 }

@@ -4,9 +4,10 @@
 // Download transcript). Loaded on the first press of a header button (chat.js), so none of
 // it is part of the panel's first open (tests/test_budgets.py).
 
-import { ApiError, ChatClient } from './client.js';
+import { ChatClient } from './client.js';
+import { button, element } from './dom.js';
 import { format } from './i18n.js';
-import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
@@ -135,15 +136,7 @@ async function startOver(panel, strings, remove) {
   try {
     if (remove && client.conversationId) {
       // 204; its response also expires the panel's conversation cookie (docs/protocol.md).
-      const response = await fetch(client.conversationUrl, {
-        method: 'DELETE',
-        headers: client.actionHeaders(),
-      });
-      if (!response.ok && response.status !== 404) {
-        const refused = new ApiError(response.status, await response.json().catch(() => null));
-        refused.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
-        throw refused;
-      }
+      await client.deleteConversation();
     } else if (client.conversationId) {
       // A new conversation at once: its response replaces the cookie that names the old
       // one, so a reload cannot bring the old conversation back.

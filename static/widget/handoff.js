@@ -17,10 +17,11 @@
 // live region. Loaded when the panel is ready (chat.js), so none of it is part of the
 // panel's first open (tests/test_budgets.py); its stylesheet and strings load on first use.
 
-import { ApiError, newRequestId } from './client.js';
+import { ApiError, errorFrom, newRequestId } from './client.js';
+import { button, element } from './dom.js';
 import { follow } from './follow.js';
 import { format } from './i18n.js';
-import { button, element, lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 
@@ -29,24 +30,9 @@ const POSITION_ANNOUNCE_MS = 30000;
 // "Is typing" is shown this long after the last typing event (the console sends one at most
 // every few seconds while the agent types).
 const TYPING_SHOWN_MS = 6000;
-const SEND_RETRIES = 3;
-const SEND_RETRY_BASE_MS = 500;
 // How long after moving focus a state waits to be said (Handoff.say).
 const FOCUS_SETTLE_MS = 1000;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-const pause = (milliseconds, signal) =>
-  new Promise((resolve) => {
-    const timer = setTimeout(resolve, milliseconds);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 const stylesheetUrl = new URL('./handoff.css', import.meta.url).href;
 
@@ -61,18 +47,6 @@ function isolateName(node, name) {
     node.replaceChildren(text.slice(0, at), bdi, text.slice(at + name.length));
   }
   return node;
-}
-
-async function errorOf(response) {
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    /* no JSON body: the status says it */
-  }
-  const error = new ApiError(response.status, body);
-  error.retryAfter = Number(response.headers.get('Retry-After')) || 0; // said in the reason
-  return error;
 }
 
 const sha256OfText = (text) => sha256Hex(new TextEncoder().encode(text));
@@ -161,8 +135,7 @@ class Handoff {
     this.seen = new Set(); // message ids shown (restored, sent, received)
     this.lastSeq = 0;
     this.conversationId = '';
-    this.url = '';
-    this.token = '';
+    this.api = null; // client.js's, pinned to the conversation bound (bindConversation)
     this.follower = null; // follow.js's, while the stream is followed
     this.stop = null; // aborts following
     this.reading = false;
@@ -228,13 +201,7 @@ class Handoff {
     try {
       await panel.ensureConversation();
       this.bindConversation();
-      const response = await fetch(`${this.url}/handoff`, {
-        method: 'POST',
-        headers: this.headers({ 'Content-Type': 'application/json' }),
-        body: JSON.stringify({ request_id: newRequestId() }),
-      });
-      if (!response.ok) throw await errorOf(response);
-      body = await response.json();
+      body = await this.api.requestHandoff(newRequestId());
     } catch (error) {
       this.state = 'none';
       panel.showAlert(format(this.strings.failed, { reason: await reasonFor(panel, error) }));
@@ -272,12 +239,7 @@ class Handoff {
       this.conversationId = client.conversationId;
       this.lastSeq = 0;
     }
-    this.url = client.conversationUrl;
-    this.token = client.token;
-  }
-
-  headers(extra = {}) {
-    return { Authorization: `Bearer ${this.token}`, ...extra };
+    this.api = client.pinned();
   }
 
   // Enter a state from the server's word ({state, agent?, position?}); `say`: announce it.
@@ -378,12 +340,7 @@ class Handoff {
   async cancel() {
     const strings = this.strings;
     try {
-      const response = await fetch(`${this.url}/handoff`, {
-        method: 'DELETE',
-        headers: this.headers(),
-      });
-      if (!response.ok && response.status !== 404 && response.status !== 409)
-        throw await errorOf(response);
+      await this.api.cancelHandoff();
     } catch (error) {
       this.panel.showAlert(format(strings.failed, { reason: await reasonFor(this.panel, error) }));
       return;
@@ -394,11 +351,7 @@ class Handoff {
 
   // Start over (conversation-tools.js): the old conversation's hand-off ends with it.
   forgetConversation() {
-    if (this.active)
-      fetch(`${this.url}/handoff`, {
-        method: 'DELETE',
-        headers: this.headers(),
-      }).catch(() => {});
+    if (this.active) this.api.cancelHandoff().catch(() => {});
     this.stopReading();
     this.state = 'none';
     this.agent = '';
@@ -429,16 +382,13 @@ class Handoff {
     this.stop = stop;
     const follower = follow({
       request: ({ headers, signal }) =>
-        fetch(`${this.url}/events?after=${this.lastSeq}`, {
-          headers: this.headers(headers),
-          signal,
-        }),
+        this.api.conversationEvents({ after: this.lastSeq, headers, signal }),
       resumeId: () => (this.lastSeq ? `${this.conversationId}:${this.lastSeq}` : ''),
       signal: stop.signal,
       stallTimeoutMs: config.stallTimeoutMs,
       retryMs: config.retryMs,
       maxBackoffMs: config.maxBackoffMs,
-      refusal: errorOf,
+      refusal: errorFrom,
       // The conversation is gone or the token refused: nothing to resume. Network errors,
       // stalls, 5xx and 429 are resumed.
       retryable: (error) =>
@@ -702,54 +652,32 @@ class Handoff {
 
   async post(text, pending) {
     const panel = this.panel;
-    const requestId = newRequestId(); // the same on every retry: sent once (idempotent)
-    for (let attempt = 0; ; attempt++) {
-      let response;
-      try {
-        response = await fetch(`${this.url}/handoff/messages`, {
-          method: 'POST',
-          headers: this.headers({ 'Content-Type': 'application/json' }),
-          body: JSON.stringify({
-            request_id: requestId,
-            text,
-            ...(pending.refs?.length ? { attachments: pending.refs } : {}),
-          }),
-        });
-      } catch (error) {
-        if (attempt < SEND_RETRIES) {
-          await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
-          continue;
-        }
-        return this.sendFailed(pending, error);
-      }
-      if (response.ok) {
-        const body = await response.json();
-        this.seen.add(body.message_id);
-        pending.item.dataset.messageId = body.message_id;
-        const index = this.pendingSends.indexOf(pending);
-        if (index >= 0) this.pendingSends.splice(index, 1);
-        panel.attachments?.sent(pending.refs); // sent to the person: they leave the list
-        if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
-          panel.showAlert(this.strings.integrity);
-        return;
-      }
-      const error = await errorOf(response);
-      if (error.code === 'handoff_not_active') {
-        // The person left meanwhile: the assistant answers this one, with its files.
-        this.pendingSends.splice(this.pendingSends.indexOf(pending), 1);
-        this.finish(this.agent, 'ended');
-        const request = { requestId: newRequestId(), text };
-        if (pending.refs?.length)
-          request.body = { request_id: request.requestId, text, attachments: pending.refs };
-        panel.startRun({ request });
-        return;
-      }
-      if (response.status >= 500 && attempt < SEND_RETRIES) {
-        await pause(SEND_RETRY_BASE_MS * 2 ** attempt);
-        continue;
-      }
-      return this.sendFailed(pending, error);
+    let body;
+    try {
+      // Network errors and 5xx are retried with the same request id: sent once (idempotent).
+      body = await this.api.sendHandoffMessage({
+        request_id: newRequestId(),
+        text,
+        ...(pending.refs?.length ? { attachments: pending.refs } : {}),
+      });
+    } catch (error) {
+      if (error.code !== 'handoff_not_active') return this.sendFailed(pending, error);
+      // The person left meanwhile: the assistant answers this one, with its files.
+      this.pendingSends.splice(this.pendingSends.indexOf(pending), 1);
+      this.finish(this.agent, 'ended');
+      const request = { requestId: newRequestId(), text };
+      if (pending.refs?.length)
+        request.body = { request_id: request.requestId, text, attachments: pending.refs };
+      panel.startRun({ request });
+      return;
     }
+    this.seen.add(body.message_id);
+    pending.item.dataset.messageId = body.message_id;
+    const index = this.pendingSends.indexOf(pending);
+    if (index >= 0) this.pendingSends.splice(index, 1);
+    panel.attachments?.sent(pending.refs); // sent to the person: they leave the list
+    if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
+      panel.showAlert(this.strings.integrity);
   }
 
   async sendFailed(pending, error) {
@@ -886,12 +814,7 @@ class Handoff {
     try {
       await panel.ensureConversation();
       this.bindConversation();
-      const response = await fetch(`${this.url}/handoff/left-messages`, {
-        method: 'POST',
-        headers: this.headers({ 'Content-Type': 'application/json' }),
-        body: JSON.stringify(body),
-      });
-      if (!response.ok) throw await errorOf(response);
+      await this.api.leaveMessage(body);
     } catch (error) {
       submit.disabled = false;
       if (error.code === 'invalid_email') {

@@ -1,8 +1,9 @@
 // What every lazily loaded part of the panel (answer-tools.js, conversation-tools.js,
-// outbox.js, tab-sync.js, handoff.js, actions.js, attachments.js) needs to arrive — its strings
-// and its stylesheet — and to draw itself: elements whose text is only ever textContent
-// (docs/security.md: no model, user or agent text becomes markup). Never imported by the first
-// open (tests/test_budgets.py): only by those modules.
+// outbox.js, tab-sync.js, handoff.js, attachments.js, refusals.js) needs to arrive: its strings
+// and its stylesheet. Imported by those modules only, never by chat.js; the parts loaded once
+// the panel is ready bring it into every first open (tests/test_budgets.py).
+
+import { staticJson } from './client.js';
 
 // The UI strings of the panel's language, fetched once for every lazy part together: the
 // groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
@@ -19,12 +20,10 @@ export function lazyStrings(panel, group, folder = '') {
   if (!filesOfStrings.has(url))
     filesOfStrings.set(
       url,
-      fetch(url)
-        .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
-        .catch(() => {
-          filesOfStrings.delete(url);
-          return {};
-        }),
+      staticJson(url).catch(() => {
+        filesOfStrings.delete(url);
+        return {};
+      }),
     );
   return filesOfStrings.get(url).then((all) => all[group] || null);
 }
@@ -47,20 +46,4 @@ export function linkStylesheet(href) {
       }),
     );
   return stylesheets.get(href);
-}
-
-// An element with a class and its text (textContent: never parsed as markup).
-export function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text != null) node.textContent = text;
-  return node;
-}
-
-// A button that is never a form's submit button.
-export function button(className, text, onClick) {
-  const node = element('button', className, text);
-  node.type = 'button';
-  node.addEventListener('click', onClick);
-  return node;
 }

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from widget_server import actions
 from widget_server.actions import CallbackRequest
+from widget_server.actions import service as actions
 from widget_server.backends.demo import ACTION_ARGUMENTS
 
 from ..helpers import REPO_ROOT

@@ -4,7 +4,7 @@ that prefers the language gets the sign-in page and the console in it — right 
 Arabic and Hebrew — and the agent signs in by keyboard, claims a waiting visitor, replies and
 ends, every word read from that language's file and none left in English, axe clean. The
 contract lines are tests/e2e/test_accessibility_contract_console_languages.py (A91–A93);
-tests/test_agent_i18n.py checks the files themselves (keys, placeholders, plural forms).
+tests/test_agents_i18n.py checks the files themselves (keys, placeholders, plural forms).
 
 Firefox runs a sample (docs/testing.md, "Firefox ESR's share"): Arabic, right to left; French,
 left to right, runs in Firefox in A91 (test_accessibility_contract_console_languages.py). The

@@ -3,7 +3,7 @@ start (docs/agents.md, "Opening a conversation"), in real Chromium against a rea
 (Firefox ESR opens and resumes a conversation in test_agent_console.py; docs/testing.md,
 "Firefox ESR's share"): a conversation with many earlier events opens with each message once and no
 earlier event asked for again, and messages written while it opens all arrive, once each, in
-order. tests/test_api_agent_resume.py holds the server's side on both stores.
+order. tests/test_api_agents_resume.py holds the server's side on both stores.
 """
 
 from __future__ import annotations

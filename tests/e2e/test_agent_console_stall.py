@@ -7,7 +7,7 @@ The console reaches the server through a TCP relay of this module's that can go 
 the server to the browser, and both its ends stay open. The server goes on writing (events,
 heartbeats), the browser hears no byte and no close — a peer or a middlebox gone without a FIN,
 which no error ever reports. Only the stall timer notices it: no byte for the console config's
-`stallTimeoutMs` (the panel's rule, three heartbeats and 5 s: widget_server/agents/agent_api.py
+`stallTimeoutMs` (the panel's rule, three heartbeats and 5 s: widget_server/agents/api.py
 `console()`, widget_server/web.py), then the read is aborted and resumed with `Last-Event-ID` from
 the last event the browser received. A console without a stall timer waits on the silent
 connection for ever, and the messages sent meanwhile never appear.

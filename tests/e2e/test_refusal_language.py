@@ -35,7 +35,7 @@ def refusals(lang: str) -> dict[str, str]:
     return json.loads((I18N / "refusals" / f"{lang}.json").read_text(encoding="utf-8"))["refusals"]
 
 
-# Words of the server's English messages for these refusals (api.py user_text, errors.py
+# Words of the server's English messages for these refusals (chat/api.py user_text, errors.py
 # MESSAGE_NOT_FOUND / CONVERSATION_NOT_FOUND): none may reach a Spanish or Arabic panel.
 ENGLISH_SERVER_WORDS = ("characters", "the limit is", "Shorten the message", "No such", "token")
 

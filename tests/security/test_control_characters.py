@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from widget_server.feedback import export
-from widget_server.service import ChatService
+from widget_server.chat.service import ChatService
+from widget_server.feedback.service import export
 
 from ..agent_support import HandoffVisitor, SignedInAgent, agents_app
 

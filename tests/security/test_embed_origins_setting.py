@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from widget_server.config import ConfigError
+from widget_server.settings import ConfigError
 
 from ..helpers import LiveServer
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from widget_server.chat.service import ChatService
 from widget_server.errors import ApiError
 from widget_server.handoff import events as ev
 from widget_server.handoff.memory_store import EVENT_BYTES, LOG_BYTES, MemoryHandoffStore
 from widget_server.handoff.service import HandoffService
-from widget_server.service import ChatService
 
 from ..handoff_support import MakeServices, handoff_services
 from ..helpers import assert_json_error

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from widget_server.agents.agent_api import MAILER_KEY
+from widget_server.agents.api import MAILER_KEY
 from widget_server.handoff.service import HandoffService
 from widget_server.handoff.store import LEGACY_INBOX, Commit, inbox_score, left_key
 

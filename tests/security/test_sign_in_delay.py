@@ -14,7 +14,7 @@ import time
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.agent_api import SIGN_IN_DELAYS_KEY
+from widget_server.agents.api import SIGN_IN_DELAYS_KEY
 from widget_server.agents.sessions import SESSION_COOKIE
 from widget_server.agents.sign_in_delay import (
     CLIENT_MAX_DELAY_SECONDS,
@@ -27,7 +27,7 @@ from widget_server.agents.sign_in_delay import (
 
 from ..agent_support import AGENTS, set_cookies, sign_in_form, write_agents
 from ..conftest import TEST_CONFIG
-from ..test_agent_i18n import LANGUAGES
+from ..test_agents_i18n import LANGUAGES
 from ..test_scale_out import metric_value
 
 RIGHT = AGENTS["alice"][1]

@@ -13,7 +13,7 @@ holds password hashes. Concurrent `agents add` runs are serialised by an advisor
 
 The server re-reads the file when it is replaced or its modification time or size changes, so an account added
 or removed by the CLI counts at the next sign-in or request without a restart; a removed
-agent's sessions stop working at their next request (agent_api.py asks `get()` each time).
+agent's sessions stop working at their next request (api.py asks `get()` each time).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import getpass
 import sys
 from typing import Any
 
-from ..config import SETTINGS_BY_NAME, ConfigError, load_settings
+from ..settings import CORE_SETTINGS, ConfigError, Settings, load_settings
 from .accounts import AccountsError, AgentAccounts, check_password
 
 
@@ -23,7 +23,7 @@ def add_agents_commands(commands: Any) -> None:
     """Add `agents` to the `widget-server` subcommands (cli.py's `commands`)."""
     agents = commands.add_parser("agents", help="The agent console's accounts (docs/agents.md).")
     actions = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
-    setting = SETTINGS_BY_NAME["AGENTS_FILE"]
+    setting = CORE_SETTINGS["AGENTS_FILE"]
 
     def file_option(parser: argparse.ArgumentParser) -> None:
         # SUPPRESS: when not given, the setting from the environment stands.
@@ -62,11 +62,11 @@ def add_agents_commands(commands: Any) -> None:
     file_option(listing)
 
 
-def check_agents_file(settings: dict[str, Any]) -> None:
+def check_agents_file(settings: Settings) -> None:
     """ConfigError naming AGENTS_FILE if it is set and is not an agents file (`widget-server`
     checks before any worker starts, as create_app does in each)."""
     try:
-        AgentAccounts(settings["AGENTS_FILE"]).current()
+        AgentAccounts(settings.agents.agents_file).current()
     except AccountsError as error:
         raise ConfigError(f"AGENTS_FILE: {error}") from None
 
@@ -87,7 +87,7 @@ def agents_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int:
     except ConfigError as error:
         print(f"widget-server: error: {error}", file=sys.stderr)
         return 2
-    accounts = AgentAccounts(settings["AGENTS_FILE"])
+    accounts = AgentAccounts(settings.agents.agents_file)
     try:
         if args.agents_command == "list":
             for agent in accounts.list():

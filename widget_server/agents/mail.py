@@ -27,6 +27,7 @@ from email.utils import formatdate, make_msgid
 from typing import Any
 
 from ..metrics import NO_METRICS, Metrics
+from ..settings.areas import MailSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +45,18 @@ class Mail:
 class Mailer:
     """Sends mail with the SMTP_* settings; `enabled` only when SMTP_HOST, SMTP_FROM are set."""
 
-    def __init__(self, settings: dict[str, Any], metrics: Metrics = NO_METRICS, url_prefix: str = "") -> None:
-        self.host: str = settings["SMTP_HOST"]
-        self.port: int = settings["SMTP_PORT"]
-        self.sender: str = settings["SMTP_FROM"]
-        self.owner: str = settings["SMTP_TO"]
-        self.username: str = settings["SMTP_USERNAME"]
-        self.password: str = settings["SMTP_PASSWORD"]
-        self.starttls: bool = settings["SMTP_STARTTLS"]
-        self.timeout: float = settings["SMTP_TIMEOUT_SECONDS"]
-        # The console's address: under the path the chat is mounted at in a host app (mount.py).
-        self.console_url: str = (settings.get("PUBLIC_URL") or "").rstrip("/") + url_prefix + "/agent"
+    def __init__(self, settings: MailSettings, metrics: Metrics = NO_METRICS, console_url: str = "/agent") -> None:
+        self.host: str = settings.host
+        self.port: int = settings.port
+        self.sender: str = settings.sender
+        self.owner: str = settings.owner
+        self.username: str = settings.username
+        self.password: str = settings.password
+        self.starttls: bool = settings.starttls
+        self.timeout: float = settings.timeout_seconds
+        # The console's address, for links in mail: PUBLIC_URL and the path a host app mounts
+        # the chat at (mount.py), which the caller knows.
+        self.console_url = console_url
         self.sent = 0
         self.failed = 0
         self._counter: Any = None

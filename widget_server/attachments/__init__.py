@@ -12,13 +12,14 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-# Nothing of the package is imported here at load: config.py imports `sniff`, and loading
+# Nothing of the package is imported here at load: settings/parsing.py imports `sniff`, and loading
 # that module runs this file first.
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .store import AttachmentStore
 
 
-def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> AttachmentStore:
+def create_attachment_store(settings: Settings, chat_store: Any) -> AttachmentStore:
     """The attachment store beside the chat store (docs/serving.md, "Attachments").
 
     ATTACHMENT_STORE `auto`: the chat store's Redis when it is Redis (every worker and host
@@ -27,7 +28,7 @@ def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> Attach
     value names a plugin: an entry point of the group `widget_server.attachment_stores`, or
     `package.module:Class`, built as `Class(settings, chat_store)` (store.py says what it owes).
     """
-    name = settings["ATTACHMENT_STORE"]
+    name = settings.attachments.store
     if name != "auto":
         return _plugin(name)(settings, chat_store)
     if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
@@ -36,7 +37,7 @@ def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> Attach
         return RedisAttachmentStore(chat_store.redis)
     from .directory_store import DirectoryAttachmentStore
 
-    store = DirectoryAttachmentStore(settings["ATTACHMENTS_DIR"], settings["ATTACHMENTS_DIR_MAX_BYTES"])
+    store = DirectoryAttachmentStore(settings.attachments.folder, settings.attachments.folder_max_bytes)
     listeners = getattr(chat_store, "forget_listeners", None)
     if listeners is not None:
         listeners.append(store.delete_conversation)  # expired, evicted or deleted: its files go
@@ -46,7 +47,7 @@ def create_attachment_store(settings: dict[str, Any], chat_store: Any) -> Attach
 def _plugin(name: str) -> Any:
     import importlib
 
-    from ..config import ConfigError
+    from ..settings import ConfigError
     from .store import ENTRY_POINT_GROUP
 
     try:

@@ -102,7 +102,7 @@ def _parse(body: IO[bytes], size: int) -> tuple[dict[str, list[str]], dict[str, 
 
     def file_part(*_args: Any, **_kwargs: Any) -> IO[bytes]:
         # Where a file part goes: memory up to MAX_BODY_BYTES, then disk; closed by the caller.
-        part: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=settings()["MAX_BODY_BYTES"])  # noqa: SIM115
+        part: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=settings().web.max_body_bytes)  # noqa: SIM115
         created.append(part)
         return part
 
@@ -158,10 +158,10 @@ def upload_attachment(conversation_id: str) -> Response:
         raise UNSUPPORTED_MEDIA_TYPE(
             "Send the file as multipart/form-data, in the form field `file`.",
         )
-    max_bytes: int = values["ATTACHMENT_MAX_BYTES"]
+    max_bytes: int = values.attachments.max_bytes
     with read_large_body(
         max_bytes + MULTIPART_OVERHEAD_BYTES,
-        values["ATTACHMENT_UPLOAD_TIMEOUT_SECONDS"],
+        values.attachments.upload_timeout_seconds,
         lambda _limit: _too_large(max_bytes),
     ) as body:
         size = body.seek(0, 2)
@@ -176,9 +176,7 @@ def upload_attachment(conversation_id: str) -> Response:
                 raise _too_large(max_bytes)
             if size == 0:
                 raise EMPTY_FILE("The file is empty.")
-            found = sniff(
-                stream, upload.filename or "", values["ATTACHMENT_TYPES"], values["ATTACHMENT_IMAGE_MAX_PIXELS"]
-            )
+            found = sniff(stream, upload.filename or "", values.attachments.types, values.attachments.image_max_pixels)
             meta = AttachmentMeta(
                 attachment_id=new_id(ATTACHMENT_PREFIX, conversation_id),
                 conversation_id=conversation_id,
@@ -189,7 +187,7 @@ def upload_attachment(conversation_id: str) -> Response:
                 created_at=time.time(),
                 idempotency_key=key,
             )
-            stored = _put(meta, stream, values["ATTACHMENTS_MAX_BYTES_PER_CONVERSATION"])
+            stored = _put(meta, stream, values.attachments.max_bytes_per_conversation)
         finally:
             for parts in files.values():
                 for part in parts:
@@ -251,7 +249,7 @@ def download_attachment(conversation_id: str, attachment_id: str) -> Response:
 def attachment_response(conversation_id: str, attachment_id: str) -> Response:
     """The attachment's bytes, served so that no browser runs them (module docstring), to
     whoever the caller has authorised: the visitor's token, or an agent holding the
-    conversation (agents/agent_api.py)."""
+    conversation (agents/api.py)."""
     store = attachment_store()
     meta = store.get(conversation_id, attachment_id)
     data = store.open(conversation_id, attachment_id) if meta is not None else None

@@ -29,9 +29,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..config import ATTACHMENTS_DIR_MARKER as MARKER
-from ..config import ConfigError
 from ..protocol import is_id
+from ..settings import ConfigError
+from ..settings.parsing import ATTACHMENTS_DIR_MARKER as MARKER
 from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, ConversationGone, StoreFull
 
 _COPY_CHUNK = 1 << 16

@@ -35,7 +35,7 @@ def sent_attachments(body: dict[str, Any], conversation_id: str) -> tuple[SentAt
     raw = body.get("attachments", [])
     if not isinstance(raw, list):
         raise INVALID_ATTACHMENTS(f"attachments must be a list, {_ITEM_RULE}.")
-    limit = settings()["ATTACHMENTS_PER_MESSAGE"]
+    limit = settings().attachments.per_message
     if len(raw) > limit:
         raise TOO_MANY_ATTACHMENTS(
             f"A message may carry {limit} attachments at most; this one has {len(raw)}.",

@@ -20,7 +20,7 @@ ATTACHMENT_STORE setting; it is built as `Class(settings, chat_store)` and must:
 - make `put`'s budget check and write atomic per conversation (a conditional write, or a
   lock held in a shared place);
 - keep a conversation's attachments as long as the conversation: it expires
-  `settings["CONVERSATION_TTL_SECONDS"]` after its last use (an object store's lifecycle rule
+  `settings.store.conversation_ttl_seconds` after its last use (an object store's lifecycle rule
   of at least that since the conversation's last upload is one way; with the memory chat
   store, `delete_conversation` is also called whenever it forgets a conversation), and remove
   them in `delete_conversation`, which the server calls when the conversation is deleted;
@@ -33,9 +33,9 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
 
-from ..config import ATTACHMENT_STORES_ENTRY_POINTS
+from ..plugins import ATTACHMENT_STORES
 
-ENTRY_POINT_GROUP = ATTACHMENT_STORES_ENTRY_POINTS
+ENTRY_POINT_GROUP = ATTACHMENT_STORES
 
 
 @dataclass(frozen=True)

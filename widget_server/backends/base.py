@@ -37,6 +37,7 @@ from importlib.metadata import entry_points
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from ..attachments.sniff import IMAGE_TYPES, MEDIA_TYPES
+from ..settings import Settings
 from ..waiting import Flag
 
 ENTRY_POINT_GROUP = "widget_server.backends"
@@ -197,7 +198,7 @@ def load_backend_class(name: str) -> Any:
     return registered[name].load()
 
 
-def create_backend(name: str, settings: Any) -> Backend:
+def create_backend(name: str, settings: Settings) -> Backend:
     cls = load_backend_class(name)
     backend = cls.from_settings(settings) if hasattr(cls, "from_settings") else cls()
     if not isinstance(backend, Backend):

@@ -19,8 +19,9 @@ from importlib import resources
 from typing import Any, Generic, TypeVar
 
 from ..chunking import split_sentences
-from ..config import Settings
 from ..errors import ChatError, ErrorCode
+from ..settings import Settings, setting
+from ..settings.parsing import parse_float
 from .base import ActionProposal, CancelToken, Turn
 
 _WORD_START = re.compile(r"\s+(?=\S)")
@@ -440,8 +441,18 @@ def _normalise_question(text: str) -> str:
     return " ".join(text.lower().replace("?", " ").replace(".", " ").split())
 
 
+@dataclass(frozen=True)
+class DemoSettings:
+    """The demo backend's own settings (widget_server/plugins.py, "settings_class")."""
+
+    delay_seconds: float = setting(
+        "DEMO_DELAY_SECONDS", parse_float, 0.04, "Pause between the demo backend's chunks (its streaming pace).", 0, 10
+    )
+
+
 class DemoBackend:
     name = "demo"
+    settings_class = DemoSettings
     delay: float
     seeds: dict[str, dict[str, Any]]
 
@@ -454,7 +465,7 @@ class DemoBackend:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DemoBackend:
-        return cls(delay=settings["DEMO_DELAY_SECONDS"])
+        return cls(delay=settings.plugin(DemoSettings).delay_seconds)
 
     def paced(self, chunks: list[str], cancel: CancelToken, delay: float | None = None) -> Iterator[str]:
         pause = self.delay if delay is None else delay

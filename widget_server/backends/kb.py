@@ -22,7 +22,7 @@ this server (`Turn.offers_handoff`, which the service sets from HandoffService.e
 is the hand-off request's to say.
 
 Its settings (`KB_*`, and `DEMO_DELAY_SECONDS` for its pace) are declared, with their
-defaults, in config.py; `from_settings` reads them from the validated settings.
+defaults, in `KbSettings` below; `from_settings` reads them from the validated settings.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from ..chunking import split_sentences
-from ..config import SETTINGS_BY_NAME, ConfigError, Settings
+from ..settings import ConfigError, Settings, setting
+from ..settings.parsing import parse_float, parse_folder, parse_int, parse_optional_url, parse_str
 from .base import ActionProposal, CancelToken, Turn
 from .bm25 import BM25, STOP_WORDS_EN, STOP_WORDS_ES, fold_accents, split_code, tokenize
-from .demo import group_chunks, split_words
+from .demo import DemoSettings, group_chunks, split_words
 
 log = logging.getLogger("widget_server.kb")
 
@@ -57,12 +58,48 @@ MAX_FILE_BYTES = 2_000_000  # larger files are skipped (with a warning)
 
 ELISION = " \\[…\\]"  # renders "[…]": the quote goes on in the source
 
-# The built-in action that offers a person (widget_server/actions.py HandoffOffer).
+# The built-in action that offers a person (widget_server/actions/service.py HandoffOffer).
 HANDOFF_ACTION = "handoff"
 
-# KB_CONTACT's default, in English (config.py). Left at it, an answer says it in the
+
+@dataclass(frozen=True)
+class KbSettings(DemoSettings):
+    """The `kb` backend's own settings; it streams at the demo's pace (DEMO_DELAY_SECONDS)."""
+
+    folder: str = setting(
+        "KB_DIR",
+        parse_folder,
+        "",
+        "`kb` backend: folder of Markdown (.md) documents to answer from (empty: the sample, the project's docs).",
+    )
+    min_score: float = setting(
+        "KB_MIN_SCORE",
+        parse_float,
+        0.3,
+        '`kb` backend: least relevance (0–1) of the best passage; below it the answer is "I don\'t know".',
+        0,
+        1,
+    )
+    max_passages: int = setting(
+        "KB_MAX_PASSAGES", parse_int, 3, "`kb` backend: most passages quoted in one answer.", 1, 10
+    )
+    base_url: str = setting(
+        "KB_BASE_URL",
+        parse_optional_url,
+        "",
+        "`kb` backend: URL prefix of the documents' pages for source links (empty: this server's /kb/<path>).",
+    )
+    contact: str = setting(
+        "KB_CONTACT",
+        parse_str,
+        "contact the site's support team",
+        '`kb` backend: how to reach a person, ending the "I don\'t know" answer ("To ask a person, …").',
+    )
+
+
+# KB_CONTACT's default, in English (KbSettings). Left at it, an answer says it in the
 # question's language: TEXTS[language]["contact"].
-DEFAULT_CONTACT: str = SETTINGS_BY_NAME["KB_CONTACT"].default
+DEFAULT_CONTACT: str = KbSettings.contact
 
 TEXTS = {
     "en": {
@@ -555,28 +592,30 @@ class KnowledgeBaseBackend:
     """Stateless between answers: what a link needs from the request comes with the Turn."""
 
     name = "kb"
+    settings_class = KbSettings
 
     kb: KnowledgeBase
     min_score: float  # KB_MIN_SCORE
     max_passages: int  # KB_MAX_PASSAGES
-    base_url: str  # KB_BASE_URL (validated by config.py), or "": this server's /kb/<path>
+    base_url: str  # KB_BASE_URL (validated with the settings), or "": this server's /kb/<path>
     contact: str  # KB_CONTACT
     delay: float  # DEMO_DELAY_SECONDS: the pause between streamed pieces
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBaseBackend:
-        kb = KnowledgeBase.load(settings["KB_DIR"] or sample_dir())
+        own = settings.plugin(KbSettings)
+        kb = KnowledgeBase.load(own.folder or sample_dir())
         log.info(
             "kb: %d passages from %d documents in %s, indexed in %.0f ms",
             len(kb.passages), len(kb.documents), kb.root, kb.seconds * 1000,
         )  # fmt: skip
         return cls(
             kb,
-            min_score=settings["KB_MIN_SCORE"],
-            max_passages=settings["KB_MAX_PASSAGES"],
-            base_url=settings["KB_BASE_URL"],
-            contact=settings["KB_CONTACT"] or DEFAULT_CONTACT,
-            delay=settings["DEMO_DELAY_SECONDS"],
+            min_score=own.min_score,
+            max_passages=own.max_passages,
+            base_url=own.base_url,
+            contact=own.contact or DEFAULT_CONTACT,
+            delay=own.delay_seconds,
         )
 
     # -- links --------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import socket
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -41,8 +42,9 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 
-from ..config import ConfigError
 from ..errors import ChatError, ErrorCode
+from ..settings import ConfigError, Settings, setting
+from ..settings.parsing import parse_float, parse_http_url, parse_int, parse_str, parse_temperature
 from ..sse import EventStreamParser, ServerSentEvent
 from .base import CancelToken, Turn
 
@@ -239,10 +241,62 @@ def _error_fields(body: Any) -> tuple[str, str, str]:
     return text("message"), text("type"), text("code")
 
 
+@dataclass(frozen=True)
+class OpenAISettings:
+    """The `openai` backend's own settings; the API key is the environment variable
+    OPENAI_API_KEY, never a setting (docs/backends.md)."""
+
+    base_url: str = setting(
+        "OPENAI_BASE_URL",
+        parse_http_url,
+        "https://api.openai.com/v1",
+        "`openai` backend: the provider's base URL (…/v1); requests go to <base>/chat/completions.",
+    )
+    model: str = setting("OPENAI_MODEL", parse_str, "gpt-4o-mini", "`openai` backend: the model name sent upstream.")
+    system_prompt: str = setting(
+        "OPENAI_SYSTEM_PROMPT",
+        parse_str,
+        "",
+        "`openai` backend: a system message sent first in every request (empty: none).",
+    )
+    temperature: float | None = setting(
+        "OPENAI_TEMPERATURE",
+        parse_temperature,
+        None,
+        "`openai` backend: sampling temperature 0–2 (empty: not sent, the provider's default).",
+    )
+    max_tokens: int = setting(
+        "OPENAI_MAX_TOKENS",
+        parse_int,
+        0,
+        "`openai` backend: most tokens an answer may have (0: not sent, the provider's default).",
+        0,
+        10_000_000,
+    )
+    timeout_seconds: float = setting(
+        "OPENAI_TIMEOUT_SECONDS",
+        parse_float,
+        60.0,
+        "`openai` backend: connect and read timeout for the upstream, the first token included.",
+        0.1,
+        3600,
+    )
+    inline_text_max_chars: int = setting(
+        "OPENAI_INLINE_TEXT_MAX_CHARS",
+        parse_int,
+        100_000,
+        "`openai` backend: the most characters of a plain-text or CSV attachment sent inline with the question; "
+        "a longer file is cut there, and the model is told so.",
+        1000,
+        10_000_000,
+    )
+
+
 class OpenAIBackend:
     """Streams answers from an OpenAI-compatible `/chat/completions` endpoint."""
 
     name = "openai"
+    settings_class = OpenAISettings
 
     def __init__(
         self,
@@ -285,16 +339,17 @@ class OpenAIBackend:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key={key})"
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> OpenAIBackend:
+    def from_settings(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> OpenAIBackend:
         environ = os.environ if environ is None else environ
-        model = settings["OPENAI_MODEL"]
+        own = settings.plugin(OpenAISettings)
+        model = own.model
         if not model:
             raise ConfigError("OPENAI_MODEL: empty; set the model the provider serves, e.g. gpt-4o-mini or llama3.2")
         api_key = environ.get(API_KEY_ENV, "").strip()
         if api_key and (not api_key.isascii() or any(c.isspace() or not c.isprintable() for c in api_key)):
             # Never the value itself: this message is printed and logged.
             raise ConfigError(f"{API_KEY_ENV}: contains whitespace, control or non-ASCII characters")
-        base_url = settings["OPENAI_BASE_URL"]
+        base_url = own.base_url
         host = httpx.URL(base_url).host
         if not api_key and host == "api.openai.com":
             raise ConfigError(
@@ -305,11 +360,11 @@ class OpenAIBackend:
             base_url=base_url,
             model=model,
             api_key=api_key,
-            system_prompt=settings["OPENAI_SYSTEM_PROMPT"],
-            temperature=settings["OPENAI_TEMPERATURE"],
-            max_tokens=settings["OPENAI_MAX_TOKENS"],
-            timeout=settings["OPENAI_TIMEOUT_SECONDS"],
-            inline_text_max_chars=settings["OPENAI_INLINE_TEXT_MAX_CHARS"],
+            system_prompt=own.system_prompt,
+            temperature=own.temperature,
+            max_tokens=own.max_tokens,
+            timeout=own.timeout_seconds,
+            inline_text_max_chars=own.inline_text_max_chars,
         )
         log.info("openai backend: %s, model %s, API key %s", backend.url, model, "set" if api_key else "not set")
         return backend

@@ -4,7 +4,7 @@ and the conversation event stream that carries what the person and the visitor s
 One concern per module (docs/architecture.md): `events.py` (pure: event types and their
 SSE form), `memory_store.py` and `redis_store.py` (the hand-off store, apart from the chat
 stores), `service.py` (`HandoffService`, transport-free), `metrics.py` (its counters),
-`visitor_api.py` (the visitor's routes).
+`api.py` (the visitor's routes).
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .store import HandoffStore
 
 
-def create_handoff_store(settings: dict[str, Any], chat_store: Any) -> HandoffStore:
+def create_handoff_store(settings: Settings, chat_store: Any) -> HandoffStore:
     """The hand-off store beside the chat store: in memory with the memory store, on the same
     Redis (the chat store's client) with a Redis one, so hand-offs are as shared as answers."""
-    max_events = settings["CONVERSATION_EVENTS_MAX"]
-    ttl = settings["CONVERSATION_TTL_SECONDS"]
-    max_inbox = settings["HANDOFF_INBOX_MAX"]
+    max_events = settings.handoff.conversation_events_max
+    ttl = settings.store.conversation_ttl_seconds
+    max_inbox = settings.handoff.inbox_max
     if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
         from .redis_store import RedisHandoffStore
 
@@ -30,6 +31,6 @@ def create_handoff_store(settings: dict[str, Any], chat_store: Any) -> HandoffSt
     return MemoryHandoffStore(
         max_events=max_events,
         ttl=ttl,
-        max_bytes=settings["HANDOFF_MEMORY_STORE_MAX_BYTES"],
+        max_bytes=settings.handoff.memory_store_max_bytes,
         max_inbox=max_inbox,
     )

@@ -8,7 +8,7 @@ again on fresh records. So the claim is decided exactly once across workers and 
 transition's events are in the log exactly when its state is.
 
 The service raises ApiError for refusals, as ChatService does; the blueprints
-(visitor_api.py, the agents' API) stay thin adapters.
+(handoff/api.py, the agents' API) stay thin adapters.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..errors import ApiError
 from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
+from ..settings import Settings
 from ..stores.base import SentAttachment, Store, StoreUnavailable, listed_exchanges
 from ..wire.errors import (
     ALREADY_CLAIMED,
@@ -237,7 +238,7 @@ class HandoffService:
         self,
         store: HandoffStore,
         chat_store: Store,
-        settings: dict[str, Any],
+        settings: Settings,
         metrics: Metrics = NO_METRICS,
         *,
         now: Callable[[], float] = time.time,
@@ -248,7 +249,7 @@ class HandoffService:
         # Opening hours (hours.py) are judged on `now`, Unix seconds: a test gives a clock it
         # sets (tests/test_handoff_hours.py) instead of waiting for a Monday.
         self.now = now
-        self.hours = OpeningHours(settings["HANDOFF_HOURS"], settings["HANDOFF_TIMEZONE"])
+        self.hours = OpeningHours(settings.handoff.hours, settings.handoff.timezone)
         self.metrics = HandoffMetrics(metrics)
         self.app_metrics = metrics
         # Set by the agents' part (widget_server/agents/): whether the agents file lists
@@ -266,13 +267,13 @@ class HandoffService:
     # -- availability --------------------------------------------------------
 
     def enabled(self) -> bool:
-        mode = self.settings["HANDOFF"]
+        mode = self.settings.handoff.mode
         if mode == "auto":
             return bool(self.has_agents())
         return mode == "on"
 
     def present_agents(self) -> list[str]:
-        horizon = time.time() - self.settings["AGENT_PRESENCE_SECONDS"]
+        horizon = time.time() - self.settings.handoff.agent_presence_seconds
         return sorted(name for name, seen in self.store.presence().items() if seen >= horizon)
 
     def available(self) -> bool:
@@ -380,7 +381,7 @@ class HandoffService:
             now = time.time()
             tx.needs_room = True  # a new outcome: refused (503) when the memory store is full
             # HANDOFF_QUEUE_MAX bounds the queue, and so the desk record (docs/security.md, "Memory").
-            busy = enabled and present and len(tx.desk()["queue"]) >= self.settings["HANDOFF_QUEUE_MAX"]
+            busy = enabled and present and len(tx.desk()["queue"]) >= self.settings.handoff.queue_max
             if not enabled or opens_at is not None or not present or busy:
                 reason = (
                     "disabled"
@@ -501,7 +502,7 @@ class HandoffService:
         inbox shows the rest (docs/agents.md, "Email")."""
         text = clean_text(text)
         fingerprint = _fingerprint("left", text=text, email=email or "")
-        most = self.settings["HANDOFF_LEFT_MESSAGES_MAX"]
+        most = self.settings.handoff.left_messages_max
         to_mail: list[dict[str, Any]] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
@@ -669,7 +670,7 @@ class HandoffService:
         """The claiming agent's message to the visitor; idempotent on request_id."""
         # Lone surrogates have no UTF-8 form (they would fail the store and the stream), control
         # characters would reach the visitor's screen and the site's logs: cleaned as every text
-        # the service stores (api.user_text does the same; docs/protocol.md, "Conventions").
+        # the service stores (chat.api.user_text does the same; docs/protocol.md, "Conventions").
         text = clean_text(text)
         fingerprint = _fingerprint("agent", text=text, agent=agent_name)
         after_exchanges = len(self.chat_store.exchanges(conversation_id))
@@ -744,7 +745,7 @@ class HandoffService:
         `handoff.ended` (reason `timeout`) and then `handoff.queued`. Then queued visitors gone
         for HANDOFF_QUEUE_IDLE_SECONDS leave the queue (`_release_idle`). Returns how many
         conversations either moved."""
-        horizon = time.time() - self.settings["AGENT_GRACE_SECONDS"]
+        horizon = time.time() - self.settings.handoff.agent_grace_seconds
         presence = self.store.presence()
         desk = self.store.load([DESK])[DESK][1] or new_desk()
         lapsed = [
@@ -786,7 +787,7 @@ class HandoffService:
         marks of hand-offs no longer queued or assigned, which keeps the store's marks to about
         the desk's size (store.py). Housekeeping: a desk too busy to commit waits for the next
         call rather than failing the queue poll or the stream that made this one."""
-        idle = self.settings["HANDOFF_QUEUE_IDLE_SECONDS"]
+        idle = self.settings.handoff.queue_idle_seconds
         if idle <= 0:
             return 0
         marks = self.store.visitors_seen()  # read before the desk: a mark made after is kept
@@ -1045,12 +1046,12 @@ class HandoffService:
         event: no idle connection), when the reader leaves, when the conversation is deleted,
         and when this worker stops (then without an ending: the reader resumes).
 
-        `visitor`: the visitor's own stream (visitor_api.py), not an agent's. While it is open
+        `visitor`: the visitor's own stream (handoff/api.py), not an agent's. While it is open
         the visitor counts as waiting (HANDOFF_QUEUE_IDLE_SECONDS, `_release_idle`): marked in
         the store when it opens and then every `_visitor_mark_seconds`, events or not; a mark
         is one small write beside the records, never a transaction."""
         settings = self.settings
-        heartbeat = settings["HEARTBEAT_SECONDS"]
+        heartbeat = settings.chat.heartbeat_seconds
         poll = min(heartbeat, DISCONNECT_PROBE_SECONDS if client_gone is not None else HOUSEKEEPING_SECONDS)
         mark_every = self._visitor_mark_seconds() if visitor else None
         if mark_every is not None:
@@ -1059,7 +1060,7 @@ class HandoffService:
             if mark_every is not None:
                 self.store.visitor_seen(conversation_id, time.time())
             marked_at = time.monotonic()
-            yield sse.encode_retry(settings["RETRY_MS"])
+            yield sse.encode_retry(settings.chat.retry_ms)
             seq = after_seq
             if self.last_seq(conversation_id) > seq and self.store.read_events(conversation_id, seq, 0) == []:
                 # Behind the newest event, but its log is gone (expired apart): the state as it is.
@@ -1104,7 +1105,7 @@ class HandoffService:
         """How often an open visitor stream marks its visitor seen: every HOUSEKEEPING_SECONDS,
         or a quarter of HANDOFF_QUEUE_IDLE_SECONDS when that is shorter, so that no idle time
         takes a visitor whose stream is open for gone; None when idle visitors stay queued."""
-        idle: float = self.settings["HANDOFF_QUEUE_IDLE_SECONDS"]
+        idle: float = self.settings.handoff.queue_idle_seconds
         return min(HOUSEKEEPING_SECONDS, idle / 4) if idle > 0 else None
 
     def _over_for(self, conversation_id: str, seq: int) -> bool:

@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..settings import Settings
 from .base import Store
 
 
-def create_store(settings: dict[str, Any]) -> Store:
+def create_store(settings: Settings) -> Store:
     store = _create_store(settings)
-    store.max_answer_chars = settings["MAX_ANSWER_CHARS"]
+    store.max_answer_chars = settings.chat.max_answer_chars
     return store
 
 
-def _create_store(settings: dict[str, Any]) -> Store:
-    url = settings["STORE"]
+def _create_store(settings: Settings) -> Store:
+    url = settings.store.url
     if url == "memory":
         from .memory import MemoryStore
 
         return MemoryStore(
-            max_events=settings["LOG_MAX_EVENTS"],
-            conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
-            finished_log_grace=settings["FINISHED_LOG_GRACE_SECONDS"],
-            max_bytes=settings["MEMORY_STORE_MAX_BYTES"],
+            max_events=settings.store.log_max_events,
+            conversation_ttl=settings.store.conversation_ttl_seconds,
+            finished_log_grace=settings.store.finished_log_grace_seconds,
+            max_bytes=settings.store.memory_max_bytes,
         )
     from .redis import RedisStore
 
     return RedisStore(
         url,
-        max_events=settings["LOG_MAX_EVENTS"],
-        conversation_ttl=settings["CONVERSATION_TTL_SECONDS"],
-        lease_seconds=settings["WORKER_LEASE_SECONDS"],
-        finished_log_grace=settings["FINISHED_LOG_GRACE_SECONDS"],
+        max_events=settings.store.log_max_events,
+        conversation_ttl=settings.store.conversation_ttl_seconds,
+        lease_seconds=settings.store.worker_lease_seconds,
+        finished_log_grace=settings.store.finished_log_grace_seconds,
     )

@@ -50,7 +50,7 @@ class Exchange:
     user_message_id: str
     user_text: str
     assistant_message_id: str
-    # The answer this exchange replaced (a regenerate or an edit: widget_server/revisions.py);
+    # The answer this exchange replaced (a regenerate or an edit: widget_server/revisions/);
     # "" for a plain send. The replaced exchange stays in the store (listed_exchanges).
     replaces: str = ""
     # The files the user turn carried; a regenerate or an edit keeps them (Revision.replacing).
@@ -123,7 +123,7 @@ class ActionRecord:
 
 @dataclass(frozen=True)
 class FeedbackRecord:
-    """A visitor's rating of one ended answer (widget_server/feedback.py): one per message."""
+    """A visitor's rating of one ended answer (widget_server/feedback/): one per message."""
 
     conversation_id: str
     message_id: str
@@ -175,7 +175,7 @@ class Store(ABC):
 
     max_events: int
     # The longest answer, in code points (MAX_ANSWER_CHARS; 0: no limit): the generation
-    # fails a longer one with `answer_too_long` (generation.py).
+    # fails a longer one with `answer_too_long` (chat/generation.py).
     max_answer_chars: int = 0
 
     @abstractmethod
@@ -257,7 +257,7 @@ class Store(ABC):
     def snapshot(self, message_id: str) -> StreamEvent | None:
         """A `message.snapshot` of the text so far (None for an unknown message)."""
 
-    # -- client reports (api.py, POST …/report): one per message, across every process
+    # -- client reports (chat/api.py, POST …/report): one per message, across every process
 
     def claim_report(self, message_id: str) -> bool:
         """True for the first call on an existing message, False ever after (and for an
@@ -341,7 +341,7 @@ class Store(ABC):
     def close(self) -> None:  # noqa: B027
         """Release connections; the default store holds none."""
 
-    # -- feedback and deleting a conversation (widget_server/feedback.py, issue #12). Not
+    # -- feedback and deleting a conversation (widget_server/feedback/, issue #12). Not
     # abstract, like actions: a store written before them still loads.
 
     def put_feedback(self, record: FeedbackRecord) -> FeedbackRecord | None:
@@ -368,7 +368,7 @@ class Store(ABC):
         feedback. True if it existed."""
         raise NotImplementedError(f"{type(self).__name__} does not support deleting conversations")
 
-    # -- revisions (widget_server/revisions.py). Not abstract, like actions.
+    # -- revisions (widget_server/revisions/). Not abstract, like actions.
 
     def claim_revision(
         self,

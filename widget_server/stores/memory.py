@@ -391,7 +391,7 @@ class MemoryStore(Store):
                     return action
                 self._action_changed.wait(remaining)
 
-    # -- feedback and deleting a conversation (widget_server/feedback.py) ---
+    # -- feedback and deleting a conversation (widget_server/feedback/) ---
     # A conversation's feedback lives in its record, so expiry and the byte
     # budget forget it with the conversation (_forget).
 
@@ -444,7 +444,7 @@ class MemoryStore(Store):
                     self._actions.pop(proposal["action_id"], None)
             return True
 
-    # -- revisions (widget_server/revisions.py) --------------------------------
+    # -- revisions (widget_server/revisions/) --------------------------------
 
     def claim_revision(
         self,

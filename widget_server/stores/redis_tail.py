@@ -32,7 +32,7 @@ here are fed each entry from the reply of the append that wrote it (`feed`, in w
 script_batches.py `answered`), the entry exactly as Redis stored and published it. Only
 another process's write is not fed, and every such write ends the answer (a cancel sent to
 another host, a deleted conversation, a lost worker's failure): this process learns it from
-its next write, refused, or from its RunKeeper's look at quiet runs (generation.py), and
+its next write, refused, or from its RunKeeper's look at quiet runs (chat/generation.py), and
 then follows the log as any other (`disown`: subscribe, then read the log from what the
 buffer holds). So does a write whose reply was lost. An entry that is not fed still shows
 as a hole at the next one that is, as above.

@@ -1,4 +1,4 @@
-"""Actions an answer proposes and a user confirms (widget_server/actions.py).
+"""Actions an answer proposes and a user confirms (widget_server/actions/).
 
 A proposal is an event of the answer's log and a record (`action:{aid}`) at once
 (add_action.lua). An action's execution is claimed by one Lua compare-and-set (proposed →

@@ -1,4 +1,4 @@
-"""Feedback on answers, and deleting a conversation (widget_server/feedback.py).
+"""Feedback on answers, and deleting a conversation (widget_server/feedback/).
 
 A conversation's feedback is one hash, `conv:{cid}:feedback`: assistant message id → the
 record's JSON, one per message, written only while the conversation exists (put_feedback.lua).

@@ -2,7 +2,7 @@
 
 The claim that creates a message also creates its lease, in the same script (claim.lua), so
 there is no instant at which a new message looks orphaned. The generating process renews it
-(generation.py RunKeeper: keep_runs); when it dies, the lease expires, and the first reader or
+(chat/generation.py RunKeeper: keep_runs); when it dies, the lease expires, and the first reader or
 request that notices fails the message with `worker_lost` (reap_if_lost, event_log.py: one
 compare-and-set, the same script as every other ending).
 """

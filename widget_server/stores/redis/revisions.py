@@ -1,4 +1,4 @@
-"""Regenerate and edit (widget_server/revisions.py): the last turn's answer replaced.
+"""Regenerate and edit (widget_server/revisions/): the last turn's answer replaced.
 
 One script, claim_revision.lua: the request-id claim of a new question, the refusal rules of
 stores/base.py revision_refusal checked against the answers' states, and the new exchange,

@@ -1,11 +1,13 @@
-"""Settings: defaults < environment < explicit, validated at start."""
+"""Settings (widget_server/settings/): defaults < environment < explicit, validated at start, typed per area."""
 
 from __future__ import annotations
 
 import pytest
 
 from widget_server import create_app
-from widget_server.config import ENV_PREFIX, SETTINGS, SETTINGS_BY_NAME, ConfigError, load_settings
+from widget_server.settings import ENV_PREFIX, ConfigError, Settings, all_settings, load_settings
+
+SETTINGS = all_settings()
 
 
 def test_defaults_with_empty_environment():
@@ -167,10 +169,64 @@ def test_boundaries_are_inclusive():
 
 
 def test_every_setting_default_passes_its_own_validation():
+    names = [setting.name for setting in SETTINGS]
+    assert len(names) == len(set(names))
     for setting in SETTINGS:
         assert setting.convert(setting.default, "default") == setting.default
-        assert SETTINGS_BY_NAME[setting.name] is setting
         assert setting.env_var == "WIDGET_SERVER_" + setting.name
+
+
+def test_settings_are_typed_per_area_and_read_only():
+    settings = load_settings({"MAX_TEXT_CHARS": 123, "HANDOFF_QUEUE_MAX": 7}, environ={})
+    assert isinstance(settings, Settings)
+    assert settings.chat.max_text_chars == 123 and settings.handoff.queue_max == 7
+    assert settings["MAX_TEXT_CHARS"] == 123  # the same value by name
+    with pytest.raises(AttributeError):
+        settings.chat.max_text_chars = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        settings["MAX_TEXT_CHARS"] = 5  # type: ignore[index]
+
+
+def test_every_backends_own_settings_are_known_whichever_backend_runs():
+    from widget_server.backends.kb import KbSettings
+    from widget_server.backends.openai import OpenAISettings
+
+    settings = load_settings({"OPENAI_MODEL": "llama3.2", "KB_MAX_PASSAGES": 2}, environ={})
+    assert settings.server.backend == "demo"
+    assert settings.plugin(OpenAISettings).model == "llama3.2"
+    assert settings.plugin(KbSettings).max_passages == 2
+    with pytest.raises(ConfigError, match="KB_MAX_PASSAGES"):
+        load_settings({"KB_MAX_PASSAGES": 0}, environ={})
+
+
+def test_a_backend_named_by_its_class_brings_its_settings(tmp_path, monkeypatch):
+    (tmp_path / "acme_backend.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from widget_server.settings import setting\n"
+        "from widget_server.settings.parsing import parse_int\n"
+        "@dataclass(frozen=True)\n"
+        "class AcmeSettings:\n"
+        "    retries: int = setting('ACME_RETRIES', parse_int, 3, 'Retries.', 0, 9)\n"
+        "class AcmeBackend:\n"
+        "    name = 'acme'\n"
+        "    settings_class = AcmeSettings\n"
+        "    def __init__(self, retries):\n"
+        "        self.retries = retries\n"
+        "    @classmethod\n"
+        "    def from_settings(cls, settings):\n"
+        "        return cls(settings.plugin(AcmeSettings).retries)\n"
+        "    def stream(self, turn, cancel):\n"
+        "        yield 'ok'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    environ = {"WIDGET_SERVER_BACKEND": "acme_backend:AcmeBackend", "WIDGET_SERVER_ACME_RETRIES": "5"}
+    app = create_app({}, environ=environ)
+    assert app.extensions["widget_server.service"].backend.retries == 5
+    with pytest.raises(ConfigError, match=r"ACME_RETRIES \(from environment variable WIDGET_SERVER_ACME_RETRIES\)"):
+        load_settings({}, environ={**environ, "WIDGET_SERVER_ACME_RETRIES": "10"})
+    with pytest.raises(ConfigError, match="ACME_RETRIES: unknown setting"):
+        load_settings({"ACME_RETRIES": 1}, environ={})  # another backend runs: nobody declares it
 
 
 def test_create_app_refuses_bad_config_at_start(monkeypatch):

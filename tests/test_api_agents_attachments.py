@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from . import attachment_samples as samples
-from .test_api_agent import Agent, Visitor, alice, app, bob, sse_events  # noqa: F401 - fixtures and helpers
+from .test_api_agents import Agent, Visitor, alice, app, bob, sse_events  # noqa: F401 - fixtures and helpers
 
 # ruff: noqa: F811 - the fixtures imported above are the tests' parameters
 

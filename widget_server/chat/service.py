@@ -18,22 +18,22 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import sse
-from .backends.base import Backend, Turn, TurnAttachment
-from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
-from .faults import NO_FAULTS, FaultPlan
-from .feedback import record_json as feedback_json
-from .generation import GenerationRun
-from .messages import EventKind, MessageState, StreamEvent
-from .metrics import NO_METRICS, Metrics
-from .protocol import (
+from .. import sse
+from ..backends.base import Backend, Turn, TurnAttachment
+from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
+from ..faults import NO_FAULTS, FaultPlan
+from ..feedback.service import record_json as feedback_json
+from ..messages import EventKind, MessageState, StreamEvent
+from ..metrics import NO_METRICS, Metrics
+from ..protocol import (
     ASSISTANT_MESSAGE_PREFIX,
     CONVERSATION_PREFIX,
     USER_MESSAGE_PREFIX,
     is_id,
     new_id,
 )
-from .stores.base import (
+from ..settings import Settings
+from ..stores.base import (
     Claim,
     Conversation,
     Exchange,
@@ -45,7 +45,7 @@ from .stores.base import (
     UnknownMessage,
     listed_exchanges,
 )
-from .wire.errors import (
+from ..wire.errors import (
     INVALID_LAST_EVENT_ID,
     NOT_FOUND,
     REQUEST_ID_CONFLICT,
@@ -53,9 +53,10 @@ from .wire.errors import (
     TOO_MANY_RUNNING,
     TOO_MANY_STREAMS,
 )
+from .generation import GenerationRun
 
 if TYPE_CHECKING:
-    from .attachments.store import AttachmentStore
+    from ..attachments.store import AttachmentStore
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def request_fingerprint(text: str, attachments: tuple[SentAttachment, ...] = ())
 
 
 class ChatService:
-    def __init__(self, store: Store, backend: Backend, settings: dict[str, Any], metrics: Metrics = NO_METRICS) -> None:
+    def __init__(self, store: Store, backend: Backend, settings: Settings, metrics: Metrics = NO_METRICS) -> None:
         self.store = store
         self.backend = backend
         self.settings = settings
@@ -227,7 +228,7 @@ class ChatService:
         exchanges = self.store.exchanges(conversation_id)  # one read for both questions
         if any(e.request_id == request_id for e in exchanges):
             return
-        if self.running_count(conversation_id, exchanges) >= self.settings["MAX_RUNNING_PER_CONVERSATION"]:
+        if self.running_count(conversation_id, exchanges) >= self.settings.chat.max_running_per_conversation:
             raise TOO_MANY_RUNNING(
                 "An answer is still being generated in this conversation. Wait for it or stop it, then send again.",
                 retry_after=2,
@@ -352,17 +353,17 @@ class ChatService:
         cannot take every slot from everyone else.
         """
         with self._lock:
-            if self._open_streams >= self.settings["MAX_STREAMS"]:
+            if self._open_streams >= self.settings.chat.max_streams:
                 raise SERVER_BUSY("The server is at its limit of open streams. Try again shortly.", retry_after=5)
             per_client = self._streams_by_client.get(client, 0)
-            if per_client >= self.settings["MAX_STREAMS_PER_CLIENT"]:
+            if per_client >= self.settings.chat.max_streams_per_client:
                 raise TOO_MANY_STREAMS(
                     "Too many open streams from your connection. Close one, then try again.",
                     retry_after=2,
                     details={"limit": "client"},
                 )
             per_conversation = self._streams_by_conversation.get(conversation_id, 0)
-            if per_conversation >= self.settings["MAX_STREAMS_PER_CONVERSATION"]:
+            if per_conversation >= self.settings.chat.max_streams_per_conversation:
                 raise TOO_MANY_STREAMS(
                     "Too many open streams for this conversation. Close one, then try again.",
                     retry_after=2,
@@ -389,7 +390,7 @@ class ChatService:
     def open_streams(self) -> int:
         return self._open_streams
 
-    # -- claims that start an answer: sends and revisions (widget_server/revisions.py)
+    # -- claims that start an answer: sends and revisions (widget_server/revisions/)
 
     def start_claimed(
         self, conversation_id: str, request_id: str, claim: Callable[[], Claim], *, server_url: str = ""
@@ -428,7 +429,7 @@ class ChatService:
                     offers_handoff=self.handoff_enabled(),
                     attachments=self.turn_attachments(conversation_id, exchange.attachments),
                 ),
-                time_limit=self.settings["MESSAGE_TIME_LIMIT_SECONDS"],
+                time_limit=self.settings.chat.message_time_limit_seconds,
                 on_finish=self._forget_run,
                 metrics=self.metrics,
             )
@@ -593,8 +594,8 @@ class EventStream:
         HEARTBEAT_SECONDS pass without bytes."""
         settings = self._service.settings
         if not self._service.store.shared:
-            return settings["HEARTBEAT_SECONDS"]
-        return min(settings["HEARTBEAT_SECONDS"], max(1.0, settings["WORKER_LEASE_SECONDS"] / 4))
+            return settings.chat.heartbeat_seconds
+        return min(settings.chat.heartbeat_seconds, max(1.0, settings.store.worker_lease_seconds / 4))
 
     def _wait_events(self, seq: int, timeout: float) -> list[StreamEvent] | None:
         """The events after `seq`, waiting up to `timeout` for some; None as soon as
@@ -617,11 +618,11 @@ class EventStream:
         service = self._service
         settings = service.settings
         store = service.store
-        heartbeat = settings["HEARTBEAT_SECONDS"]
+        heartbeat = settings.chat.heartbeat_seconds
         poll = self._poll_seconds()
         # First bytes at once: the client sees the stream open (and learns
         # the reconnection delay) before the backend has said anything.
-        yield sse.encode_retry(settings["RETRY_MS"])
+        yield sse.encode_retry(settings.chat.retry_ms)
         seq = self.after_seq
         # A reader already holding the terminal event gets nothing more: end
         # now instead of sending heartbeats forever (an EventSource that

@@ -11,13 +11,12 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
-from .attachments.sending import sent_attachments
-from .faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
-from .messages import clean_text
-from .protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
-from .ratelimits import current_limits
-from .service import ChatService, EventStream
-from .transport import (
+from ..attachments.sending import sent_attachments
+from ..faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
+from ..messages import clean_text
+from ..protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
+from ..ratelimits import current_limits
+from ..transport import (
     CONVERSATION_COOKIE,
     authorize,
     chat_service,
@@ -26,7 +25,7 @@ from .transport import (
     json_body,
     settings,
 )
-from .wire.errors import (
+from ..wire.errors import (
     EMPTY_TEXT,
     FAULTS_DISABLED,
     INVALID_FAULTS,
@@ -39,6 +38,7 @@ from .wire.errors import (
     TEXT_TOO_LONG,
     UNKNOWN_FIELD,
 )
+from .service import ChatService, EventStream
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -74,7 +74,7 @@ def _faults() -> FaultPlan:
     header = request.headers.get("X-Chat-Faults")
     if not header:
         return NO_FAULTS
-    if not settings()["FAULTS"]:
+    if not settings().server.faults:
         raise FAULTS_DISABLED("Fault injection is disabled on this server (it is for tests and QA only).")
     try:
         return parse_faults(header)
@@ -94,7 +94,7 @@ def create_conversation() -> Response:
     response.set_cookie(
         CONVERSATION_COOKIE,
         f"{conversation_id}.{token}",
-        max_age=int(settings()["CONVERSATION_TTL_SECONDS"]),
+        max_age=int(settings().store.conversation_ttl_seconds),
         path="/",
         secure=True,
         httponly=True,
@@ -143,7 +143,7 @@ def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
         if may_be_empty:
             return ""
         raise EMPTY_TEXT("text is empty: type a message before sending.")
-    limit = settings()["MAX_TEXT_CHARS"]
+    limit = settings().chat.max_text_chars
     if len(text) > limit:
         raise TEXT_TOO_LONG(
             f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.",

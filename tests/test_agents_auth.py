@@ -1,4 +1,4 @@
-"""Signing in to the agent console, sessions and CSRF (widget_server/agents/agent_api.py,
+"""Signing in to the agent console, sessions and CSRF (widget_server/agents/api.py,
 sessions.py; docs/agents.md, "Sessions"; docs/security.md, "The agent console").
 
 Through the real app and its real form: the sign-in page's token, the `__Host-` cookies, the
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.agent_api import SESSIONS_KEY
+from widget_server.agents.api import SESSIONS_KEY
 from widget_server.agents.sessions import SESSION_COOKIE, SIGN_IN_COOKIE
 
 from .agent_support import AGENTS, hidden_token, set_cookies, sign_in, sign_in_form, write_agents
@@ -309,7 +309,7 @@ def test_a_session_made_on_one_worker_is_accepted_by_another_on_the_same_redis(a
 
 
 def test_a_corrupt_agents_file_stops_the_app_at_start(tmp_path):
-    from widget_server.config import ConfigError
+    from widget_server.settings import ConfigError
 
     path = tmp_path / "agents.json"
     path.write_text("{", encoding="utf-8")

@@ -1,6 +1,6 @@
 """Feedback on answers: a visitor rates an ended answer (up or down, with an optional comment).
 
-Transport-free, like service.py: it raises ApiError for client mistakes; feedback_api.py is
+Transport-free, like chat/service.py: it raises ApiError for client mistakes; api.py is
 the HTTP adapter and `widget-server feedback export` (cli.py) reads it back for the site's
 owner. One record per answer (message) and conversation, changeable and removable
 (issue #12; docs/protocol.md, "Feedback"). Records live in the store with their
@@ -15,11 +15,11 @@ from datetime import UTC, date, datetime
 from datetime import time as day_time
 from typing import Any, Protocol
 
-from .errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
-from .messages import clean_text
-from .metrics import Metrics
-from .stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
-from .wire.errors import (
+from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
+from ..messages import clean_text
+from ..metrics import Metrics
+from ..stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
+from ..wire.errors import (
     COMMENT_TOO_LONG,
     INVALID_COMMENT,
     INVALID_RATING,
@@ -68,7 +68,7 @@ def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
         comment = ""
     if not isinstance(comment, str):
         raise INVALID_COMMENT("comment must be a string (or left out).")
-    # Cleaned as a message's text is (api.user_text): lone surrogates have no UTF-8 form, and
+    # Cleaned as a message's text is (chat.api.user_text): lone surrogates have no UTF-8 form, and
     # control characters would reach the terminal `widget-server feedback export` writes to.
     comment = clean_text(comment)
     if len(comment) > max_comment_chars:

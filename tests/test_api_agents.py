@@ -1,4 +1,4 @@
-"""The agent API (widget_server/agents/agent_api.py) against the real hand-off service, on the
+"""The agent API (widget_server/agents/api.py) against the real hand-off service, on the
 memory store and on a real Redis (tests/conftest.py runs tests/test_api_*.py on both):
 queue, claim (once), messages both ways, typing, end, return, the inbox and its reply with
 mail to a real SMTP server on loopback, and every bad input a JSON error.
@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.agent_api import MAILER_KEY
+from widget_server.agents.api import MAILER_KEY
 
 from .agent_support import AGENTS, hidden_token, parse_set_cookies, sign_in, write_agents
 from .conftest import TEST_CONFIG
@@ -29,7 +29,9 @@ def app(request, store_kind, tmp_path, store_config, smtp, shared_store):
     path = tmp_path / "agents.json"
     write_agents(path)
     smtp.inbox.mails.clear()
-    config = {**TEST_CONFIG, **store_config, "AGENTS_FILE": str(path), **smtp.settings()}
+    marker = request.node.get_closest_marker("app_settings")
+    overrides = marker.kwargs if marker else {}
+    config = {**TEST_CONFIG, **store_config, "AGENTS_FILE": str(path), **smtp.settings(), **overrides}
     app = create_app(config, environ={})
     yield app
     app.extensions[MAILER_KEY].close()
@@ -367,8 +369,8 @@ def test_messages_to_a_conversation_nobody_holds_are_refused(alice, queued):
     assert response.status_code == 409 and response.get_json()["error"]["code"] == "handoff_not_active"
 
 
+@pytest.mark.app_settings(MAX_STREAMS_PER_CONVERSATION=1)
 def test_the_agents_stream_takes_a_stream_slot_and_checks_its_resume_position(app, alice, queued):
-    app.config["WIDGET_SERVER"]["MAX_STREAMS_PER_CONVERSATION"] = 1
     ahead = alice.client.get(
         f"/agent/api/conversations/{queued.cid}/events", headers={"Last-Event-ID": f"{queued.cid}:99"}
     )

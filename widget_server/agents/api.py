@@ -1,7 +1,7 @@
 """The agent console's routes: `/agent` (the page, or the sign-in form), sign-in, sign-out,
 and the JSON API under `/agent/api` (docs/agents.md, "The agent API"; docs/security.md).
 
-A thin adapter, like api.py: validation here, then one call of the hand-off service
+A thin adapter, like chat/api.py: validation here, then one call of the hand-off service
 (`widget_server.handoff`), which holds the queue, the claims and the conversation's events.
 
 Who may call what:
@@ -26,15 +26,15 @@ from urllib.parse import parse_qsl
 
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request, url_for
 
-from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
-from ..config import ConfigError
+from ..chat.api import STREAM_HEADERS, new_answer_body, user_text
 from ..errors import ApiError
+from ..handoff.api import ConversationEventStream
 from ..handoff.service import INBOX_PAGE_MAX
-from ..handoff.visitor_api import ConversationEventStream
 from ..i18n import accepted_languages, pick_language, text_direction
 from ..protocol import is_id
 from ..ratelimits import client_key, current_limits
+from ..settings import ConfigError
 from ..stores.base import Store
 from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body
 from ..wire.errors import (
@@ -290,7 +290,7 @@ def console() -> Response:
         "strings": console_languages().get(lang, {}),
         # The panel's stall rule (web.py's panel config): no byte for three heartbeats and 5 s,
         # and the conversation's stream is dead, resumed (static/widget/follow.js).
-        "stallTimeoutMs": int(current_app.config["WIDGET_SERVER"]["HEARTBEAT_SECONDS"] * 3000) + 5000,
+        "stallTimeoutMs": int(current_app.config["WIDGET_SERVER"].chat.heartbeat_seconds * 3000) + 5000,
     }
     return _page("agent.html", config=config)
 
@@ -568,14 +568,15 @@ def init_app(app: Flask, chat_store: Store) -> None:
     calls: whether anyone may sign in (HANDOFF=auto), and the mail for a left message and for
     a reply to one. After the hand-off service is registered (app.py)."""
     values = app.config["WIDGET_SERVER"]
-    accounts = AgentAccounts(values["AGENTS_FILE"])
+    accounts = AgentAccounts(values.agents.agents_file)
     try:
         accounts.current()  # a corrupt file stops the server at start, with the file named
     except AccountsError as error:
         raise ConfigError(f"AGENTS_FILE: {error}") from None
-    mail = Mailer(values, app.extensions["widget_server.metrics"], app.config["WIDGET_SERVER_URL_PREFIX"])
+    console_url = values.web.public_url + app.config["WIDGET_SERVER_URL_PREFIX"] + "/agent"
+    mail = Mailer(values.mail, app.extensions["widget_server.metrics"], console_url)
     app.extensions[ACCOUNTS_KEY] = accounts
-    app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values["AGENT_SESSION_SECONDS"])
+    app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values.agents.session_seconds)
     app.extensions[MAILER_KEY] = mail
     service = app.extensions.get(HANDOFF_KEY)
     if service is not None:

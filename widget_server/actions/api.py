@@ -1,6 +1,6 @@
-"""Transport for actions: confirm, dismiss, list (under /api/v1, like api.py).
+"""Transport for actions: confirm, dismiss, list (under /api/v1, like chat/api.py).
 
-A thin adapter from HTTP to widget_server.actions; the checks run in this
+A thin adapter from HTTP to actions/service.py; the checks run in this
 order and the first failing one answers: ids (404, while the URL is routed:
 transport.IdConverter) → token (404) → body (415, 413, 400) → Idempotency-Key
 (400) → action and its answer (404, 409) → arguments (422) → the claim (409
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from . import actions
-from .transport import authorize, chat_service, handoff_service, json_body, settings
-from .wire.errors import UNKNOWN_FIELD
+from ..transport import authorize, chat_service, handoff_service, json_body, settings
+from ..wire.errors import UNKNOWN_FIELD
+from . import service as actions
 
 bp = Blueprint("actions_api", __name__, url_prefix="/api/v1")
 

@@ -1,6 +1,6 @@
 """Regenerate and edit: replacing the conversation's last turn with a new answer.
 
-Transport-free, like service.py: the API (revisions_api.py) validates the body and streams
+Transport-free, like chat/service.py: the API (api.py) validates the body and streams
 the answer; this module says which turn may be replaced and replaces it through the store.
 The rule itself (stores/base.py `revision_refusal`) is checked twice: here first, so a
 refusal is a 409 that names the reason before a stream slot is taken or the running limit
@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .errors import MESSAGE_NOT_FOUND, ApiError
-from .messages import MessageState
-from .protocol import ASSISTANT_MESSAGE_PREFIX, USER_MESSAGE_PREFIX, new_id
-from .service import ChatService
-from .stores.base import (
+from ..chat.service import ChatService
+from ..errors import MESSAGE_NOT_FOUND, ApiError
+from ..messages import MessageState
+from ..protocol import ASSISTANT_MESSAGE_PREFIX, USER_MESSAGE_PREFIX, new_id
+from ..stores.base import (
     TARGET_NOT_FINISHED,
     TARGET_NOT_FOUND,
     Claim,
@@ -31,7 +31,7 @@ from .stores.base import (
     RevisionRefused,
     revision_refusal,
 )
-from .wire.errors import MESSAGE_NOT_FINISHED, NOT_FOUND, NOT_LAST_ANSWER, NOT_LAST_MESSAGE
+from ..wire.errors import MESSAGE_NOT_FINISHED, NOT_FOUND, NOT_LAST_ANSWER, NOT_LAST_MESSAGE
 
 
 def regeneration(message_id: str) -> Revision:

@@ -1,6 +1,6 @@
 """Transport for feedback on answers: PUT and DELETE …/messages/<message_id>/feedback.
 
-A thin adapter from HTTP to widget_server.feedback (under /api/v1, like api.py). The checks
+A thin adapter from HTTP to feedback/service.py (under /api/v1, like chat/api.py). The checks
 run in this order and the first failing one answers: ids (404, while the URL is routed:
 transport.IdConverter) → token (404) → body (415, 413 `body_too_large`, 400) → fields (400
 `unknown_field`, `invalid_rating`, `invalid_comment`; 413 `comment_too_long`) → the answer
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from . import feedback
-from .transport import authorize, chat_service, json_body, settings
+from ..transport import authorize, chat_service, json_body, settings
+from . import service as feedback
 
 bp = Blueprint("feedback_api", __name__, url_prefix="/api/v1")
 
@@ -22,7 +22,7 @@ FEEDBACK_PATH = "/conversations/<conversation:conversation_id>/messages/<message
 @bp.put(FEEDBACK_PATH)
 def put_feedback(conversation_id: str, message_id: str) -> Response:
     authorize(conversation_id)
-    rating, comment = feedback.parse_body(json_body(), settings()["FEEDBACK_COMMENT_MAX_CHARS"])
+    rating, comment = feedback.parse_body(json_body(), settings().chat.feedback_comment_max_chars)
     _record, body = feedback.put(chat_service(), conversation_id, message_id, rating, comment)
     return jsonify(body)
 
@@ -36,6 +36,6 @@ def delete_feedback(conversation_id: str, message_id: str) -> Response:
 
 @bp.after_request
 def _no_store(response: Response) -> Response:
-    # Private like every API response (api.py's _no_store): a visitor's own rating and words.
+    # Private like every API response (chat/api.py's _no_store): a visitor's own rating and words.
     response.headers.setdefault("Cache-Control", "no-store")
     return response

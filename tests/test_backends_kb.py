@@ -30,9 +30,11 @@ from widget_server.backends.kb import (
     sample_dir,
     trim_passage,
 )
-from widget_server.config import SETTINGS_BY_NAME, ConfigError, load_settings
+from widget_server.settings import ConfigError, all_settings, load_settings
 
 from .helpers import REPO_ROOT, assert_digest, assert_sound_events, wait_until
+
+PLUGIN_SETTINGS = {setting.name: setting for setting in all_settings()}
 
 UNKNOWN_EN = "I don't know: I found nothing about that in the documentation. To ask a person, {contact}.\n"
 UNKNOWN_ES = "No lo sé: no he encontrado nada sobre eso en la documentación. Para preguntar a una persona, {contact}.\n"
@@ -390,7 +392,7 @@ def test_the_backend_takes_its_settings_defaults_from_config():
         "KB_CONTACT": backend.contact,
         "DEMO_DELAY_SECONDS": backend.delay,
     }.items():
-        assert value == SETTINGS_BY_NAME[name].default, name
+        assert value == PLUGIN_SETTINGS[name].default, name
 
 
 FAQ_FILES = {

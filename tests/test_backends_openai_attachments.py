@@ -7,7 +7,7 @@ decodes to the exact bytes uploaded, a PDF as a `file` part, a text file inline 
 the `validation` error with a sentence that names the file, never saved as an answer.
 """
 
-# The provider and server fixtures are test_backend_openai.py's, imported: their names are
+# The provider and server fixtures are test_backends_openai.py's, imported: their names are
 # then parameters of the tests here (F811).
 # ruff: noqa: F811
 
@@ -20,7 +20,7 @@ from . import attachment_samples as samples
 from .fake_openai import Reply
 from .helpers import ChatClient, StreamResult
 from .test_api_attachments import upload
-from .test_backend_openai import api_key, fake, openai_server  # noqa: F401 - fixtures
+from .test_backends_openai import api_key, fake, openai_server  # noqa: F401 - fixtures
 
 
 def uploaded(chat: ChatClient, data: bytes, name: str) -> str:

@@ -23,13 +23,13 @@ import weakref
 from collections.abc import Callable
 from typing import ClassVar
 
-from .actions import propose
-from .backends.base import ActionProposal, Backend, CancelToken, Turn
-from .errors import ChatError, ErrorCode, ErrorInfo
-from .messages import StreamEvent
-from .metrics import NO_METRICS, Metrics
-from .stores.base import Store, StoreUnavailable
-from .waiting import call_later, spawn, spawn_eagerly
+from ..actions.service import propose
+from ..backends.base import ActionProposal, Backend, CancelToken, Turn
+from ..errors import ChatError, ErrorCode, ErrorInfo
+from ..messages import StreamEvent
+from ..metrics import NO_METRICS, Metrics
+from ..stores.base import Store, StoreUnavailable
+from ..waiting import call_later, spawn, spawn_eagerly
 
 log = logging.getLogger(__name__)
 

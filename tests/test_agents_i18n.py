@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.agent_api import LANGUAGE_COOKIE
+from widget_server.agents.api import LANGUAGE_COOKIE
 
 from .agent_support import AGENTS, set_cookies, sign_in, sign_in_form, write_agents
 from .conftest import TEST_CONFIG

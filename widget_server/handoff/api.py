@@ -11,10 +11,10 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..api import STREAM_HEADERS, new_answer_body, user_text
 from ..attachments.sending import sent_attachments
+from ..chat.api import STREAM_HEADERS, new_answer_body, user_text
+from ..chat.service import StreamSlot
 from ..protocol import parse_event_id
-from ..service import StreamSlot
 from ..transport import authorize, chat_service, disconnect_probe, handoff_service
 from ..wire.errors import INVALID_AFTER, INVALID_EMAIL, INVALID_LAST_EVENT_ID, INVALID_REASON
 

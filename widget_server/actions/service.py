@@ -45,17 +45,18 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
-from .backends.base import ActionProposal
-from .errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
-from .messages import MessageState
-from .protocol import ACTION_PREFIX, CLIENT_KEY_RULE, is_client_key, new_id
-from .stores.base import CLAIMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus, Store
-from .wire.errors import (
+from ..backends.base import ActionProposal
+from ..errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
+from ..messages import MessageState
+from ..protocol import ACTION_PREFIX, CLIENT_KEY_RULE, is_client_key, new_id
+from ..settings import Settings
+from ..stores.base import CLAIMED, DISMISSED, OTHER_KEY, SAME_KEY, ActionRecord, ActionStatus, Store
+from ..wire.errors import (
     ACTION_ALREADY_CONFIRMED,
     ACTION_DISMISSED,
     ACTION_IN_PROGRESS,
@@ -114,7 +115,7 @@ class ActionContext:
     conversation_id: str
     message_id: str
     idempotency_key: str
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Settings
     # Ask for a person in this conversation (HandoffService.request: conversation id, request
     # id → its answer), given by the route that confirms: the service layer imports no Flask
     # to find it (tests/test_architecture.py). None where no hand-off service runs.
@@ -262,7 +263,7 @@ class CallbackRequest(Action):
         return text + "."
 
     def execute(self, arguments: Mapping[str, Any], context: ActionContext) -> dict[str, Any]:
-        path = context.settings.get("ACTIONS_RECORD_PATH") or "widget-server-actions.jsonl"
+        path = context.settings.chat.actions_record_path or "widget-server-actions.jsonl"
         line = json.dumps(
             {
                 "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -415,7 +416,7 @@ def _in_progress() -> ApiError:
 
 def confirm(
     store: Store,
-    settings: Mapping[str, Any],
+    settings: Settings,
     conversation_id: str,
     message_id: str,
     action_id: str,
@@ -459,7 +460,7 @@ def confirm(
 
 def _execute(
     store: Store,
-    settings: Mapping[str, Any],
+    settings: Settings,
     action: ActionRecord,
     key: str,
     request_handoff: Callable[[str, str], dict[str, Any]] | None,

@@ -24,7 +24,7 @@ import pytest
 from widget_server import create_app
 from widget_server.backends.base import load_backend_class
 from widget_server.backends.openai import OpenAIBackend
-from widget_server.config import ConfigError, load_settings
+from widget_server.settings import ConfigError, load_settings
 from widget_server.sse import EventStreamParser
 
 from .fake_openai import FakeOpenAI, Reply

@@ -15,7 +15,7 @@ from widget_server import create_app
 
 from .agent_support import write_agents
 from .conftest import TEST_CONFIG
-from .test_api_agent import Agent, Visitor, sse_events
+from .test_api_agents import Agent, Visitor, sse_events
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""Transport for regenerate and edit (under /api/v1, like api.py): the new answer's stream.
+"""Transport for regenerate and edit (under /api/v1, like chat/api.py): the new answer's stream.
 
-A thin adapter from HTTP to widget_server.revisions. The checks run in this order and the
+A thin adapter from HTTP to revisions/service.py. The checks run in this order and the
 first failing one answers: ids (404, while the URL is routed: transport.IdConverter) →
-token (404) → body (415, 413, 400: api.new_answer_body, and for an edit the text rules of a
-send, api.user_text) → the target (404, 409: revisions.check_target) → then exactly what a
-send does (api.stream_new_answer: faults header, Last-Event-ID, running limit, stream slot,
+token (404) → body (415, 413, 400: chat.api.new_answer_body, and for an edit the text rules of a
+send, chat.api.user_text) → the target (404, 409: revisions.check_target) → then exactly what a
+send does (chat.api.stream_new_answer: faults header, Last-Event-ID, running limit, stream slot,
 the claim). Rate limits count them as sends (ratelimits.py).
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from . import revisions
-from .api import new_answer_body, stream_new_answer, user_text
-from .stores.base import Revision
-from .transport import authorize, chat_service
+from ..chat.api import new_answer_body, stream_new_answer, user_text
+from ..stores.base import Revision
+from ..transport import authorize, chat_service
+from . import service as revisions
 
 bp = Blueprint("revisions_api", __name__, url_prefix="/api/v1")
 
@@ -45,6 +45,6 @@ def edit(conversation_id: str, message_id: str) -> Response:
 
 @bp.after_request
 def _no_store(response: Response) -> Response:
-    # Private, like every API response (api.py): a stream already says so, an error too.
+    # Private, like every API response (chat/api.py): a stream already says so, an error too.
     response.headers.setdefault("Cache-Control", "no-store")
     return response

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from widget_server.agents.mail import Mail, Mailer
-from widget_server.metrics import Metrics
+from widget_server.metrics import NO_METRICS, Metrics
+from widget_server.settings import load_settings
 
 from .smtp_support import free_port
 
@@ -23,6 +24,12 @@ BASE = {
 }
 
 
+def mailer_from(values: dict, metrics: Metrics = NO_METRICS) -> Mailer:
+    """A Mailer as the app builds it: the SMTP_* settings, the console's link on PUBLIC_URL."""
+    settings = load_settings(values, environ={})
+    return Mailer(settings.mail, metrics, settings.web.public_url + "/agent")
+
+
 def text_of(delivered) -> str:
     """The body as sent: SMTP carries lines ending in CRLF (RFC 5321 §2.3.8)."""
     return delivered.message.get_content().replace("\r\n", "\n")
@@ -31,7 +38,7 @@ def text_of(delivered) -> str:
 @pytest.fixture
 def mailer(smtp):
     smtp.inbox.mails.clear()
-    sender = Mailer({**BASE, **smtp.settings()})
+    sender = mailer_from({**BASE, **smtp.settings()})
     yield sender
     sender.close()
 
@@ -94,7 +101,7 @@ def test_no_address_no_reply_mail(smtp, mailer):
 
 
 def test_mail_is_off_without_host_or_sender(smtp):
-    quiet = Mailer({**BASE, "SMTP_TO": "owner@example.com"})
+    quiet = mailer_from({**BASE, "SMTP_TO": "owner@example.com"})
     assert not quiet.enabled
     assert quiet.left_message(conversation_id="c_1", email=None, text="x") is False
     assert quiet.submit(Mail("owner@example.com", "s", "b")) is False
@@ -104,7 +111,7 @@ def test_an_unreachable_server_is_logged_and_counted_never_raised(caplog):
     closed_port = free_port()  # nothing listens there
     metrics = Metrics(enabled=True)
     settings = {**BASE, "SMTP_HOST": "127.0.0.1", "SMTP_PORT": closed_port, "SMTP_FROM": "chat@example.com"}
-    mailer = Mailer(settings, metrics)
+    mailer = mailer_from(settings, metrics)
     assert mailer.left_message(conversation_id="c_1", email=None, text="x") is False  # no SMTP_TO: nothing to do
     assert mailer.send_now(Mail("owner@example.com", "Subject", "Body")) is False
     assert mailer.failed == 1 and mailer.sent == 0
@@ -121,6 +128,6 @@ def test_a_line_break_in_an_address_never_becomes_a_header(smtp, mailer):
 
 
 def test_starttls_refused_by_a_plain_server_fails_cleanly(smtp):
-    mailer = Mailer({**BASE, **smtp.settings(SMTP_STARTTLS=True)})
+    mailer = mailer_from({**BASE, **smtp.settings(SMTP_STARTTLS=True)})
     assert mailer.send_now(Mail("owner@example.com", "Subject", "Body")) is False
     assert mailer.failed == 1

@@ -1,0 +1,1 @@
+function r(o,n,e){const t=document.createElement(o);return n&&(t.className=n),e!=null&&(t.textContent=e),t}function u(o,n,e){const t=r("button",o,n);return t.type="button",e&&t.addEventListener("click",e),t}function i(o,n){return new Promise(e=>{const t=setTimeout(e,o);n?.addEventListener("abort",()=>{clearTimeout(t),e()},{once:!0})})}export{u as button,r as element,i as sleep};
