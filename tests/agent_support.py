@@ -12,7 +12,7 @@ from typing import Any
 
 from widget_server import create_app
 from widget_server.agents.accounts import AgentAccounts
-from widget_server.agents.api import MAILER_KEY
+from widget_server.services import SERVICES_KEY
 
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 
@@ -94,7 +94,7 @@ def agents_app(folder: Path, **config: Any) -> Iterator[Any]:
     try:
         yield app
     finally:
-        app.extensions[MAILER_KEY].close()
+        app.extensions[SERVICES_KEY].mailer.close()
 
 
 class SignedInAgent:

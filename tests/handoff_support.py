@@ -3,7 +3,7 @@ test's kind, as app.py builds them, without HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,9 +22,10 @@ MakeServices = Callable[..., tuple[HandoffService, ChatService]]
 
 @contextmanager
 def handoff_services(request: pytest.FixtureRequest, store_kind: str, **defaults: Any) -> Iterator[MakeServices]:
-    """make(**settings) → (HandoffService, ChatService) with HANDOFF on, `defaults`, then
-    `settings`, on `store_kind` ("memory", or a real "redis" / "cluster", emptied first);
-    every store made is closed after."""
+    """make(hooks=None, **settings) → (HandoffService, ChatService) with HANDOFF on, `defaults`,
+    then `settings`, on `store_kind` ("memory", or a real "redis" / "cluster", emptied first);
+    `hooks` are HandoffService's keyword arguments (`has_agents`, `on_left_message`, …), as
+    widget_server/services.py passes them; every store made is closed after."""
     store_config: dict[str, Any] = {}
     if store_kind != "memory":
         server = request.getfixturevalue("redis_cluster" if store_kind == "cluster" else "redis_server")
@@ -32,12 +33,16 @@ def handoff_services(request: pytest.FixtureRequest, store_kind: str, **defaults
         store_config = {"STORE": server.url}
     made: list[HandoffService] = []
 
-    def make(**overrides: Any) -> tuple[HandoffService, ChatService]:
+    def make(hooks: Mapping[str, Any] | None = None, **overrides: Any) -> tuple[HandoffService, ChatService]:
         settings = load_settings({"HANDOFF": "on", **store_config, **defaults, **overrides}, environ={})
         chat_store = create_store(settings)
         metrics = Metrics()
-        chat = ChatService(chat_store, create_backend("demo", settings), settings, metrics)
-        service = HandoffService(create_handoff_store(settings, chat_store), chat_store, settings, metrics)
+        service = HandoffService(
+            create_handoff_store(settings, chat_store), chat_store, settings, metrics, **(hooks or {})
+        )
+        chat = ChatService(
+            chat_store, create_backend("demo", settings), settings, metrics, handoff_enabled=service.enabled
+        )
         made.append(service)
         return service, chat
 

@@ -20,6 +20,7 @@ from werkzeug.serving import make_server
 
 from widget_server import create_app, init_app
 from widget_server.backends.demo import load_seed_answers as load_seed_answers  # the copy the package ships
+from widget_server.services import SERVICES_KEY
 from widget_server.sse import EventStreamParser, ServerSentEvent
 from widget_server.testing import SHUTDOWN_POLL_SECONDS
 
@@ -64,7 +65,7 @@ class LiveServer:
             self.app = init_app(served, url_prefix, environ={}, **(config or {})).app
         else:
             served = self.app = create_app(config or {}, environ={})
-        self.service = self.app.extensions["widget_server.service"]
+        self.service = self.app.extensions[SERVICES_KEY].chat
         self._server = make_server("127.0.0.1", 0, served, threaded=True)
         self.port = self._server.server_port
         self.origin = f"http://127.0.0.1:{self.port}"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.api import SESSIONS_KEY
 from widget_server.agents.sessions import SESSION_COOKIE, SIGN_IN_COOKIE
+from widget_server.services import SERVICES_KEY
 
 from .agent_support import AGENTS, hidden_token, set_cookies, sign_in, sign_in_form, write_agents
 from .conftest import TEST_CONFIG
@@ -192,7 +192,7 @@ def test_a_made_up_session_cookie_is_401(client):
 
 def test_a_session_expires_after_agent_session_seconds(app, client):
     sign_in(client)
-    sessions = app.extensions[SESSIONS_KEY]
+    sessions = app.extensions[SERVICES_KEY].sessions
     assert sessions.lifetime == 8 * 3600  # the default
     started = sessions.clock()
     sessions.clock = lambda: started + 8 * 3600 - 1

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.api import MAILER_KEY
+from widget_server.services import SERVICES_KEY
 
 from .agent_support import AGENTS, hidden_token, parse_set_cookies, sign_in, write_agents
 from .conftest import TEST_CONFIG
@@ -34,7 +34,7 @@ def app(request, store_kind, tmp_path, store_config, smtp, shared_store):
     config = {**TEST_CONFIG, **store_config, "AGENTS_FILE": str(path), **smtp.settings(), **overrides}
     app = create_app(config, environ={})
     yield app
-    app.extensions[MAILER_KEY].close()
+    app.extensions[SERVICES_KEY].mailer.close()
 
 
 class Agent:
@@ -290,7 +290,7 @@ def test_left_message_reaches_the_inbox_and_the_owner_and_the_reply_reaches_the_
     # And in the widget, if they come back.
     (shown,) = [m for m in visitor.history() if m["role"] == "agent"]
     assert shown["text"] == "We will call you at 5." and shown["agent"] == "Alice Agent"
-    app.extensions[MAILER_KEY].flush(10)
+    app.extensions[SERVICES_KEY].mailer.flush(10)
     assert 'chat_mails_total{outcome="sent"} 2.0' in app.test_client().get("/metrics").get_data(as_text=True)
 
 
@@ -300,7 +300,7 @@ def test_a_reply_to_a_message_left_without_an_address_sends_no_mail(app, smtp):
     smtp.inbox.wait(1)  # the owner's copy
     alice = Agent(app, "alice")
     assert alice.post(f"/inbox/{left_id}/reply", {"request_id": "r1", "text": "Noted"}).status_code == 201
-    app.extensions[MAILER_KEY].flush(10)
+    app.extensions[SERVICES_KEY].mailer.flush(10)
     assert len(smtp.inbox.mails) == 1
 
 

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from widget_server import create_app
+from widget_server.services import SERVICES_KEY
 
 from .agent_support import write_agents
 from .conftest import TEST_CONFIG
@@ -71,7 +72,7 @@ def hand_off_messages(view: dict) -> list[str]:
 
 def test_the_detail_names_the_newest_event_of_the_log(app, alice, claimed):
     view = alice.get(f"/conversations/{claimed.cid}").get_json()
-    assert app.extensions["widget_server.handoff"].last_seq(claimed.cid) == view["last_seq"]
+    assert app.extensions[SERVICES_KEY].handoff.last_seq(claimed.cid) == view["last_seq"]
     # Every event of the log, from the start: the one before LAST is the detail's last_seq.
     assert claimed.say(LAST, "last").status_code == 201
     everything = events_after(alice, claimed.cid, 0)

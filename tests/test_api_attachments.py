@@ -28,6 +28,7 @@ from widget_server.app import create_app
 from widget_server.attachments.directory_store import MARKER, DirectoryAttachmentStore
 from widget_server.attachments.redis_store import BYTES_SUFFIX, META_SUFFIX
 from widget_server.attachments.store import AttachmentMeta, AttachmentStore, BudgetExceeded
+from widget_server.services import SERVICES_KEY
 from widget_server.settings import ConfigError, load_settings
 
 from . import attachment_samples as samples
@@ -70,7 +71,7 @@ def sha256(data: bytes) -> str:
 
 
 def attachment_store(server):
-    return server.app.extensions["widget_server.attachments"]
+    return server.app.extensions[SERVICES_KEY].attachments
 
 
 def traces(server, store_kind: str, conversation_id: str) -> list[str]:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from widget_server.handoff.service import HandoffService
+from widget_server.services import SERVICES_KEY
 
 from .helpers import ChatClient, CountingBackend, assert_json_error
 from .redis_support import keys_naming
@@ -25,7 +26,7 @@ ON = {"HANDOFF": "on"}
 
 
 def handoff_of(server) -> HandoffService:
-    service: HandoffService = server.app.extensions["widget_server.handoff"]
+    service: HandoffService = server.app.extensions[SERVICES_KEY].handoff
     return service
 
 

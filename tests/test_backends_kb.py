@@ -30,6 +30,7 @@ from widget_server.backends.kb import (
     sample_dir,
     trim_passage,
 )
+from widget_server.services import SERVICES_KEY
 from widget_server.settings import ConfigError, all_settings, load_settings
 
 from .helpers import REPO_ROOT, assert_digest, assert_sound_events, wait_until
@@ -545,7 +546,7 @@ def test_with_handoff_auto_a_person_is_offered_once_the_agents_file_lists_someon
     app = create_app(
         {"BACKEND": "kb", "DEMO_DELAY_SECONDS": 0, "HANDOFF": "auto", "AGENTS_FILE": str(agents_file)}, environ={}
     )
-    service = app.extensions["widget_server.service"]
+    service = app.extensions[SERVICES_KEY].chat
     assert service.handoff_enabled() is False  # no agents file yet
     AgentAccounts(str(agents_file)).add("ana", "Ana", "correct horse battery staple")
     assert service.handoff_enabled() is True  # the file is re-read once it changed
@@ -562,7 +563,7 @@ def test_with_handoff_auto_a_person_is_offered_once_the_agents_file_lists_someon
 def test_confirming_the_offer_asks_for_a_person_once(live_server_factory, chat_factory):
     """An API client may confirm the `handoff` offer instead of POST …/handoff: it asks once."""
     server = live_server_factory(BACKEND="kb", HANDOFF="on")
-    server.app.extensions["widget_server.handoff"].agent_seen("ana")
+    server.app.extensions[SERVICES_KEY].handoff.agent_seen("ana")
     chat = chat_factory(server)
     result = chat.send("What is the capital of Mongolia?", "r-1")
     offer = result.payloads[-1]["actions"][0]
@@ -570,5 +571,5 @@ def test_confirming_the_offer_asks_for_a_person_once(live_server_factory, chat_f
     confirmed = [chat.http.post(path, headers={**chat.auth, "Idempotency-Key": "k-1"}) for _ in range(2)]
     assert [r.status_code for r in confirmed] == [200, 200]
     assert [r.json()["result"] for r in confirmed] == [{"state": "queued", "position": 1, "seq": 1}] * 2
-    state = server.app.extensions["widget_server.handoff"].state(chat.conversation_id)
+    state = server.app.extensions[SERVICES_KEY].handoff.state(chat.conversation_id)
     assert state == {"state": "queued", "position": 1}

@@ -16,8 +16,8 @@ import gevent.ssl
 import pytest
 
 from widget_server import gunicorn_conf, serving
-from widget_server.settings import Settings
 from widget_server.gevent_worker import WORKER_CLASS, GeventWorker, _one_send_first
+from widget_server.settings import Settings
 
 
 def _pair() -> tuple[gevent.socket.socket, gevent.socket.socket]:

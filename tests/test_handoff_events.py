@@ -15,6 +15,7 @@ import pytest
 
 from widget_server.handoff import events as ev
 from widget_server.handoff.service import HandoffService
+from widget_server.services import SERVICES_KEY
 
 from .conftest import TEST_CONFIG
 from .helpers import REPO_ROOT, ChatClient, LiveServer, StreamResult, assert_json_error
@@ -42,7 +43,7 @@ def start_server(request):
 
 
 def handoff_of(server: LiveServer) -> HandoffService:
-    service: HandoffService = server.app.extensions["widget_server.handoff"]
+    service: HandoffService = server.app.extensions[SERVICES_KEY].handoff
     return service
 
 

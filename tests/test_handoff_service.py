@@ -53,12 +53,13 @@ def test_request_is_unavailable_without_a_present_agent_and_when_off(make_servic
     other = new_conversation(chat_off)
     off.agent_seen("ana")
     assert off.request(other, "r1") == {"state": "unavailable", "reason": "disabled", "seq": 1}
-    # auto: on only when the agents file lists someone (the agents' part sets has_agents)
-    auto, chat_auto = make_service(HANDOFF="auto")
+    # auto: on only when the agents file lists someone (services.py passes AgentAccounts.anyone)
+    agents_listed = [False]
+    auto, chat_auto = make_service(hooks={"has_agents": lambda: agents_listed[0]}, HANDOFF="auto")
     auto.agent_seen("ana")
     third = new_conversation(chat_auto)
     assert auto.request(third, "r1")["reason"] == "disabled"
-    auto.has_agents = lambda: True
+    agents_listed[0] = True
     assert auto.request(third, "r2") == {"state": "queued", "position": 1, "seq": 2}  # after the unavailable
 
 
@@ -184,11 +185,14 @@ def test_a_claim_whose_agent_is_gone_past_the_grace_returns_to_the_queue_in_its_
 
 
 def test_unavailable_then_a_left_message_lands_in_the_inbox_and_a_reply_reaches_the_conversation(make_service):
-    service, chat = make_service()
     left_hook: list[dict] = []
     reply_hook: list[tuple[dict, dict]] = []
-    service.on_left_message = left_hook.append
-    service.on_left_reply = lambda entry, reply: reply_hook.append((entry, reply))
+    service, chat = make_service(
+        hooks={
+            "on_left_message": left_hook.append,
+            "on_left_reply": lambda entry, reply: reply_hook.append((entry, reply)),
+        }
+    )
     cid = new_conversation(chat)
     assert service.request(cid, "r")["state"] == "unavailable"
     left = service.leave_message(cid, "l1", "visitor@example.com", "Call me back")

@@ -16,8 +16,8 @@ import pytest
 from flask import Flask, render_template_string
 
 from widget_server import init_app
-from widget_server.agents.api import MAILER_KEY
 from widget_server.mount import MountedChat
+from widget_server.services import SERVICES_KEY
 from widget_server.settings import ConfigError
 
 from .conftest import TEST_CONFIG
@@ -118,7 +118,7 @@ def test_the_agents_console_forms_and_redirects_stay_under_the_prefix(http):
 def test_the_agents_mail_links_to_the_console_under_the_prefix():
     site = Flask("site")
     chat = init_app(site, PREFIX, environ={}, **TEST_CONFIG, PUBLIC_URL="https://shop.example")
-    assert chat.app.extensions[MAILER_KEY].console_url == "https://shop.example/chat/agent"
+    assert chat.app.extensions[SERVICES_KEY].mailer.console_url == "https://shop.example/chat/agent"
 
 
 def test_the_site_reaches_the_chats_service_and_settings_and_names_its_loader():
@@ -131,7 +131,7 @@ def test_the_site_reaches_the_chats_service_and_settings_and_names_its_loader():
     chat = init_app(site, "/help/chat", environ={}, **TEST_CONFIG, backend="demo")
     assert isinstance(site.extensions["widget_server"], MountedChat)
     assert site.extensions["widget_server"] is chat
-    assert chat.settings["BACKEND"] == "demo" and chat.service is chat.app.extensions["widget_server.service"]
+    assert chat.settings["BACKEND"] == "demo" and chat.service is chat.app.extensions[SERVICES_KEY].chat
     client = site.test_client()
     assert client.get("/").text == '<script src="/help/chat/widget.js" defer></script>'
     # The site itself served under a path of its own: the chat is under it.

@@ -3,6 +3,8 @@ found by entry point or by `package.module:Class`, and each plugin's own setting
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from widget_server import plugins
@@ -38,3 +40,14 @@ def test_every_backends_settings_class_is_found_and_a_broken_choice_is_skipped()
     found = plugins.settings_classes(plugins.BACKENDS, "no_such_module:Thing")
     assert {DemoSettings, KbSettings, OpenAISettings} <= set(found)
     assert len(found) == len(set(found))
+
+
+def test_only_the_registry_reads_entry_points():
+    """Backends, actions and attachment stores are found one way (widget_server/plugins.py)."""
+    package = Path(__file__).resolve().parent.parent / "widget_server"
+    readers = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "entry_points(" in path.read_text(encoding="utf-8")
+    )
+    assert readers == ["plugins.py"]

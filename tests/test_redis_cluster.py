@@ -9,6 +9,7 @@ import collections
 import redis
 
 from widget_server.app import create_app
+from widget_server.services import SERVICES_KEY
 
 from .conftest import TEST_CONFIG
 from .redis_support import RedisClusterServers
@@ -42,7 +43,7 @@ def test_conversations_spread_over_the_masters_each_wholly_on_one(redis_cluster)
     # Each conversation's keys (its messages' too) on one master; every master holds some.
     assert all(len(ports) == 1 for ports in where.values()), where
     assert len({next(iter(ports)) for ports in where.values()}) == 3, per_master
-    app.extensions["widget_server.service"].store.close()
+    app.extensions[SERVICES_KEY].chat.store.close()
 
 
 def test_a_server_starts_while_its_cluster_is_down_and_serves_once_it_is_up():
@@ -58,5 +59,5 @@ def test_a_server_starts_while_its_cluster_is_down_and_serves_once_it_is_up():
         assert client.post("/api/v1/conversations").status_code == 201
         assert client.get("/healthz").status_code == 200
     finally:
-        app.extensions["widget_server.service"].store.close()
+        app.extensions[SERVICES_KEY].chat.store.close()
         cluster.stop()

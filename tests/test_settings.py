@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from widget_server import create_app
+from widget_server.services import SERVICES_KEY
 from widget_server.settings import ENV_PREFIX, ConfigError, Settings, all_settings, load_settings
 
 SETTINGS = all_settings()
@@ -222,7 +223,7 @@ def test_a_backend_named_by_its_class_brings_its_settings(tmp_path, monkeypatch)
     monkeypatch.syspath_prepend(str(tmp_path))
     environ = {"WIDGET_SERVER_BACKEND": "acme_backend:AcmeBackend", "WIDGET_SERVER_ACME_RETRIES": "5"}
     app = create_app({}, environ=environ)
-    assert app.extensions["widget_server.service"].backend.retries == 5
+    assert app.extensions[SERVICES_KEY].chat.backend.retries == 5
     with pytest.raises(ConfigError, match=r"ACME_RETRIES \(from environment variable WIDGET_SERVER_ACME_RETRIES\)"):
         load_settings({}, environ={**environ, "WIDGET_SERVER_ACME_RETRIES": "10"})
     with pytest.raises(ConfigError, match="ACME_RETRIES: unknown setting"):

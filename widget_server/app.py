@@ -1,4 +1,5 @@
-"""The application factory: `create_app(config)` wires settings, store, backend and blueprints."""
+"""The application factory: `create_app(config)`: settings, the services built from them
+(services.py), and the blueprints."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import (
     errorhandlers,
-    kb_routes,
     monitoring,
     openapi,
+    plugins,
     qa,
     ratelimits,
     transport,
@@ -23,22 +24,15 @@ from . import (
 )
 from .actions import api as actions_api
 from .agents import api as agents_api
-from .agents.sign_in_delay import create_sign_in_delays
 from .attachments import api as attachments_api
-from .attachments import create_attachment_store
-from .backends.base import create_backend
 from .chat import api as chat_api
-from .chat.service import ChatService
 from .feedback import api as feedback_api
 from .flask_app import WidgetFlask
 from .handoff import api as handoff_api
-from .handoff import create_handoff_store
-from .handoff.service import HandoffService
-from .metrics import Metrics
 from .resources import resource_dir, static_folder
 from .revisions import api as revisions_api
+from .services import SERVICES_KEY, build_services
 from .settings import load_settings
-from .stores import create_store
 from .wire.errors import INVALID_HOST
 
 if TYPE_CHECKING:
@@ -105,8 +99,6 @@ def create_app(
         template_folder=str(resource_dir("templates")),
     )
     app.config["WIDGET_SERVER"] = settings
-    # What links written outside a request (the agents' mail) put after PUBLIC_URL.
-    app.config["WIDGET_SERVER_URL_PREFIX"] = url_prefix
     # Werkzeug refuses larger bodies with 413 before we read them.
     app.config["MAX_CONTENT_LENGTH"] = settings.web.max_body_bytes
     if isinstance(app.json, DefaultJSONProvider):
@@ -130,16 +122,10 @@ def create_app(
             enforce=settings.server.env == "production",
         )
 
-    store = create_store(settings)
-    backend = create_backend(settings.server.backend, settings)
-    metrics = Metrics(enabled=settings.server.metrics)
-    app.extensions["widget_server.metrics"] = metrics
-    chat = app.extensions["widget_server.service"] = ChatService(store, backend, settings, metrics)
-    # Hand-off to a person (widget_server/handoff/): its store beside the chat store.
-    handoff = HandoffService(create_handoff_store(settings, store), store, settings, metrics)
-    handoff.shutting_down = lambda: chat.shutting_down  # its streams end resumably at SIGTERM too
-    app.extensions["widget_server.handoff"] = handoff
-    chat.handoff_enabled = handoff.enabled  # what Turn.offers_handoff tells a backend
+    # Every store and service, built once (services.py); mail links to the console at its
+    # public address under the path the chat is mounted at.
+    services = build_services(settings, console_url=settings.web.public_url + url_prefix + "/agent")
+    app.extensions[SERVICES_KEY] = services
 
     errorhandlers.init_app(app)
     transport.init_app(app)  # the id converters, before the blueprints whose rules name them
@@ -149,19 +135,14 @@ def create_app(
     openapi.init_app(app)
     web.init_app(app)
     app.register_blueprint(qa.bp)  # /qa: 404 unless the QA setting is on
-    kb_routes.init_app(app)  # /kb/<path>: the kb backend's sources (404 with another backend)
+    # The backend's own routes, if it names them (the kb backend's sources at /kb/<path>).
+    backend_routes = getattr(services.backend, "routes", None)
+    if backend_routes:
+        app.register_blueprint(plugins.load(plugins.BACKENDS, backend_routes))
     app.register_blueprint(actions_api.bp)  # actions: confirm, dismiss, list (widget_server/actions/)
     app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback/)
     app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions/)
-    # /agent: the agents' console, sign-in and API; after the hand-off service, whose hooks it sets.
-    agents_api.init_app(app, store)
-    # The wait after failed sign-ins, in the sessions' backend (agents/sign_in_delay.py).
-    app.extensions[agents_api.SIGN_IN_DELAYS_KEY] = create_sign_in_delays(store, metrics)
+    app.register_blueprint(agents_api.bp)  # /agent: the agents' console, sign-in and API
     app.register_blueprint(handoff_api.bp)  # hand-off: request, messages, the conversation stream
-    # Attachments (widget_server/attachments/): upload, download, delete; the store beside the chat store.
-    # The service reads a message's files through it (Turn.attachments, the history).
-    chat.attachment_store = create_attachment_store(settings, store)
-    # ... and the console's transcript lists a turn's files as the visitor's history does.
-    handoff.turn_attachments = lambda cid, sent: [found.to_json() for found in chat.turn_attachments(cid, sent)]
-    attachments_api.init_app(app, chat.attachment_store, chat.deleted_listeners)
+    attachments_api.init_app(app)  # attachments: upload, download, delete (widget_server/attachments/)
     return app

@@ -8,6 +8,7 @@ from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .errors import ApiError
+from .services import SERVICES_KEY
 from .stores.base import StoreUnavailable
 from .wire.errors import INTERNAL, STORE_UNAVAILABLE, http_error
 
@@ -49,9 +50,7 @@ STORE_RETRY_AFTER_SECONDS = 2
 
 def handle_store_unavailable(error: StoreUnavailable) -> Response:
     log.warning("%s %s: the store is unavailable: %s", request.method, request.path, error)
-    metrics = current_app.extensions.get("widget_server.metrics")
-    if metrics is not None:
-        metrics.store_unavailable()
+    current_app.extensions[SERVICES_KEY].metrics.store_unavailable()
     return handle_api_error(
         STORE_UNAVAILABLE(
             "The chat service cannot reach its storage right now. Try again in a moment.",

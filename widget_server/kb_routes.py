@@ -2,7 +2,9 @@
 
 Only documents the `kb` backend indexed at start are served, looked up by their path relative
 to `KB_DIR` (so `..`, absolute paths, other files and other extensions are 404 by
-construction), from the text read at start. With another backend every `/kb/` path is 404.
+construction), from the text read at start. The backend names this blueprint as its
+`routes`, so the app registers it with the kb backend only: with another, every `/kb/` path is
+404.
 
 The answers' links to these documents are absolute: on `PUBLIC_URL` when it is set (always
 in production; app.py `PublicHost` puts it in place of the request's Host), else on the host
@@ -12,7 +14,7 @@ docs/backends.md).
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, Response, abort
+from flask import Blueprint, Response, abort
 
 from .backends.kb import KnowledgeBaseBackend
 from .transport import chat_service
@@ -31,7 +33,3 @@ def source(path: str) -> Response:
     response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response.headers["Cache-Control"] = "public, max-age=300"
     return response
-
-
-def init_app(app: Flask) -> None:
-    app.register_blueprint(bp)

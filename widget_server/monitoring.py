@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import hmac
 
-from flask import Blueprint, Flask, Response, abort, current_app, jsonify
+from flask import Blueprint, Flask, Response, abort, jsonify
 
-from .metrics import Metrics
 from .stores.base import StoreUnavailable
-from .transport import bearer_token, chat_service, settings
+from .transport import bearer_token, chat_service, services, settings
 
 bp = Blueprint("monitoring", __name__)
 
 
 @bp.get("/metrics")
 def metrics() -> Response:
-    registry: Metrics = current_app.extensions["widget_server.metrics"]
+    registry = services().metrics
     if not registry.enabled or not _metrics_allowed():
         abort(404)
     body, content_type = registry.exposition()

@@ -30,6 +30,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from .app import create_app
 from .chat.service import ChatService
 from .handoff.service import HandoffService
+from .services import SERVICES_KEY, Services
 from .settings import ConfigError
 
 EXTENSION_KEY = "widget_server"
@@ -57,14 +58,17 @@ class MountedChat:
     app: Flask  # the chat's own application, as create_app built it
 
     @property
+    def services(self) -> Services:
+        built: Services = self.app.extensions[SERVICES_KEY]
+        return built
+
+    @property
     def service(self) -> ChatService:
-        service: ChatService = self.app.extensions["widget_server.service"]
-        return service
+        return self.services.chat
 
     @property
     def handoff(self) -> HandoffService:
-        handoff: HandoffService = self.app.extensions["widget_server.handoff"]
-        return handoff
+        return self.services.handoff
 
     @property
     def settings(self) -> Mapping[str, Any]:

@@ -42,6 +42,7 @@ from flask import Flask, current_app, request
 
 from .errors import ApiError
 from .metrics import Metrics
+from .services import SERVICES_KEY
 from .settings import Settings
 from .transport import authorize, settings
 from .wire.errors import ORIGIN_NOT_ALLOWED, RATE_LIMITED
@@ -341,7 +342,7 @@ def init_app(app: Flask) -> None:
     values = app.config["WIDGET_SERVER"]
     if not values.rate_limits.enabled:
         return
-    limits = RateLimits(values, app.extensions["widget_server.metrics"])
+    limits = RateLimits(values, app.extensions[SERVICES_KEY].metrics)
     app.extensions["widget_server.rate_limits"] = limits
     app.before_request(limits.check)
 

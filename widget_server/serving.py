@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
     from .chat.service import ChatService
+    from .services import Services
 
 
 class _Log(Protocol):
@@ -121,15 +122,17 @@ def _service(worker: _Worker) -> ChatService | None:
     chat's own app, a site's Flask app the chat is mounted in (`init_app`: a `MountedChat`),
     or a werkzeug `DispatcherMiddleware` with the chat among its mounts (a Django site's
     wsgi.py; docs/serving.md, "Django", run with `widget_server.gunicorn_conf`)."""
+    from .services import SERVICES_KEY  # imported here: gunicorn's master, which loads this module, needs none of it
+
     app = getattr(worker, "wsgi", None)
     for candidate in [app, *getattr(app, "mounts", {}).values()]:
         extensions = getattr(candidate, "extensions", None) or {}
-        service: ChatService | None = extensions.get("widget_server.service")
+        built: Services | None = extensions.get(SERVICES_KEY)
+        if built is not None:
+            return built.chat
         mounted = extensions.get("widget_server")
-        if service is None and mounted is not None:
-            service = mounted.service
-        if service is not None:
-            return service
+        if mounted is not None:
+            return mounted.service
     return None
 
 

@@ -152,9 +152,10 @@ class ChatServer:
         from werkzeug.serving import make_server
 
         from .app import create_app
+        from .services import SERVICES_KEY
 
         self.app = create_app({"RATE_LIMITS": False, **(settings or {})}, environ={} if environ is None else environ)
-        self.service = self.app.extensions["widget_server.service"]
+        self.service = self.app.extensions[SERVICES_KEY].chat
         self._server = make_server(host, 0, self.app, threaded=True)
         self.host = host
         self.port = self._server.server_port

@@ -25,6 +25,7 @@ from .errorhandlers import handle_api_error
 from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
 from .handoff.service import HandoffService
 from .protocol import is_id
+from .services import SERVICES_KEY, Services
 from .settings import Settings
 from .stores.base import Conversation
 from .waiting import call_later
@@ -39,15 +40,19 @@ from .wire.errors import BODY_TIMEOUT, BODY_TOO_LARGE, INVALID_BODY, INVALID_JSO
 CONVERSATION_COOKIE = "__Host-chatwidget_conversation"
 
 
+def services() -> Services:
+    """The app's services (widget_server/services.py, built once by create_app)."""
+    built: Services = current_app.extensions[SERVICES_KEY]
+    return built
+
+
 def chat_service() -> ChatService:
-    service: ChatService = current_app.extensions["widget_server.service"]
-    return service
+    return services().chat
 
 
 def handoff_service() -> HandoffService:
     """The app's HandoffService (widget_server/handoff/service.py)."""
-    service: HandoffService = current_app.extensions["widget_server.handoff"]
-    return service
+    return services().handoff
 
 
 def settings() -> Settings:

@@ -17,7 +17,7 @@ from .i18n import accepted_languages, load_strings, loader_languages, pick_langu
 from .settings import Settings
 from .settings.parsing import parse_greeting, parse_starters
 from .stores.base import StoreUnavailable
-from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, settings
+from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, handoff_service, settings
 
 bp = Blueprint("web", __name__)
 
@@ -135,8 +135,8 @@ def _handoff(conversation: dict[str, str] | None) -> bool | dict[str, Any]:
     ("Talk to a person" is offered) — or, while the remembered conversation's hand-off is
     queued or assigned, its state and the newest event's `seq`, so a reloaded panel resumes it
     (static/widget/handoff.js) without a request, and the first open pays nothing otherwise."""
-    service = current_app.extensions.get("widget_server.handoff")  # app.py registers it
-    if service is None or not service.enabled():
+    service = handoff_service()
+    if not service.enabled():
         return False
     if conversation is not None:
         cid = conversation["conversation_id"]

@@ -14,6 +14,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from widget_server.services import SERVICES_KEY
 from widget_server.testing import ChatWidget
 
 from .test_agent_console import (
@@ -234,8 +235,8 @@ def test_A101_older_left_messages_come_a_page_at_a_time_and_what_expired_is_said
     chat_server_factory, tmp_path, context: BrowserContext
 ):
     server = start_handoff_server(chat_server_factory, tmp_path, HANDOFF_INBOX_MAX=52)
-    chat = server.app.extensions["widget_server.service"]
-    service = server.app.extensions["widget_server.handoff"]
+    chat = server.app.extensions[SERVICES_KEY].chat
+    service = server.app.extensions[SERVICES_KEY].handoff
     texts = []
     for number in range(55):  # 3 more than the inbox keeps: the oldest 3 are let go
         if number % 3 == 0:

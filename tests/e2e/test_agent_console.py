@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from widget_server.agents.accounts import AgentAccounts
+from widget_server.services import SERVICES_KEY
 from widget_server.testing import ChatWidget
 
 pytestmark = pytest.mark.e2e
@@ -519,14 +521,15 @@ def test_a_dropped_stream_resumes_from_its_last_event_without_duplicates(handoff
     expect(console.transcript.filter(has_text="Before the drop.")).to_have_count(1)
     # The stream's worker stops (as at SIGTERM: the stream ends without an ending, to be
     # resumed) and keeps refusing to stream while the visitor writes.
-    handoff = handoff_server.app.extensions["widget_server.handoff"]
-    stopping = [True]
-    handoff.shutting_down = lambda: stopping[0]
+    # The hand-off's streams alone: the chat's (which share the app's `stopping`) go on.
+    handoff = handoff_server.app.extensions[SERVICES_KEY].handoff
+    handoff.stopping = threading.Event()
+    handoff.stopping.set()
     console.page.wait_for_function(
         "() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/events')).length >= 2"
     )
     visitor.say("During the drop.")
-    stopping[0] = False
+    handoff.stopping.clear()
     during = console.transcript.filter(has_text="During the drop.")
     expect(during).to_have_count(1)
     expect(during).to_have_attribute("data-verified", "true")

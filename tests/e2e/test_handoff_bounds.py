@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from widget_server.errors import ApiError
+from widget_server.services import SERVICES_KEY
 
 from .test_handoff_widget import HANDOFF, assertive, conversation_of, fmt, talk_to_a_person
 from .test_refusal_language import refusals
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 def test_a_full_queue_offers_to_leave_a_message(embed, chat_server_factory):
     server = chat_server_factory(HANDOFF="on", HANDOFF_QUEUE_MAX=1)
-    service = server.app.extensions["widget_server.handoff"]
+    service = server.app.extensions[SERVICES_KEY].handoff
     service.agent_seen("ana")
     assert service.request(server.service.create_conversation()[0], "r")["state"] == "queued"
     widget = embed(server)
@@ -41,7 +42,7 @@ def test_a_full_queue_offers_to_leave_a_message(embed, chat_server_factory):
 
 def test_a_full_store_is_said_as_an_error_not_an_answer(embed, chat_server_factory):
     server = chat_server_factory(HANDOFF="on", HANDOFF_MEMORY_STORE_MAX_BYTES=65536)
-    service = server.app.extensions["widget_server.handoff"]
+    service = server.app.extensions[SERVICES_KEY].handoff
     service.agent_seen("ana")
     refusal = None
     for n in range(400):  # queued hand-offs, each going on, until the store has no room for one more

@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
+from widget_server.services import SERVICES_KEY
+
 from .test_handoff_widget import (
     HANDOFF,
     HANDOFF_RECORDER,
@@ -90,7 +92,7 @@ def test_closed_says_when_it_opens_in_the_visitors_time_and_a_message_is_left(em
     widget.page.keyboard.press("Enter")
     widget.wait_for_announcement(HANDOFF["leftWithEmail"])
     cid, _ = conversation_of(widget)
-    inbox = server.app.extensions["widget_server.handoff"].inbox()
+    inbox = server.app.extensions[SERVICES_KEY].handoff.inbox()
     assert [(m["conversation_id"], m["email"], m["text"]) for m in inbox] == [
         (cid, "visitor@example.com", "Please call me when you open.")
     ]

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from widget_server.services import SERVICES_KEY
+
 from ..helpers import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +60,7 @@ class Agent:
     """An agent, driven through the server's HandoffService in the test's process."""
 
     def __init__(self, server, name: str = "ana", display_name: str = "Ana") -> None:
-        self.service = server.app.extensions["widget_server.handoff"]
+        self.service = server.app.extensions[SERVICES_KEY].handoff
         self.name = name
         self.display_name = display_name
 
@@ -366,7 +368,7 @@ def test_nobody_available_a_message_left_in_spanish_reaches_the_inbox(embed, han
     form.get_by_role("button", name=es["handoff"]["submit"]).press("Enter")
     widget.wait_for_announcement(es["handoff"]["left"])
     cid, _ = conversation_of(widget)
-    inbox = server.app.extensions["widget_server.handoff"].inbox()
+    inbox = server.app.extensions[SERVICES_KEY].handoff.inbox()
     assert [(m["conversation_id"], m["email"], m["text"]) for m in inbox] == [(cid, None, text)]
 
 

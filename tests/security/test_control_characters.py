@@ -22,6 +22,7 @@ import pytest
 
 from widget_server.chat.service import ChatService
 from widget_server.feedback.service import export
+from widget_server.services import SERVICES_KEY
 
 from ..agent_support import HandoffVisitor, SignedInAgent, agents_app
 
@@ -79,7 +80,7 @@ def test_a_visitor_s_message_and_feedback_comment_are_stored_without_controls(ap
     )
     assert rated.status_code == 200 and rated.get_json()["comment"] == CLEAN
     assert visitor.history()[1]["feedback"]["comment"] == CLEAN
-    service: ChatService = app.extensions["widget_server.service"]
+    service: ChatService = app.extensions[SERVICES_KEY].chat
     (row,) = [row for row in export(service.store) if row["conversation_id"] == visitor.cid]
     assert row["comment"] == CLEAN and row["question"] == CLEAN
     assert no_controls(row["comment"]) and no_controls(row["question"])

@@ -23,6 +23,7 @@ from widget_server.errors import ApiError
 from widget_server.handoff import events as ev
 from widget_server.handoff.memory_store import EVENT_BYTES, LOG_BYTES, MemoryHandoffStore
 from widget_server.handoff.service import HandoffService
+from widget_server.services import SERVICES_KEY
 
 from ..handoff_support import MakeServices, handoff_services
 from ..helpers import assert_json_error
@@ -202,7 +203,7 @@ def refusal_code(call: Any, *args: Any) -> str:
 
 def test_a_refused_request_is_a_json_503_with_its_code(live_server_factory, chat_factory):
     server = live_server_factory(HANDOFF="on", HANDOFF_MEMORY_STORE_MAX_BYTES=BUDGET)
-    service: HandoffService = server.app.extensions["widget_server.handoff"]
+    service: HandoffService = server.app.extensions[SERVICES_KEY].handoff
     service.agent_seen("ana")
     fill_with_waiting_visitors(service, server.service)
     for _ in range(200):  # then requests alone, until one does not fit either
@@ -240,7 +241,7 @@ def test_the_queue_is_bounded_beyond_it_a_request_is_busy_and_may_leave_a_messag
 
 def test_a_busy_request_over_http_is_unavailable_with_its_reason(live_server_factory, chat_factory):
     server = live_server_factory(HANDOFF="on", HANDOFF_QUEUE_MAX=1)
-    server.app.extensions["widget_server.handoff"].agent_seen("ana")
+    server.app.extensions[SERVICES_KEY].handoff.agent_seen("ana")
     first, second = chat_factory(server), chat_factory(server)
     ask = lambda chat: chat.http.post(  # noqa: E731
         f"/api/v1/conversations/{chat.conversation_id}/handoff", json={"request_id": "h1"}, headers=chat.auth

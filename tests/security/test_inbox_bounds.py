@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from widget_server.agents.api import MAILER_KEY
 from widget_server.handoff.service import HandoffService
 from widget_server.handoff.store import LEGACY_INBOX, Commit, inbox_score, left_key
+from widget_server.services import SERVICES_KEY
 
 from ..agent_support import SignedInAgent, agents_app
 
@@ -47,7 +47,7 @@ def make_app(store_kind, tmp_path, store_config, shared_store, smtp):
 
 
 def handoff_of(app: Any) -> HandoffService:
-    service: HandoffService = app.extensions["widget_server.handoff"]
+    service: HandoffService = app.extensions[SERVICES_KEY].handoff
     return service
 
 
@@ -68,7 +68,7 @@ def leave_many(app: Any, count: int, per_conversation: int = 3) -> list[str]:
     """`count` left messages through the service, `per_conversation` a conversation; their ids,
     oldest first."""
     service = handoff_of(app)
-    chat = app.extensions["widget_server.service"]
+    chat = app.extensions[SERVICES_KEY].chat
     ids: list[str] = []
     cid = ""
     for number in range(count):
@@ -165,7 +165,7 @@ def test_a_conversation_holds_few_left_messages_waiting_and_mails_the_owner_once
     assert refused.status_code == 409
     error = refused.get_json()["error"]
     assert error["code"] == "too_many_left_messages" and error["details"] == {"waiting": 3, "limit": 3}
-    app.extensions[MAILER_KEY].flush(10)
+    app.extensions[SERVICES_KEY].mailer.flush(10)
     assert len(smtp.inbox.mails) == 1  # the first one mailed the owner; the inbox shows the rest
     agent = Agent(app)
     ids = [response.get_json()["left_message_id"] for response in left]
@@ -177,7 +177,7 @@ def test_a_conversation_holds_few_left_messages_waiting_and_mails_the_owner_once
     for number, message in enumerate(m for m in body["messages"] if not m["replied"]):
         assert agent.reply(message["left_message_id"], "Done.", f"r{number + 1}").status_code == 201
     assert leave(client, cid, headers, "one more thing", "l6").status_code == 201
-    app.extensions[MAILER_KEY].flush(10)
+    app.extensions[SERVICES_KEY].mailer.flush(10)
     to_owner = [mail for mail in smtp.inbox.mails if mail.recipients == ["owner@example.com"]]
     assert len(to_owner) == 2
 
@@ -198,7 +198,7 @@ def test_one_client_leaves_few_left_messages_whatever_the_conversation(make_app)
 def test_an_inbox_kept_as_one_record_moves_into_records_of_its_own(make_app):
     app = make_app()
     service = handoff_of(app)
-    chat = app.extensions["widget_server.service"]
+    chat = app.extensions[SERVICES_KEY].chat
     cid = chat.create_conversation()[0]
     legacy = [
         {

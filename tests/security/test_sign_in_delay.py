@@ -14,7 +14,6 @@ import time
 import pytest
 
 from widget_server import create_app
-from widget_server.agents.api import SIGN_IN_DELAYS_KEY
 from widget_server.agents.sessions import SESSION_COOKIE
 from widget_server.agents.sign_in_delay import (
     CLIENT_MAX_DELAY_SECONDS,
@@ -24,6 +23,7 @@ from widget_server.agents.sign_in_delay import (
     MemorySignInDelays,
     SignInDelays,
 )
+from widget_server.services import SERVICES_KEY
 
 from ..agent_support import AGENTS, set_cookies, sign_in_form, write_agents
 from ..conftest import TEST_CONFIG
@@ -73,7 +73,7 @@ def clock():
 def make_app(agents_file, store_config, clock):
     def make(**config):
         app = create_app({**TEST_CONFIG, **store_config, "AGENTS_FILE": str(agents_file), **config}, environ={})
-        app.extensions[SIGN_IN_DELAYS_KEY].clock = clock
+        app.extensions[SERVICES_KEY].sign_in_delays.clock = clock
         return app
 
     return make
@@ -88,7 +88,7 @@ def app(make_app):
 def memory_app(agents_file, clock):
     """For what does not depend on where the counts are (the metric, the log line)."""
     app = create_app({**TEST_CONFIG, "AGENTS_FILE": str(agents_file)}, environ={})
-    app.extensions[SIGN_IN_DELAYS_KEY].clock = clock
+    app.extensions[SERVICES_KEY].sign_in_delays.clock = clock
     return app
 
 
@@ -267,7 +267,7 @@ def test_repeated_failures_are_logged_with_the_name_and_the_address_never_the_pa
 
 
 def test_parallel_attempts_cannot_slip_through_one_open_moment(app, clock):
-    delays: SignInDelays = app.extensions[SIGN_IN_DELAYS_KEY]
+    delays: SignInDelays = app.extensions[SERVICES_KEY].sign_in_delays
     results = []
 
     def one(number: int) -> None:

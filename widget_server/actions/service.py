@@ -47,9 +47,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
+from .. import plugins
 from ..backends.base import ActionProposal
 from ..errors import ACTION_NOT_FOUND, ApiError, ChatError, ErrorCode
 from ..messages import MessageState
@@ -71,7 +71,7 @@ from ..wire.errors import (
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "widget_server.actions"
+ENTRY_POINT_GROUP = plugins.ACTIONS
 
 # At most this many proposals per answer (more fails it as `internal`), and
 # arguments of at most this many bytes of JSON: proposals travel in events.
@@ -315,7 +315,7 @@ _registry_lock = threading.Lock()
 
 def available_actions() -> dict[str, Any]:
     """Installed actions by name (entry points, not yet loaded)."""
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return plugins.registered(plugins.ACTIONS)
 
 
 def registry() -> dict[str, Action]:

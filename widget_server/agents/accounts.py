@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import functools
 import json
+import logging
 import os
 import re
 import tempfile
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
+
+log = logging.getLogger(__name__)
 
 # A name is what an agent types to sign in and what the store keys their claims by: short,
 # ASCII, no spaces, so it is never ambiguous in a log line or a Redis key.
@@ -162,6 +165,15 @@ class AgentAccounts:
                 self._seen = seen  # before parsing: a corrupt file is reported once, not per request
                 self._agents = self.read()
             return self._agents
+
+    def anyone(self) -> bool:
+        """Whether the file lists anyone (HANDOFF=auto). A file changed to something unreadable
+        is logged, and the last good list stands."""
+        try:
+            return bool(self.current())
+        except AccountsError as error:
+            log.error("%s", error)
+            return bool(self.current())
 
     def get(self, name: str) -> Agent | None:
         return self.current().get(name.strip().lower())

@@ -24,19 +24,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from flask import Blueprint, Flask, Response, current_app, g, jsonify, render_template, request, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
 from ..chat.api import STREAM_HEADERS, new_answer_body, user_text
 from ..errors import ApiError
 from ..handoff.api import ConversationEventStream
-from ..handoff.service import INBOX_PAGE_MAX
+from ..handoff.service import INBOX_PAGE_MAX, HandoffService
 from ..i18n import accepted_languages, pick_language, text_direction
 from ..protocol import is_id
 from ..ratelimits import client_key, current_limits
-from ..settings import ConfigError
-from ..stores.base import Store
-from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body
+from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body, services
 from ..wire.errors import (
     CSRF_FAILED,
     INVALID_AFTER,
@@ -59,21 +57,15 @@ from .sessions import (
     SIGN_IN_COOKIE,
     AgentSession,
     SessionStore,
-    create_sessions,
     new_token,
     tokens_match,
 )
-from .sign_in_delay import DEVICE_COOKIE, DEVICE_SECONDS, SignInDelays
+from .sign_in_delay import DEVICE_COOKIE, DEVICE_SECONDS
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("agent_api", __name__)
 
-ACCOUNTS_KEY = "widget_server.agent_accounts"
-SESSIONS_KEY = "widget_server.agent_sessions"
-SIGN_IN_DELAYS_KEY = "widget_server.agent_sign_in_delays"  # set by app.py beside the sessions
-MAILER_KEY = "widget_server.mailer"
-HANDOFF_KEY = "widget_server.handoff"
 LANGUAGES_KEY = "widget_server.agent_languages"
 # The agent's choice of language (the console's language control, `?lang=`), kept a year.
 # `__Host-` as the session cookie: Secure, host-only, Path=/.
@@ -100,23 +92,19 @@ CONVERSATION_NOT_YOURS = "This conversation is not waiting, and another agent (o
 
 
 def accounts() -> AgentAccounts:
-    value: AgentAccounts = current_app.extensions[ACCOUNTS_KEY]
-    return value
+    return services().accounts
 
 
 def sessions() -> SessionStore:
-    value: SessionStore = current_app.extensions[SESSIONS_KEY]
-    return value
+    return services().sessions
 
 
 def mailer() -> Mailer:
-    value: Mailer = current_app.extensions[MAILER_KEY]
-    return value
+    return services().mailer
 
 
-def handoff() -> Any:
-    """The HandoffService (widget_server/handoff/service.py), registered by app.py."""
-    return current_app.extensions[HANDOFF_KEY]
+def handoff() -> HandoffService:
+    return services().handoff
 
 
 @dataclass(frozen=True)
@@ -167,9 +155,7 @@ def _guard_api() -> None:
     ):
         raise CSRF_FAILED(CSRF_FAILED_MESSAGE)
     # Any agent API call says the console is there (presence, docs/agents.md).
-    service = current_app.extensions.get(HANDOFF_KEY)
-    if service is not None:
-        service.agent_seen(found.agent.name)
+    handoff().agent_seen(found.agent.name)
 
 
 # -- pages -----------------------------------------------------------------------------------
@@ -314,7 +300,7 @@ def sign_in() -> Response:
     if not tokens_match(form.get(CSRF_FIELD), request.cookies.get(SIGN_IN_COOKIE, "")):
         return _sign_in_page(error=FORM_EXPIRED, name=name, status=403)
     typed = name.lower()
-    delays: SignInDelays = current_app.extensions[SIGN_IN_DELAYS_KEY]
+    delays = services().sign_in_delays
     # A browser that signed in as this name before is counted apart from the name's shared
     # counts, so a stranger typing the name never keeps the agent out (sign_in_delay.py).
     device = delays.recognised_device(request.cookies.get(DEVICE_COOKIE), typed)
@@ -561,47 +547,3 @@ def reply_to_left(left_message_id: str) -> Response:
     response = jsonify(result)
     response.status_code = 201
     return response
-
-
-def init_app(app: Flask, chat_store: Store) -> None:
-    """The accounts, sessions and mail of the agents' part, and the hooks the hand-off service
-    calls: whether anyone may sign in (HANDOFF=auto), and the mail for a left message and for
-    a reply to one. After the hand-off service is registered (app.py)."""
-    values = app.config["WIDGET_SERVER"]
-    accounts = AgentAccounts(values.agents.agents_file)
-    try:
-        accounts.current()  # a corrupt file stops the server at start, with the file named
-    except AccountsError as error:
-        raise ConfigError(f"AGENTS_FILE: {error}") from None
-    console_url = values.web.public_url + app.config["WIDGET_SERVER_URL_PREFIX"] + "/agent"
-    mail = Mailer(values.mail, app.extensions["widget_server.metrics"], console_url)
-    app.extensions[ACCOUNTS_KEY] = accounts
-    app.extensions[SESSIONS_KEY] = create_sessions(chat_store, values.agents.session_seconds)
-    app.extensions[MAILER_KEY] = mail
-    service = app.extensions.get(HANDOFF_KEY)
-    if service is not None:
-        service.has_agents = lambda: _has_agents(accounts)
-        service.on_left_message = lambda entry: _mail_left_message(mail, entry)
-        service.on_left_reply = lambda entry, reply: _mail_left_reply(mail, entry, reply)
-    app.register_blueprint(bp)
-
-
-def _has_agents(accounts: AgentAccounts) -> bool:
-    try:
-        return bool(accounts.current())
-    except AccountsError as error:  # changed to something unreadable: the last good list stands
-        log.error("%s", error)
-        return bool(accounts.current())
-
-
-def _mail_left_message(mail: Mailer, entry: dict[str, Any]) -> None:
-    mail.left_message(
-        conversation_id=entry["conversation_id"],
-        email=entry.get("email"),
-        text=entry["text"],
-        created_at=entry.get("created_at", ""),
-    )
-
-
-def _mail_left_reply(mail: Mailer, entry: dict[str, Any], reply: dict[str, Any]) -> None:
-    mail.left_reply(email=entry.get("email"), agent=reply["agent"], text=reply["text"], original=entry["text"])

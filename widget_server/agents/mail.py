@@ -111,6 +111,20 @@ class Mailer:
         )
         return self.submit(Mail(email, f"{agent} replied to your message", body, reply_to=self.owner or None))
 
+    # The hand-off service's hooks (HandoffService `on_left_message`, `on_left_reply`): its
+    # inbox entries as they are stored (handoff/service.py).
+
+    def mail_left_message(self, entry: dict[str, Any]) -> None:
+        self.left_message(
+            conversation_id=entry["conversation_id"],
+            email=entry.get("email"),
+            text=entry["text"],
+            created_at=entry.get("created_at", ""),
+        )
+
+    def mail_left_reply(self, entry: dict[str, Any], reply: dict[str, Any]) -> None:
+        self.left_reply(email=entry.get("email"), agent=reply["agent"], text=reply["text"], original=entry["text"])
+
     # -- sending ---------------------------------------------------------------------------
 
     def submit(self, mail: Mail) -> bool:

@@ -9,7 +9,6 @@ the Content-Disposition header), `store.py` (the attachment store's interface),
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 # Nothing of the package is imported here at load: settings/parsing.py imports `sniff`, and loading
@@ -45,16 +44,10 @@ def create_attachment_store(settings: Settings, chat_store: Any) -> AttachmentSt
 
 
 def _plugin(name: str) -> Any:
-    import importlib
-
+    from .. import plugins
     from ..settings import ConfigError
-    from .store import ENTRY_POINT_GROUP
 
     try:
-        if ":" in name:
-            module_name, _, attribute = name.partition(":")
-            return getattr(importlib.import_module(module_name), attribute)
-        (point,) = [point for point in entry_points(group=ENTRY_POINT_GROUP) if point.name == name]
-        return point.load()
-    except (ImportError, AttributeError, ValueError) as error:
+        return plugins.load(plugins.ATTACHMENT_STORES, name)
+    except plugins.PluginNotFound as error:
         raise ConfigError(f"ATTACHMENT_STORE: cannot load the attachment store {name!r}: {error}") from None

@@ -21,7 +21,7 @@ import tempfile
 import time
 from typing import IO, Any, BinaryIO
 
-from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.datastructures import FileStorage
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
@@ -29,7 +29,15 @@ from werkzeug.wsgi import wrap_file
 
 from ..errors import CONVERSATION_NOT_FOUND, ApiError
 from ..protocol import CLIENT_KEY_RULE, is_client_key, new_id
-from ..transport import LARGE_BODY_ENDPOINTS, IdConverter, authorize, chat_service, read_large_body, settings
+from ..transport import (
+    LARGE_BODY_ENDPOINTS,
+    IdConverter,
+    authorize,
+    chat_service,
+    read_large_body,
+    services,
+    settings,
+)
 from ..wire.errors import (
     ATTACHMENT_IN_MESSAGE,
     ATTACHMENT_STORE_FULL,
@@ -70,8 +78,7 @@ class AttachmentIdConverter(IdConverter):
 
 
 def attachment_store() -> AttachmentStore:
-    store: AttachmentStore = current_app.extensions["widget_server.attachments"]
-    return store
+    return services().attachments
 
 
 def _not_found() -> ApiError:
@@ -269,10 +276,9 @@ def sent_in_a_message(conversation_id: str, attachment_id: str) -> bool:
         for attachment in exchange.attachments
     ):
         return True
-    handoff = current_app.extensions.get("widget_server.handoff")
-    return handoff is not None and any(
+    return any(
         file["attachment_id"] == attachment_id
-        for message in handoff.messages(conversation_id)
+        for message in services().handoff.messages(conversation_id)
         for file in message.get("attachments", ())
     )
 
@@ -295,10 +301,8 @@ def delete_attachment(conversation_id: str, attachment_id: str) -> Response:
     return Response(status=204, headers={"Cache-Control": "no-store"})
 
 
-def init_app(app: Flask, store: AttachmentStore, chat_deleted_listeners: list[Any]) -> None:
-    """The routes, their id converter (before the rules that name it) and the store."""
-    app.extensions["widget_server.attachments"] = store
-    chat_deleted_listeners.append(store.delete_conversation)  # "Delete my conversation" removes them
+def init_app(app: Flask) -> None:
+    """The routes and their id converter (before the rules that name it)."""
     app.url_map.converters["attachment"] = AttachmentIdConverter
     LARGE_BODY_ENDPOINTS.add(f"{bp.name}.{upload_attachment.__name__}")
     app.register_blueprint(bp)

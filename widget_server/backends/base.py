@@ -30,17 +30,16 @@ Rules a backend must follow (docs/backends.md says more):
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
+from .. import plugins
 from ..attachments.sniff import IMAGE_TYPES, MEDIA_TYPES
 from ..settings import Settings
 from ..waiting import Flag
 
-ENTRY_POINT_GROUP = "widget_server.backends"
+ENTRY_POINT_GROUP = plugins.BACKENDS
 
 
 @dataclass(frozen=True)
@@ -180,22 +179,19 @@ class UnknownBackend(LookupError):
 
 def available_backends() -> dict[str, Any]:
     """Installed backends by name (entry points, not yet loaded)."""
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return plugins.registered(plugins.BACKENDS)
 
 
 def load_backend_class(name: str) -> Any:
-    """A registered name (`demo`), or `package.module:Class` for an unregistered one."""
-    if ":" in name:
-        module_name, _, attribute = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as error:
-            raise UnknownBackend(f"cannot load backend {name!r}: {error}") from error
-    registered = available_backends()
-    if name not in registered:
-        known = ", ".join(sorted(registered)) or "none installed"
+    """A registered name (`demo`), or `package.module:Class` for an unregistered one
+    (the one plugin registry, widget_server/plugins.py)."""
+    if ":" not in name and name not in available_backends():
+        known = ", ".join(sorted(available_backends())) or "none installed"
         raise UnknownBackend(f"unknown backend {name!r} (known: {known})")
-    return registered[name].load()
+    try:
+        return plugins.load(plugins.BACKENDS, name)
+    except plugins.PluginNotFound as error:
+        raise UnknownBackend(f"cannot load backend {name!r}: {error}") from None
 
 
 def create_backend(name: str, settings: Settings) -> Backend:

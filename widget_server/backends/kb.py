@@ -593,6 +593,8 @@ class KnowledgeBaseBackend:
 
     name = "kb"
     settings_class = KbSettings
+    # Its own routes, which the app registers with this backend only (docs/backends.md, "Plugins").
+    routes = "widget_server.kb_routes:bp"
 
     kb: KnowledgeBase
     min_score: float  # KB_MIN_SCORE

@@ -78,24 +78,77 @@ def request_fingerprint(text: str, attachments: tuple[SentAttachment, ...] = ())
     return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def turn_attachments(
+    store: AttachmentStore | None, conversation_id: str, sent: tuple[SentAttachment, ...]
+) -> tuple[TurnAttachment, ...]:
+    """The files a turn carried, as its backend and its history see them. One gone from the
+    store is left out: the store forgets a conversation's files only with the conversation,
+    and a sent file cannot be deleted alone (attachments/api.py)."""
+    if store is None or not sent:
+        return ()
+    found: list[TurnAttachment] = []
+    for attachment in sent:
+        meta = store.get(conversation_id, attachment.attachment_id)
+        if meta is None:
+            log.warning("attachment %s of %s is gone from the store", attachment.attachment_id, conversation_id)
+            continue
+        found.append(
+            TurnAttachment(
+                meta.attachment_id,
+                meta.name,
+                meta.type,
+                meta.size,
+                meta.sha256,
+                attachment.description,
+                opener=functools.partial(store.open, conversation_id, meta.attachment_id),
+            )
+        )
+    return tuple(found)
+
+
+def listed_turn_attachments(
+    store: AttachmentStore | None, conversation_id: str, sent: tuple[SentAttachment, ...]
+) -> list[dict[str, Any]]:
+    """A turn's files as the history lists them (the console's transcript too)."""
+    return [found.to_json() for found in turn_attachments(store, conversation_id, sent)]
+
+
+def _never() -> bool:
+    return False
+
+
 class ChatService:
-    def __init__(self, store: Store, backend: Backend, settings: Settings, metrics: Metrics = NO_METRICS) -> None:
+    """The chat: every dependency is passed in (widget_server/services.py builds the server's).
+
+    `attachment_store`: where the files sent with messages are (widget_server/attachments/);
+    the backend reads them through Turn.attachments, the history lists them. `handoff_enabled`:
+    whether a turn may offer a person (Turn.offers_handoff; HandoffService.enabled).
+    `deleted_listeners`: called with a deleted conversation's id once the store has forgotten
+    it, so what is kept beside the store goes too. `stopping`: set on SIGTERM (serving.py), so
+    streams end resumably at their next wake-up while new answers are still accepted until the
+    listener closes; the hand-off's streams share it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        backend: Backend,
+        settings: Settings,
+        metrics: Metrics = NO_METRICS,
+        *,
+        attachment_store: AttachmentStore | None = None,
+        handoff_enabled: Callable[[], bool] = _never,
+        deleted_listeners: tuple[Callable[[str], None], ...] = (),
+        stopping: threading.Event | None = None,
+    ) -> None:
         self.store = store
         self.backend = backend
         self.settings = settings
         self.metrics = metrics
-        # Set on SIGTERM (serving.py): streams end resumably at their next
-        # wake-up, new answers are still accepted until the listener closes.
-        self.shutting_down = False
-        # Whether a turn may offer a person (Turn.offers_handoff): app.py wires it to
-        # HandoffService.enabled; without hand-off, never.
-        self.handoff_enabled: Callable[[], bool] = lambda: False
-        # Called with a deleted conversation's id once the store has forgotten it: what is
-        # kept beside the store goes too (app.py connects the attachment store).
-        self.deleted_listeners: list[Callable[[str], None]] = []
-        # Where the files sent with messages are (widget_server/attachments/; app.py sets it):
-        # the backend reads them through Turn.attachments, the history lists them.
-        self.attachment_store: AttachmentStore | None = None
+        self.attachment_store = attachment_store
+        self.handoff_enabled = handoff_enabled
+        self.deleted_listeners = deleted_listeners
+        self.stopping = stopping if stopping is not None else threading.Event()
         self._lock = threading.Lock()
         # Serialise "may this conversation start another answer?" with the
         # claim that starts it, so racing new requests cannot all pass the
@@ -242,7 +295,11 @@ class ChatService:
 
     def begin_shutdown(self) -> None:
         """Streams end resumably at their next wake-up (at most a poll away)."""
-        self.shutting_down = True
+        self.stopping.set()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.stopping.is_set()
 
     def finish_runs(self, timeout: float) -> int:
         """Let answers being generated finish for up to `timeout` s; end the
@@ -304,30 +361,7 @@ class ChatService:
         return self._with_feedback(conversation_id, messages)
 
     def turn_attachments(self, conversation_id: str, sent: tuple[SentAttachment, ...]) -> tuple[TurnAttachment, ...]:
-        """The files a turn carried, as its backend and its history see them. One gone from the
-        store is left out: the store forgets a conversation's files only with the conversation,
-        and a sent file cannot be deleted alone (attachments/api.py)."""
-        store = self.attachment_store
-        if store is None or not sent:
-            return ()
-        found: list[TurnAttachment] = []
-        for attachment in sent:
-            meta = store.get(conversation_id, attachment.attachment_id)
-            if meta is None:
-                log.warning("attachment %s of %s is gone from the store", attachment.attachment_id, conversation_id)
-                continue
-            found.append(
-                TurnAttachment(
-                    meta.attachment_id,
-                    meta.name,
-                    meta.type,
-                    meta.size,
-                    meta.sha256,
-                    attachment.description,
-                    opener=functools.partial(store.open, conversation_id, meta.attachment_id),
-                )
-            )
-        return tuple(found)
+        return turn_attachments(self.attachment_store, conversation_id, sent)
 
     def message_state(self, conversation_id: str, message_id: str) -> dict[str, Any]:
         info = self._message_in(conversation_id, message_id)

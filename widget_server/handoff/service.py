@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -233,7 +234,24 @@ def exchange_indexes(chat_store: Store, conversation_id: str) -> dict[str, int]:
     return found
 
 
+def _nobody() -> bool:
+    return False
+
+
+def _no_files(_conversation_id: str, _sent: tuple[SentAttachment, ...]) -> list[dict[str, Any]]:
+    return []
+
+
 class HandoffService:
+    """Hand-off to a person; every dependency is passed in (widget_server/services.py).
+
+    `has_agents`: whether the agents file lists anyone (HANDOFF=auto). `on_left_message` and
+    `on_left_reply`: the mail (widget_server/agents/mail.py), called after the commit, never
+    inside it. `stopping`: set once this worker is stopping, so streams end resumably (the
+    chat's own). `turn_attachments`: a turn's files as the history lists them, so the
+    console's transcript shows what the visitor sent with each question.
+    """
+
     def __init__(
         self,
         store: HandoffStore,
@@ -242,6 +260,11 @@ class HandoffService:
         metrics: Metrics = NO_METRICS,
         *,
         now: Callable[[], float] = time.time,
+        has_agents: Callable[[], bool] = _nobody,
+        on_left_message: Callable[[dict[str, Any]], None] | None = None,
+        on_left_reply: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        stopping: threading.Event | None = None,
+        turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = _no_files,
     ) -> None:
         self.store = store
         self.chat_store = chat_store
@@ -252,16 +275,11 @@ class HandoffService:
         self.hours = OpeningHours(settings.handoff.hours, settings.handoff.timezone)
         self.metrics = HandoffMetrics(metrics)
         self.app_metrics = metrics
-        # Set by the agents' part (widget_server/agents/): whether the agents file lists
-        # anyone (HANDOFF=auto), and the mail hooks. Called after the commit, never inside it.
-        self.has_agents: Callable[[], bool] = lambda: False
-        self.on_left_message: Callable[[dict[str, Any]], None] | None = None
-        self.on_left_reply: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
-        # Set by the app: true once this worker is stopping (streams then end resumably).
-        self.shutting_down: Callable[[], bool] = lambda: False
-        # Set by the app (ChatService.turn_attachments): a turn's files as the history lists
-        # them, so the console's transcript shows what the visitor sent with each question.
-        self.turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = lambda _cid, _sent: []
+        self.has_agents = has_agents
+        self.on_left_message = on_left_message
+        self.on_left_reply = on_left_reply
+        self.stopping = stopping if stopping is not None else threading.Event()
+        self.turn_attachments = turn_attachments
         self._housekept_at = 0.0
 
     # -- availability --------------------------------------------------------
@@ -1075,7 +1093,7 @@ class HandoffService:
                     marked_at = time.monotonic()
                 if self._over_for(conversation_id, seq):
                     return
-                if self.shutting_down():
+                if self.stopping.is_set():
                     yield sse.encode_comment("server restarting; resume")
                     return
                 found = self.read_events(conversation_id, seq, poll)

@@ -1,0 +1,109 @@
+"""One place builds the server's objects from its settings (docs/architecture.md, "Layers").
+
+`build_services(settings)` makes every store and service once, in the order their
+dependencies need, and hands each one what it uses through its constructor: nothing is set on
+an object after it is made. The Flask app keeps the result as one `Services`
+(`app.extensions["widget_server.services"]`); the blueprints read it through
+`transport.services()`. Transport-free: a bench or a test builds the same graph without Flask.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+from .agents.accounts import AccountsError, AgentAccounts
+from .agents.mail import Mailer
+from .agents.sessions import SessionStore, create_sessions
+from .agents.sign_in_delay import SignInDelays, create_sign_in_delays
+from .attachments import create_attachment_store
+from .attachments.store import AttachmentStore
+from .backends.base import Backend, create_backend
+from .chat.service import ChatService, listed_turn_attachments
+from .handoff import create_handoff_store
+from .handoff.service import HandoffService
+from .metrics import Metrics
+from .settings import ConfigError, Settings
+from .stores import create_store
+from .stores.base import Store
+
+SERVICES_KEY = "widget_server.services"
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything a request may need, built once per application."""
+
+    settings: Settings
+    metrics: Metrics
+    store: Store
+    backend: Backend
+    attachments: AttachmentStore
+    chat: ChatService
+    handoff: HandoffService
+    accounts: AgentAccounts
+    sessions: SessionStore
+    sign_in_delays: SignInDelays
+    mailer: Mailer
+    # Set on SIGTERM (serving.py, ChatService.begin_shutdown): the answers' and the
+    # conversations' streams end resumably at their next wake-up.
+    stopping: threading.Event
+
+
+def open_accounts(path: str) -> AgentAccounts:
+    """The agents file; a corrupt one stops the server at start, with the file named."""
+    accounts = AgentAccounts(path)
+    try:
+        accounts.current()
+    except AccountsError as error:
+        raise ConfigError(f"AGENTS_FILE: {error}") from None
+    return accounts
+
+
+def build_services(settings: Settings, *, console_url: str = "") -> Services:
+    """The server's objects. `console_url`: the agent console's absolute URL, for the links in
+    mail (PUBLIC_URL, the mount path, `/agent`)."""
+    metrics = Metrics(enabled=settings.server.metrics)
+    store = create_store(settings)
+    backend = create_backend(settings.server.backend, settings)
+    attachments = create_attachment_store(settings, store)
+    accounts = open_accounts(settings.agents.agents_file)
+    mailer = Mailer(settings.mail, metrics, console_url)
+    stopping = threading.Event()
+    handoff = HandoffService(
+        create_handoff_store(settings, store),
+        store,
+        settings,
+        metrics,
+        has_agents=accounts.anyone,
+        on_left_message=mailer.mail_left_message,
+        on_left_reply=mailer.mail_left_reply,
+        stopping=stopping,
+        turn_attachments=functools.partial(listed_turn_attachments, attachments),
+    )
+    chat = ChatService(
+        store,
+        backend,
+        settings,
+        metrics,
+        attachment_store=attachments,
+        handoff_enabled=handoff.enabled,
+        # "Delete my conversation" removes its files too.
+        deleted_listeners=(attachments.delete_conversation,),
+        stopping=stopping,
+    )
+    return Services(
+        settings=settings,
+        metrics=metrics,
+        store=store,
+        backend=backend,
+        attachments=attachments,
+        chat=chat,
+        handoff=handoff,
+        accounts=accounts,
+        sessions=create_sessions(store, settings.agents.session_seconds),
+        sign_in_delays=create_sign_in_delays(store, metrics),
+        mailer=mailer,
+        stopping=stopping,
+    )
