@@ -9,7 +9,7 @@ every server it starts is killed when the run ends; it stops by itself):
     .venv/bin/python bench/load.py --server-env WIDGET_SERVER_MAX_STREAMS=1000   # try other limits
     .venv/bin/python bench/load.py --n 0 --soak-seconds 300 --budget 480          # a longer soak only
     .venv/bin/python bench/load.py --n 500,2000 --soak-seconds 0 --budget 1800 \
-        --setups baseline,memory-1w,redis-2w,redis-cluster-2w                       # issue 16's comparison
+        --setups baseline,memory-1w,redis-2w,redis-cluster-2w                       # docs/performance.md's table
 
 Needs sse-starlette and uvicorn (+ uvloop, httptools) in the venv for the baseline.
 Writes bench/results/load.json (rewritten after every run, so an interrupted
@@ -103,18 +103,18 @@ Figures, per setup and N:
   by kind (`server`: the widget-server master and workers, or the baseline's
   process; `redis`: redis-server, or the three of a cluster summed); CPU per
   event = those seconds / events delivered, in µs, per kind and in total, and
-  its ratio to the baseline's total in the same run (issue 16's measure, with
-  memory per stream and TTFD p50); client CPU = this process. Client and
-  server SHARE the machine's 2 cores.
+  its ratio to the baseline's total in the same run (a target of
+  docs/performance.md, "Targets", with memory per stream and TTFD p50);
+  client CPU = this process. Client and server SHARE the machine's 2 cores.
   The raw client is used because httpx cost too much of them: against
-  `memory, 1 worker`, client CPU was 1.5 s (raw) vs 4.1 s (httpx) at N = 500
-  and 4.5 s vs 17.0 s at N = 2000, where httpx also cut the measured
-  events/s from 8001 to 6358 (2026-11-30).
+  `memory, 1 worker`, its client CPU was several times the raw client's,
+  and at N = 2000 it also cut the measured events/s.
 - per shard (the cluster only): each redis-server's CPU seconds during the
   run, its share of the three's sum, and the largest share
-  (`redis_shard_cpu_share_max`; issue 16 asks for at most 45 % with 3
-  shards: a key space spread evenly gives 33 %), plus each one's RSS idle and
-  at the loaded sample, and its most called commands (`redis_shard_calls`).
+  (`redis_shard_cpu_share_max`; docs/performance.md, "Targets", asks for at
+  most 45 % with 3 shards: a key space spread evenly gives 33 %), plus each
+  one's RSS idle and at the loaded sample, and its most called commands
+  (`redis_shard_calls`).
   The table gets a column for them when a cluster ran. INFO figures of a
   cluster (commandstats calls, connected clients, used memory, keys) are the
   three nodes' summed; redis_maxclients is per node.
@@ -1059,8 +1059,8 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
         "rss_loaded_kib": loaded,
         "kib_per_stream": None if per_stream is None else round(per_stream, 1),
         # To the clock tick (/proc's 0.01 s), not to 0.1 s: CPU per event is computed from
-        # these, and at N=500 a server spends 1-2 s, so a tenth of a second was a 5-9% step
-        # in every ratio to the baseline (the spread earlier runs of 1.13-1.56x showed).
+        # these, and at N=500 a server spends only a second or two, so a tenth of a second
+        # was a step of several percent in every ratio to the baseline.
         "server_cpu_s": {k: round(cpu_after[k] - cpu_server[k], 2) for k in cpu_after},
         "client_cpu_s": round(time.process_time() - cpu_client, 2),
         "cpu_per_server_process_s": sorted(
@@ -1079,8 +1079,9 @@ async def load_run(server: Server, n: int, deadline_s: float) -> dict:
     if examples:
         row["seq_error_examples"] = examples[:6]  # what the first few seq / id errors were
     if shards_used and isinstance(server.redis, RedisCluster):
-        # A cluster: each shard's (redis-server's) CPU and its share of the cluster's; issue 16
-        # asks that no shard of 3 carry more than 45 %. RSS per shard: idle and at the loaded sample.
+        # A cluster: each shard's (redis-server's) CPU and its share of the cluster's
+        # (docs/performance.md, "Targets": no shard of 3 carries more than 45 %). RSS per shard:
+        # idle and at the loaded sample.
         redis_total = sum(shards_used)
         row["redis_shard_cpu_s"] = [round(v, 2) for v in shards_used]
         row["redis_shard_cpu_share"] = [round(v / redis_total, 3) if redis_total else None for v in shards_used]

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python bench/serving.py            # the full run (about 1-2 minutes)
+    .venv/bin/python bench/serving.py            # the full run
     .venv/bin/python bench/serving.py --quick    # N = 1 and 10 only
 
 For each worker class (gunicorn `sync`, `gthread` with 8 threads, and

@@ -4,12 +4,12 @@
     .venv/bin/python bench/stream_path.py --against /tmp/before --measure cpu --rounds 7
     .venv/bin/python bench/stream_path.py --against /tmp/before --through wsgi   # with the Flask app's requests
 
-Why beside bench/load.py: load.py's ratios to its baseline move by 10-15% between runs on
-these shared 2-core machines (docs/performance.md, "Load and cost per event"), more than a change that saves a few
-microseconds an event, and so does CPU time measured here (--measure cpu: 21.6-26.8 µs per
-event over seven rounds of one tree, 2026-12-04). Instructions counted by valgrind's
-callgrind are the same to 0.1% from run to run (valgrind is a Debian package:
-`apt-get install valgrind`; `perf stat` has no counters on these machines).
+Why beside bench/load.py: load.py's ratios to its baseline move between runs on these shared
+2-core machines by more than a change that saves a few microseconds an event, and so does CPU
+time measured here (--measure cpu). Instructions counted by valgrind's callgrind repeat to a
+fraction of a percent from run to run (docs/performance.md, "How to read these figures" and
+"Instructions per event", has the spreads; valgrind is a Debian package: `apt-get install
+valgrind`; `perf stat` has no counters on these machines).
 
 What runs: a child process per tree, under gevent's patching as in a gunicorn gevent worker,
 with no sockets and no HTTP: `--streams` answers of the demo backend (`/echo` of 50 words, 0.2

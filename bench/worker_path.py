@@ -16,7 +16,8 @@ each checked whole (load.py's `one_answer`).
 Figure: the worker's instructions in a run of `--answers` answers, less those of the same run
 with none (startup and five warm-up answers), over the events. What it leaves out: the kernel's
 work in each socket call (callgrind counts user-space instructions) and other processes. From
-run to run of one tree it moved by 0.2 % (2026-12-04); a first run, not counted, compiles
+run to run of one tree it moves by a fraction of a percent (docs/performance.md, "Instructions
+per event"); a first run, not counted, compiles
 every module's bytecode (into a temporary PYTHONPYCACHEPREFIX), so no counted run compiles. Needs valgrind
 (`apt-get install valgrind`).
 """

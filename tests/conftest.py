@@ -65,7 +65,8 @@ def seed_answers() -> dict:
 STORE_KINDS = ("memory", "redis", "cluster")
 # …and those that serve the chat over HTTP run once more mounted at /chat inside a site's own
 # Flask app (widget_server/mount.py `init_app`), on the memory store: the same behaviour and
-# tests as the stand-alone server (issue 14). (store kind, mount path), by id.
+# tests as the stand-alone server (docs/serving.md, "Inside your own app"). (store kind, mount
+# path), by id.
 SERVINGS = {
     "memory": ("memory", ""),
     "redis": ("redis", ""),

@@ -116,7 +116,7 @@ class RedisServer:
 class RedisClusterServers:
     """A real Redis Cluster of `masters` redis-servers in cluster mode on free loopback ports
     (no replicas, no persistence), created with `redis-cli --cluster create`, for the store's
-    `redis+cluster://` tests (issue 16). Each node keeps its nodes.conf in its own directory,
+    `redis+cluster://` tests. Each node keeps its nodes.conf in its own directory,
     so crash() then start() brings a node back into the cluster with its slots, empty."""
 
     def __init__(self, masters: int = 3) -> None:

@@ -51,7 +51,8 @@ def placeholders(value: object) -> set[str]:
 
 
 def test_the_console_speaks_the_widgets_languages():
-    # Issue 14: the panel's seven languages (tests/test_i18n_languages.py), the console too.
+    # The panel's seven languages (tests/test_i18n_languages.py), the console too
+    # (docs/accessibility.md, "The console in every language").
     assert {"en", "es", "fr", "de", "pt", "ar", "he"} <= set(LANGUAGES)
     assert set(LANGUAGES) <= set(CLDR_PLURALS), "a new language needs its CLDR plural categories listed"
 

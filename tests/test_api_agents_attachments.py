@@ -1,5 +1,5 @@
 """The files a visitor sent, for the agent who takes the conversation (docs/agents.md, "Files
-the visitor sent"; issue #15).
+the visitor sent").
 
 The console's transcript lists a turn's files as the visitor's history does, and
 `GET /agent/api/conversations/<cid>/attachments/<aid>` gives the exact bytes, with the

@@ -1,4 +1,4 @@
-"""Attachments over HTTP (docs/protocol.md, "Attachments"; issue #15).
+"""Attachments over HTTP (docs/protocol.md, "Attachments").
 
 `POST …/attachments` (multipart/form-data, one file in `file`), `GET …/attachments/{aid}`,
 `DELETE …/attachments/{aid}`. Named tests/test_api_*.py: every test runs on the memory store

@@ -1,4 +1,4 @@
-"""DELETE /api/v1/conversations/<conversation_id> (issue #12, "Delete my conversation").
+"""DELETE /api/v1/conversations/<conversation_id> (docs/protocol.md, "Deleting a conversation").
 
 Running answers are cancelled first (the backend run stops: counted by CountingBackend);
 then everything of the conversation is gone at once: exchanges, request claims, every

@@ -1,4 +1,4 @@
-"""Feedback on answers (issue #12): PUT and DELETE …/messages/<message_id>/feedback.
+"""Feedback on answers (docs/protocol.md, "Feedback"): PUT and DELETE …/messages/<message_id>/feedback.
 
 One record per answer, changeable and removable; only for an ended answer of the same
 conversation; carried by the history, so a reloaded panel shows it again; counted at

@@ -1,5 +1,6 @@
-"""The visitor's hand-off routes (issue #13) over real HTTP, on the memory store and a real
-redis-server (tests/conftest.py parametrizes tests/test_api_*.py with `store_kind`).
+"""The visitor's hand-off routes (docs/protocol.md, "Hand-off to a person") over real HTTP, on
+the memory store and a real redis-server (tests/conftest.py parametrizes tests/test_api_*.py
+with `store_kind`).
 
 The agent's side is driven through the app's HandoffService (the agents' HTTP API has its own
 tests); the visitor's side only through HTTP, as the widget does. The conversation stream's

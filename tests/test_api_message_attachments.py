@@ -1,4 +1,4 @@
-"""A message that carries files (docs/protocol.md, "Sending files with a message"; issue #15).
+"""A message that carries files (docs/protocol.md, "Sending files with a message").
 
 `POST …/messages` with `"attachments": [...]` next to `text`. Named tests/test_api_*.py: every
 test runs on the memory store (files in a directory), on Redis and mounted at /chat.

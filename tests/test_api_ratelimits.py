@@ -88,7 +88,8 @@ def test_new_conversations_and_all_requests_per_client(limited):
         refused = http.post("/api/v1/conversations")
         assert assert_json_error(refused, 429, "rate_limited")["error"]["details"]["limit"] == "new_conversations"
         # 3 requests so far count against the all-API limit of 5. (Requests that fail
-        # authorization have their own budget since issue 11, so these are authorized ones.)
+        # authorization have their own budget, docs/security.md "Rate limits", so these are
+        # authorized ones.)
         conversation = f"/api/v1/conversations/{created.json()['conversation_id']}"
         auth = {"Authorization": f"Bearer {created.json()['token']}"}
         assert http.get(conversation, headers=auth).status_code == 200

@@ -7,12 +7,16 @@
   or for types only; no module but the error registry makes an HTTP error by hand.
 - Every file, function and class the page names exists: a renamed or
   removed one fails here until the page follows it.
+- Comments and docstrings cite a spec, a docs page or a test, never the
+  issue that changed a line.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -449,3 +453,98 @@ def test_the_server_reads_its_settings_by_attribute_never_by_name():
             ):
                 found.append(f"{module.relative_to(REPO_ROOT)}:{node.lineno} {ast.unparse(node)}")
     assert found == []
+
+
+# -- comments say why, never which issue changed a line --------------------------------------------
+
+# A comment or docstring cites a spec section, a docs page (docs/*.md) or a test the repository
+# holds: those stay true as the code changes, and a reader can open them. An issue's number
+# names a conversation the repository does not hold, and says when a line changed, not why.
+ISSUE_LABEL = re.compile(r"\bissues? #?\d+\b", re.IGNORECASE)
+# Where comments are read: the package, the browser code (static/min/ is generated from it),
+# the templates, the tests and the benches.
+COMMENTED_FILES = (
+    "widget_server/**/*.py",
+    "static/*.js",
+    "static/widget/*.js",
+    "static/agent/*.js",
+    "static/qa/*.js",
+    "static/*.css",
+    "static/widget/*.css",
+    "static/agent/*.css",
+    "static/qa/*.css",
+    "templates/*.html",
+    "tests/**/*.py",
+    "bench/*.py",
+)
+
+
+def python_comments(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each `#` comment and each docstring-like string statement (a module's,
+    a class's, a function's, an attribute's); never a string the code uses."""
+    statements = {
+        (node.lineno, node.col_offset)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    }
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT or (token.type == tokenize.STRING and token.start in statements):
+            found += [(token.start[0] + number, line) for number, line in enumerate(token.string.splitlines())]
+    return found
+
+
+def web_comments(source: str, suffix: str) -> list[tuple[int, str]]:
+    """(line, text) of each comment of a script, a style sheet or a template: `/* … */`, a `//`
+    at a line's start or after a space (as js_code reads them: `https://…` is none), `{# … #}`
+    and `<!-- … -->`."""
+    patterns = {
+        ".js": [r"(?s)/\*.*?\*/", r"(?m)(?:^|(?<=\s))//.*$"],
+        ".css": [r"(?s)/\*.*?\*/"],
+        ".html": [r"(?s)\{#.*?#\}", r"(?s)<!--.*?-->"],
+    }[suffix]
+    found = []
+    for pattern in patterns:
+        for match in re.finditer(pattern, source):
+            first = source.count("\n", 0, match.start()) + 1
+            found += [(first + number, line) for number, line in enumerate(match.group().splitlines())]
+    return found
+
+
+def issue_labels(path: Path) -> list[str]:
+    source = path.read_text(encoding="utf-8")
+    comments = python_comments(source) if path.suffix == ".py" else web_comments(source, path.suffix)
+    name = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else path.name
+    return [f"{name}:{line}: {text.strip()}" for line, text in sorted(set(comments)) if ISSUE_LABEL.search(text)]
+
+
+def test_the_label_finder_reads_comments_never_strings(tmp_path):
+    for name, source, found in (
+        ("a.py", "x = 1  # cached (issue 16)\n", ["a.py:1: # cached (issue 16)"]),
+        ("b.py", '"""Slots.\n\nFirst (Issue #12).\n"""\n', ["b.py:3: First (Issue #12)."]),
+        ("c.py", "def f():\n    '''Waits (issues 3).'''\n", ["c.py:2: '''Waits (issues 3).'''"]),
+        ("d.py", 'MESSAGE = "see issue 16"\nprint(f"issue {1}")\n', []),
+        ("e.py", '# docs/serving.md, "Redis Cluster"; tissue 16 is no label\n', []),
+        (
+            "f.js",
+            "const a = 1; // drawn at once (issue 16)\nconst c = 'issue 16';\n",
+            ["f.js:1: // drawn at once (issue 16)"],
+        ),
+        ("g.js", "/* one\n * two (issue 13)\n */\nconst b = 'issue 13';\n", ["g.js:2: * two (issue 13)"]),
+        ("h.js", "const url = 'https://example.com/issue 9';\n", []),
+        ("i.css", "/* a label (issue 12) */\n.a { width: 50%; }\n", ["i.css:1: /* a label (issue 12) */"]),
+        ("j.html", "{#- The console\n    (issue 13). -#}\n<p>issue 13</p>\n", ["j.html:2: (issue 13). -#}"]),
+    ):
+        path = tmp_path / name
+        path.write_text(source, encoding="utf-8")
+        assert issue_labels(path) == found, source
+
+
+def test_comments_cite_docs_and_tests_never_an_issue():
+    files = sorted({path for pattern in COMMENTED_FILES for path in REPO_ROOT.glob(pattern)})
+    assert len(files) > 100, "the comment check found too few files"
+    labels = [label for path in files for label in issue_labels(path)]
+    assert labels == [], (
+        "a comment names the issue that changed it; say why instead, citing a spec section, "
+        "a docs/*.md page or a test:\n" + "\n".join(labels)
+    )

@@ -513,7 +513,7 @@ def test_kb_route_is_404_with_another_backend(live_server_factory):
     assert httpx.get(f"{server.url}/kb/configuration.md").status_code == 404
 
 
-# -- "I don't know" offers a person (issue #13) --------------------------------------------------
+# -- "I don't know" offers a person (docs/backends.md, "Offering a person") ----------------------
 
 
 def _offers(result) -> list[tuple[str, dict]]:

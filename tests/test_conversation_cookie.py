@@ -1,4 +1,4 @@
-"""The panel's conversation cookie cannot be planted (issue 11, finding 2).
+"""The panel's conversation cookie cannot be planted (docs/security.md, "Controls").
 
 A `__Host-` cookie is one that only this host set, Secure, Path=/ and without Domain
 (RFC 6265bis §4.1.3.2), so a page on a sibling subdomain cannot fixate the visitor on a

@@ -1,8 +1,8 @@
-"""waiting.spawn_eagerly and GenerationRun.start on the memory store (issue 16): under gevent
-an answer's first delta is stored in the turn of the request that started it, so it leaves
-with the response's headers even when many questions arrive in one pass of the loop. The
-gevent half runs in child processes that monkey-patch first, as gunicorn's gevent workers
-do; this process's threads are plain."""
+"""waiting.spawn_eagerly and GenerationRun.start on the memory store (docs/performance.md,
+"The first delta leaves with the headers"): under gevent an answer's first delta is stored in
+the turn of the request that started it, so it leaves with the response's headers even when
+many questions arrive in one pass of the loop. The gevent half runs in child processes that
+monkey-patch first, as gunicorn's gevent workers do; this process's threads are plain."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`widget-server feedback export` (issue #12): the site owner's JSON Lines of every rating.
+"""`widget-server feedback export` (docs/configuration.md): the site owner's JSON Lines of every rating.
 
 Feedback is written through the API of a live server on a real redis-server, then the real
 command (the installed console script, in its own process) reads the same Redis, as an

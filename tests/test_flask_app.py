@@ -1,4 +1,4 @@
-"""widget_server.flask_app: Flask's `ensure_sync` answered once per function (issue 16),
+"""widget_server.flask_app: Flask's `ensure_sync` answered once per function,
 with what Flask's own gives: the function itself, or for `async def` Flask's wrapper (or
 its error when the `async` extra is missing)."""
 

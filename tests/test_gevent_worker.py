@@ -1,5 +1,5 @@
 """widget_server.gevent_worker: gunicorn's gevent worker whose sockets write with one send
-first (issue 16). The servers the other tests start (tests/processes.py, test_install.py,
+first. The servers the other tests start (tests/processes.py, test_install.py,
 test_scale_out.py) run it for real; here its socket is held to gevent's own contract:
 every byte arrives, in order, whether the kernel takes the write whole or in parts."""
 

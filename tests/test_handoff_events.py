@@ -1,7 +1,8 @@
-"""The conversation event stream, GET /api/v1/conversations/{cid}/events (issue #13), on the
-memory store and a real redis-server: a reader dropped after ANY event resumes with
-Last-Event-ID and gets exactly the rest (no duplicate, no gap); a position evicted from the log
-gets one `conversation.snapshot`; heartbeats while quiet; every bad position a JSON error.
+"""The conversation event stream, GET /api/v1/conversations/{cid}/events (docs/protocol.md,
+"The conversation event stream"), on the memory store and a real redis-server: a reader
+dropped after ANY event resumes with Last-Event-ID and gets exactly the rest (no duplicate, no
+gap); a position evicted from the log gets one `conversation.snapshot`; heartbeats while quiet;
+every bad position a JSON error.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every language of the widget has every UI string, in the same shape as English.
 
-static/widget/i18n/<lang>.json, one file per language (issue 14, "Languages"):
+static/widget/i18n/<lang>.json, one file per language (docs/configuration.md, "Languages"):
 each key of en.json exists in every language and no other key does; a string
 that depends on a number is an object of exactly the CLDR plural categories
 its language needs; every `{placeholder}` of the English string is in the
@@ -34,7 +34,8 @@ from .conftest import TEST_CONFIG
 STRINGS = ui_strings()
 EN = STRINGS["en"]
 
-# The languages issue 14 asks for; more may be added (each gets these checks).
+# The languages docs/configuration.md, "Languages", lists; more may be added (each gets these
+# checks).
 REQUIRED_LANGUAGES = ("en", "es", "fr", "de", "pt", "ar", "he")
 
 # The plural categories each language's cardinal rules use, from CLDR 44's

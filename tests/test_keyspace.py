@@ -1,4 +1,4 @@
-"""Key names on one Redis and on a Redis Cluster (widget_server/stores/keyspace.py, issue 16)."""
+"""Key names on one Redis and on a Redis Cluster (widget_server/stores/keyspace.py)."""
 
 from __future__ import annotations
 

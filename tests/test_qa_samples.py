@@ -1,7 +1,7 @@
-"""The QA page's sample files (issue 15: "the QA page can attach a sample file";
-widget_server/qa.py `sample_files`): each is listed with a download link and the SHA-256 of the
-very bytes that link serves, and each is a file the server accepts as what its name says, so a
-tester who attaches it and sends `/scenario attachments` hears that same SHA-256
+"""The QA page's sample files (widget_server/qa.py `sample_files`): each is listed with a
+download link and the SHA-256 of the very bytes that link serves, and each is a file the server
+accepts as what its name says, so a tester who attaches it and sends `/scenario attachments`
+hears that same SHA-256
 (tests/e2e/test_attachments_widget.py plays it in a browser)."""
 
 from __future__ import annotations

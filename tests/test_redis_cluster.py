@@ -1,6 +1,7 @@
 """The store on a real Redis Cluster of three masters, beyond the API suite that runs on it
 (tests/conftest.py STORE_KINDS): where conversations land, and a server that starts while its
-cluster is down (issue 16; widget_server/stores/keyspace.py, redis_connection.py)."""
+cluster is down (docs/serving.md, "Past one Redis: a Redis Cluster";
+widget_server/stores/keyspace.py, redis_connection.py)."""
 
 from __future__ import annotations
 

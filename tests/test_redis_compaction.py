@@ -5,8 +5,8 @@ A finished answer keeps its exact events for its grace (a reader catching up get
 the whole text again), then only its terminal entry. Looking for what is due is a round trip,
 so a process looks at a compaction set when an end of grace it wrote has come, or when
 COMPACT_LOOK_SECONDS have passed since it last looked: a log another process ended is
-compacted by this one's next activity after that (issue 16: once a second under load, not
-twice per answer)."""
+compacted by this one's next activity after that (docs/serving.md, "Memory per finished
+answer": at most once a second under load, not twice per answer)."""
 
 from __future__ import annotations
 

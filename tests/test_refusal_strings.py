@@ -1,4 +1,4 @@
-"""Every refusal a visitor can meet has its reason in every language (issue 14, "Languages").
+"""Every refusal a visitor can meet has its reason in every language (docs/accessibility.md A89–A90).
 
 The panel words a refused request from the error's `code`, never from its English `message`
 (static/widget/refusals.js; docs/protocol.md, "Errors"). Its texts are

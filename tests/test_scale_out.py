@@ -49,7 +49,7 @@ WORKER_LOST_BOUND_SECONDS = 15
 @pytest.fixture(params=["redis", "cluster"])
 def store(request):
     """The shared store the servers run on, emptied: a redis-server, then a Redis Cluster of
-    three masters (issue 16: every scale-out promise holds on both)."""
+    three masters (every scale-out promise of docs/serving.md holds on both)."""
     kind = request.param
     server = request.getfixturevalue("redis_cluster" if kind == "cluster" else "redis_server")
     server.flush()

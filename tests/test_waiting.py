@@ -1,4 +1,4 @@
-"""widget_server/waiting.py: the cheap waits under gevent keep threading's semantics (issue 16).
+"""widget_server/waiting.py: the cheap waits under gevent keep threading's semantics.
 The gevent half runs in a child process that monkey-patches first, as gunicorn's gevent
 workers do; this process's threads are plain."""
 

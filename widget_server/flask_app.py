@@ -1,4 +1,4 @@
-"""The Flask class the server runs: Flask's, with its per-request overhead trimmed (issue 16).
+"""The Flask class the server runs: Flask's, with its per-request overhead trimmed.
 
 Every request calls `Flask.ensure_sync` once for each before- and after-request hook, for
 the view and for each teardown (seven times for a new conversation or a message), and each

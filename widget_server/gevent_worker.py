@@ -1,11 +1,11 @@
-"""gunicorn's gevent worker with one system call fewer per write (issue 16).
+"""gunicorn's gevent worker with one system call fewer per write.
 
 gevent's `socket.sendall` asks the kernel for the socket's send buffer size
 (`getsockopt(SO_SNDBUF)`) on every call, only to cut the data into chunks of at least 1 MiB
 (gevent/_socketcommon.py, `_sendall`). gunicorn writes each chunk an application yields with
-one `sendall`, so an event stream paid a `getsockopt` for every event it sent: 9 % of a
-worker's CPU while streaming (bench/load.py's memory store, py-spy; docs/serving.md, "Load
-on Redis"). Here `sendall` first tries one `send` on the socket gevent wraps, which takes a
+one `sendall`, so an event stream paid a `getsockopt` for every event it sent, a share of a
+worker's CPU py-spy shows while streaming (bench/load.py's memory store; docs/serving.md,
+"Load on Redis"). Here `sendall` first tries one `send` on the socket gevent wraps, which takes a
 whole event at once unless the client's window is full, and hands only what is left to
 gevent's own `sendall` (tests/test_gevent_worker.py).
 Everything else is gevent's socket and gunicorn's `GeventWorker`, unchanged; both
@@ -73,10 +73,9 @@ def _one_send_first(socket_class: type) -> type:
 # quarter). Python's default, (700, 10, 10), suits a program holding a few thousand objects;
 # a worker streaming to 2,000 readers holds two parked waits per stream and an answer's log,
 # so the default ran a young pass every few milliseconds and walked those objects every
-# time: with 2,000 streams, 803 young, 72 middle and 6 old passes took 2.5 s of the worker's
-# 11.3 s of CPU (22 %), each old pass stopping every stream for about 120 ms. With these,
-# 8 young passes and no other took 0.26 s, and CPU per delivered event fell from 109 to
-# 90 µs (bench/load.py, memory store; docs/serving.md, "The garbage collector"). What the
+# time, and each old pass stopped every stream while it ran. With these, a run of 2,000
+# streams makes a few young passes and no other (bench/load.py, memory store, counts them;
+# docs/serving.md, "The garbage collector", has the passes and the CPU they took). What the
 # collector is still for: reference cycles, about eight objects per request (werkzeug's
 # router makes one for every URL it matches); a young pass frees them at most 50,000
 # objects later.

@@ -102,7 +102,8 @@ class StreamEvent:
 def _encode_delta(message_id: str, seq: int, text: str) -> bytes:
     """The very bytes StreamEvent.encode's general path writes for a delta, written directly:
     one per event on every stream, where json.dumps of a dict and the SSE writer's line
-    splitting cost 7 µs of the 50-90 µs an event costs a worker (bench/load.py, issue 16).
+    splitting were a measurable part of what an event costs a worker (bench/load.py measures
+    it; docs/performance.md has the current table).
 
     `_json_string` is the string encoder `json.dumps(..., ensure_ascii=False)` uses, so the
     data is byte for byte the dict's dump (keys in the same order, no spaces); JSON escapes
@@ -190,7 +191,7 @@ class MessageLog:
         self.error: ErrorInfo | None = None
         self.last_seq = 0
         # A delta is kept as (seq, text), made a StreamEvent when read: about 80 bytes
-        # instead of 390 (an event, its payload dict), a fifth of an open stream's memory
+        # instead of 390 (an event, its payload dict), a large part of an open stream's memory
         # while its answer runs (bench/load.py, memory per stream).
         self._events: deque[StreamEvent | tuple[int, str]] = deque(maxlen=max_events)
         self._parts: list[str] = []
@@ -253,7 +254,7 @@ class MessageLog:
     def add_delta(self, text: str) -> int:
         """add_text without making the event it returns: the sequence number. The generator's
         write of every delta (MemoryStore.append_text_soon) needs no event, and making one
-        was about a fiftieth of a streamed event's cost (bench/stream_path.py, issue 16)."""
+        is work on every delta that nobody reads (bench/stream_path.py counts it)."""
         if self.state is not MessageState.RUNNING:
             raise InvalidTransition(f"text in state {self.state.value}")
         text = replace_lone_surrogates(text)

@@ -347,7 +347,7 @@ _LAST_EVENT_ID_HEADER = {
 }
 
 
-# -- feedback on answers, and deleting a conversation (issue #12; widget_server/feedback/) --
+# -- feedback on answers, and deleting a conversation (widget_server/feedback/) --
 
 _FEEDBACK_SCHEMAS = {
     "Feedback": {
@@ -449,7 +449,7 @@ _DELETE_CONVERSATION = {
 }
 
 
-# -- regenerate and edit the last turn (issue #12; widget_server/revisions/) --
+# -- regenerate and edit the last turn (widget_server/revisions/) --
 
 _REVISION_SCHEMAS = {
     "RegenerateMessage": {
@@ -523,7 +523,7 @@ _REVISION_PATHS = {
 }
 
 
-# -- hand-off to a person (issue #13; widget_server/handoff/) ------------------------------
+# -- hand-off to a person (widget_server/handoff/) ------------------------------------------
 
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _OPENS_AT = {

@@ -100,7 +100,7 @@ def qa_items(q: dict) -> list[dict]:
     return items
 
 
-# Files a tester attaches in the chat (issue 15), served with the page's own assets under
+# Files a tester attaches in the chat (tests/test_qa_samples.py), served with the page's own assets under
 # /static/qa/samples/; the page prints each one's SHA-256, which `/scenario attachments` must read back.
 SAMPLE_FILES = ("qa-sample.png", "qa-sample.txt")
 

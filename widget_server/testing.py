@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 CHROMIUM = "/usr/bin/chromium"
 # Debian's package chromium-headless-shell: the same Chromium build's "old headless" shell,
 # which Playwright itself launches for headless Chromium (https://playwright.dev/docs/browsers,
-# "Chromium: headless shell"). Headless runs use it when it is installed: measured here on 2
-# cores, 77 e2e tests on 3 workers took 60 s and 63 CPU-seconds against full Chromium's 135 s
-# and 114 (docs/testing.md, "System browsers"). Headed runs (Orca) need full Chromium.
+# "Chromium: headless shell"). Headless runs use it when it is installed: it runs the e2e
+# tests in less time and CPU than full Chromium (docs/testing.md, "System browsers", has the
+# measurement). Headed runs (Orca) need full Chromium.
 CHROMIUM_HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
 FIREFOX = "/usr/bin/firefox-esr"
 CHROMIUM_ARGS = [

@@ -169,7 +169,8 @@ class _ReadDeadline:
     down the socket's read side, so a read blocked in the server's input stream (a thread
     under werkzeug, a greenlet under gevent, where `threading` is patched) returns at once.
     The timer is waiting.call_later's: one loop timer under gevent (a `threading.Timer` per
-    request was half the CPU of a new message's POST: bench/load.py, N=2,000)."""
+    request, a thread started for each, was a large part of a new message's POST's CPU:
+    bench/load.py, N=2,000)."""
 
     def __init__(self, seconds: float) -> None:
         self.expired = False

@@ -1,11 +1,11 @@
-"""Waiting for a change with a timeout, cheaply under gevent (issue 16).
+"""Waiting for a change with a timeout, cheaply under gevent.
 
 Every streamed event makes two waits end: the reader's (the store's condition, woken by the
 append) and, with the demo backend, the pacing sleep (CancelToken.wait). Under gevent's
 monkey-patching, `threading.Condition.wait(timeout)` allocates a lock and starts a
 `gevent.Timeout` (an exception object and a timer) per wait, and `threading.Event.wait`
-does the same: bench/load.py's profile of one memory-store worker at N=500 found 17% of its
-CPU in the pacing waits and 11% in the readers' (docs/serving.md, "Measurements"). Here a
+does the same: bench/load.py's profile of one memory-store worker at N=500 found the pacing
+waits and the readers' among its largest costs (docs/serving.md, "Measurements"). Here a
 waiter is gevent's `Waiter` and one loop timer, woken through the hub; with plain threads
 (the development server, tests that make apps in-process) the standard classes serve.
 """
@@ -17,9 +17,9 @@ import threading
 from typing import Any
 
 try:
-    # Imported once here, not in each wait: a function-level import costs about 0.7 µs, and
-    # every streamed event ends two waits (bench/load.py). Importing gevent.hub patches
-    # nothing and makes no hub; _patched() says whether the waits here use it.
+    # Imported once here, not in each wait: a function-level import runs the import machinery
+    # on every call, and every streamed event ends two waits (bench/load.py). Importing
+    # gevent.hub patches nothing and makes no hub; _patched() says whether the waits here use it.
     from gevent.hub import Waiter, get_hub  # type: ignore[import-untyped]
 except ImportError:  # gevent is a dependency, but a plugin may run the store without it
     Waiter = get_hub = None
@@ -111,7 +111,7 @@ def rlock() -> Any:
     otherwise. gevent's patching leaves `threading.RLock` as CPython's pure-Python `_RLock`
     over a patched lock (four Python calls an acquire): its acquire and release cost twice
     gevent's, and the memory store takes its lock three times per streamed event
-    (bench/load.py, issue 16). Both have the `_release_save`/`_acquire_restore` that
+    (bench/load.py). Both have the `_release_save`/`_acquire_restore` that
     HubCondition and threading.Condition use."""
     if _patched():
         from gevent.lock import RLock  # type: ignore[import-untyped]
@@ -189,7 +189,7 @@ def call_later(seconds: float, function: Any) -> Any:
 def spawn(function: Any, name: str) -> None:
     """Run `function()` on its own: a greenlet under gevent, a daemon thread otherwise.
     `threading.Thread.start()` under gevent's patching makes an Event, a Condition and locks,
-    spawns, then waits for the new thread to say it started: py-spy found 69% of a new
+    spawns, then waits for the new thread to say it started: py-spy found most of a new
     message's POST there (bench/load.py, memory store, N=2,000)."""
     if _patched():
         import gevent

@@ -1,4 +1,4 @@
-// The agent console at /agent (issue 13; docs/agents.md; docs/accessibility.md A46–A52, A61–A63).
+// The agent console at /agent (docs/agents.md; docs/accessibility.md A46–A52, A61–A63).
 //
 // One page, four parts: the queue (polled every 3 s, which is also the agent's presence
 // heartbeat), the agent's own conversations, the open conversation (its transcript read

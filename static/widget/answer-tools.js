@@ -1,4 +1,4 @@
-// Around an answer (issue 12; docs/accessibility.md, "Around an answer", A20–A29):
+// Around an answer (docs/accessibility.md, "Around an answer", A20–A29):
 // under each ended answer (completed, or failed or stopped with some text), a
 // labelled group of buttons: Copy answer, Read the whole answer (a modal
 // dialog), Regenerate answer (the last answer only), Helpful / Not helpful

@@ -1,4 +1,4 @@
-// Attachments on the visitor's side (issue 15; docs/accessibility.md A94–A99): files chosen
+// Attachments on the visitor's side (docs/accessibility.md A94–A99): files chosen
 // with the Attach button, dropped on the panel or pasted into the composer are uploaded at
 // once (POST …/attachments, docs/protocol.md "Attachments"), listed with their progress and
 // Remove buttons, and sent with the next question by chat.js `submit()`. Loaded on the first
@@ -115,7 +115,7 @@ class Attachments {
   // -- adding ------------------------------------------------------------------------------
 
   // The <input type=file> is made here, `hidden` and never in the tab order: the Attach
-  // button is the one control (issue 15: a hidden input reachable by Tab is the defect).
+  // button is the one control (docs/accessibility.md A94: Tab never reaches the input).
   choose() {
     if (!this.picker) {
       const picker = document.createElement('input');
@@ -284,7 +284,7 @@ class Attachments {
   // -- uploading ---------------------------------------------------------------------------
 
   // The bar follows the real progress of the bytes sent (client.js `uploadAttachment`); the
-  // live region hears the start and the end only, never each percent (issue 15).
+  // live region hears the start and the end only, never each percent (docs/accessibility.md A95).
   async upload(row) {
     const strings = this.strings;
     const panel = this.panel;

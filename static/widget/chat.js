@@ -36,11 +36,11 @@ function required(root, selector) {
 }
 
 const FOLLOW_THRESHOLD_PX = 48;
-// Drawing is time-sliced (issue 16): an answer that arrives at once (every delta before the
-// first frame, or one snapshot) is drawn over several frames, never in one long task (over
-// 50 ms, https://w3c.github.io/longtasks/). A frame draws until FRAME_BUDGET_MS of markdown
-// work or FRAME_CHARS characters: the style and layout of what it drew take about three times
-// as long again (Chromium traces of bench/widget.py: layout is linear in the new nodes).
+// Drawing is time-sliced (docs/performance.md, "Widget"): an answer that arrives at once (every
+// delta before the first frame, or one snapshot) is drawn over several frames, never in one long
+// task (over 50 ms, https://w3c.github.io/longtasks/). A frame draws until FRAME_BUDGET_MS of
+// markdown work or FRAME_CHARS characters: the style and layout of what it drew take several
+// times as long again (Chromium traces of bench/widget.py: layout is linear in the new nodes).
 const FRAME_BUDGET_MS = 3;
 const FRAME_CHARS = 8192;
 // A slice ends at a blank line near this length (else at a line's end): the blocks before
@@ -103,8 +103,9 @@ export class ChatPanel {
         this.submit();
       }
     });
-    // Issue 16: the conversation is created while the visitor types, so Enter sends the
-    // message at once (one request, not two in a row); merely opening the panel creates none.
+    // The conversation is created while the visitor types, so Enter sends the message at once
+    // (one request, not two in a row; docs/performance.md, "Widget"); merely opening the panel
+    // creates none (tests/e2e/test_flat_cost.py).
     this.input.addEventListener('input', () => this.prepareConversation());
     this.stopButton.addEventListener('click', () => this.stop());
     // One after another, in the order of the events (a drag's hint, then its drop), whatever
@@ -393,7 +394,7 @@ export class ChatPanel {
     this.input.value = '';
     const item = this.addUserTurn(text, files);
     // A send follows the end again; the scroll waits for the frame (before its paint), so Enter
-    // forces no layout before the message is on its way (issue 16).
+    // forces no layout before the message is on its way.
     this.following = true;
     requestAnimationFrame(() => this.scrollToEnd());
     const request = { requestId: newRequestId(), text };
@@ -460,7 +461,7 @@ class AnswerRun {
     this.follower = null; // follow.js's, while the answer is followed
     this.pendingText = ''; // received, not yet drawn: the model's text is the view's + this
     this.renderScheduled = false;
-    this.drawnOnce = false; // the first text is drawn at once, not a frame later (issue 16)
+    this.drawnOnce = false; // the first text is drawn at once, not a frame later
     this.heardLength = -1; // a restored answer: the length heard before the reload
     this.whenDrawn = null; // finish() waits for the last slices
   }

@@ -1,4 +1,4 @@
-// The conversation's tools (issue 12, "Per conversation"; docs/accessibility.md A30–A36):
+// The conversation's tools (docs/accessibility.md, "The conversation", A30–A36):
 // New conversation (a confirmation dialog: start over, or start over and delete this
 // conversation on the server), and the Options disclosure (the announcement preference,
 // Download transcript). Loaded on the first press of a header button (chat.js), so none of

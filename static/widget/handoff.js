@@ -1,4 +1,4 @@
-// Talking to a person (issue 13, "Visitor side"; docs/accessibility.md A53–A58; the wire
+// Talking to a person (docs/accessibility.md A53–A58; the wire
 // contract in docs/protocol.md, "Hand-off to a person").
 //
 // "Talk to a person" (in the Options section, conversation-tools.js, and under an answer that
@@ -25,7 +25,8 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 
-// Position changes in the line are said at most this often (issue 13: "at most every 30 s").
+// Position changes in the line are said at most this often (docs/accessibility.md A53: "at most
+// once every 30 seconds").
 const POSITION_ANNOUNCE_MS = 30000;
 // "Is typing" is shown this long after the last typing event (the console sends one at most
 // every few seconds while the agent types).

@@ -1,4 +1,4 @@
-// The outbox (issue 12, "Offline"; docs/design.md, "The outbox"; docs/accessibility.md A43).
+// The outbox (docs/design.md, "The outbox"; docs/accessibility.md A43).
 //
 // A message sent while the browser is offline — the first one too, before any conversation
 // exists — waits here: its turn says "Waiting for connection", one polite announcement says

@@ -1,5 +1,5 @@
-// Why the server refused, said in the visitor's language (issue 14, "Languages": every error
-// message translated; docs/accessibility.md A89–A90). An error's `code` is the contract; its
+// Why the server refused, said in the visitor's language (docs/accessibility.md, "Refusals in
+// the visitor's language", A89–A90). An error's `code` is the contract; its
 // `message` is English, for logs and API clients (docs/protocol.md, "Errors"). Imported on
 // first use only, by every place that shows a refusal: never by the first open.
 //

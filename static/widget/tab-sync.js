@@ -1,4 +1,4 @@
-// Tabs in sync (issue 12; docs/design.md, "Tabs in sync"; docs/accessibility.md A44–A45).
+// Tabs in sync (docs/design.md, "Tabs in sync"; docs/accessibility.md A44–A45).
 //
 // Two tabs of one site embed two panels of the same origin in the same storage partition, so
 // they share a BroadcastChannel, named per apiBase (it works in Debian's Chromium, where the

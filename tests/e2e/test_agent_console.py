@@ -1,4 +1,4 @@
-"""The agent console at /agent (issue 13, "Agent side (console)"), driven in real Chromium and
+"""The agent console at /agent (docs/agents.md), driven in real Chromium and
 Firefox ESR against a real server: an agents file written by the accounts module, the visitor's
 side through the visitor API over HTTP (httpx), the agent's in the browser by keyboard where a
 person would use it. docs/accessibility.md "The agent console" (A46–A52) has its contract lines

@@ -1,5 +1,5 @@
 """The files a visitor sent, in the agents' console (docs/agents.md, "Files the visitor sent";
-docs/accessibility.md A94 and on are the widget's; this is the console's side of issue #15).
+docs/accessibility.md A94 and on are the widget's; this is the console's side).
 
 In real Chromium and Firefox ESR against a real server: a visitor uploads a screenshot and a
 log and sends them with a question, then asks for a person; the agent opens the conversation

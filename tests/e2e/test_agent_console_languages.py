@@ -1,5 +1,5 @@
-"""The agent console in French, German, Portuguese, Arabic and Hebrew (issue 14, "Languages";
-docs/agents.md "Languages"), in real Chromium and Firefox ESR against a real server: a browser
+"""The agent console in French, German, Portuguese, Arabic and Hebrew
+(docs/agents.md "Languages"), in real Chromium and Firefox ESR against a real server: a browser
 that prefers the language gets the sign-in page and the console in it — right to left for
 Arabic and Hebrew — and the agent signs in by keyboard, claims a waiting visitor, replies and
 ends, every word read from that language's file and none left in English, axe clean. The

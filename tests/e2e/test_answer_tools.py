@@ -1,4 +1,4 @@
-"""Around an answer (issue 12): copy, feedback, regenerate, edit, the whole
+"""Around an answer: copy, feedback, regenerate, edit, the whole
 answer in a dialog, and a heading per turn (static/widget/answer-tools.js;
 the contract lines are docs/accessibility.md A20–A29, tested one by one in
 test_accessibility_contract_answer_tools.py).

@@ -1,4 +1,4 @@
-"""Attachments in the widget (issue 15; static/widget/attachments.js): files attached with the
+"""Attachments in the widget (static/widget/attachments.js): files attached with the
 Attach button (a real file chooser), dropped on the panel (a DragEvent carrying a DataTransfer
 with real File objects) and pasted into the composer (a ClipboardEvent), uploaded to the real
 server, sent with `/scenario attachments`, whose answer reports the SHA-256 of the bytes the

@@ -1,5 +1,5 @@
-"""A sibling subdomain cannot fixate the visitor on a conversation it reads (issue 11,
-finding 2; docs/security.md, "Controls"), shown in real Chromium and Firefox ESR.
+"""A sibling subdomain cannot fixate the visitor on a conversation it reads
+(docs/security.md, "Controls"), shown in real Chromium and Firefox ESR.
 
 The attacker starts a conversation of their own (they hold its token), then, from a page on
 a sibling host (`evil.example.localhost`, a sibling of the chat's `chat.example.localhost`: both

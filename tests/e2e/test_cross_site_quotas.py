@@ -1,5 +1,5 @@
 """Another site the visitor browses cannot lock them out of the chat (docs/security.md,
-"Rate limits"; issue 11, finding 1), shown in real Chromium: a page on another origin
+"Rate limits"), shown in real Chromium: a page on another origin
 fires token-less cross-site POSTs at the chat server, as any page could, to create
 conversations and to send messages into a conversation whose id it knows. They are
 refused (403 `origin_not_allowed`) before anything is counted, so the visitor's widget,

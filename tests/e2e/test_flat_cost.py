@@ -1,4 +1,4 @@
-"""A flat-cost panel (issue 16): what its speed-ups could break, in real browsers.
+"""A flat-cost panel (docs/performance.md, "Widget"): what its speed-ups could break, in real browsers.
 
 - The conversation is created when the visitor first types (chat.js `prepareConversation`), not
   when the panel merely opens; Enter reuses it, or the request still in flight: one conversation,

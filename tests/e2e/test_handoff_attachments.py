@@ -1,4 +1,4 @@
-"""Files sent to a person during a hand-off (issue #15 with #13; docs/protocol.md, "Hand-off to
+"""Files sent to a person during a hand-off (docs/protocol.md, "Hand-off to
 a person": "Files to the person").
 
 Real Chromium and Firefox ESR, a real chat server: while an agent holds the conversation the

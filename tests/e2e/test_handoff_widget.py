@@ -1,4 +1,5 @@
-"""Talking to a person, the widget's side (issue 13; static/widget/handoff.js).
+"""Talking to a person, the widget's side (docs/accessibility.md, "Talking to a person";
+static/widget/handoff.js).
 
 Real Chromium and Firefox ESR, a real chat server on loopback. The visitor drives the panel by
 keyboard; the agent's side is the server's own HandoffService, called in-process (the console's

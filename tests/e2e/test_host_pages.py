@@ -1,4 +1,4 @@
-"""Host pages as they are (issue 14): the loader on pages that fight it.
+"""Host pages as they are (docs/embedding.md): the loader on pages that fight it.
 
 Real Chromium and Firefox ESR, a real chat server on loopback and host pages from
 tests/e2e/hosting.py on another origin. Each page does what real sites do: Turbo Drive

@@ -849,11 +849,10 @@ def test_default_summaries(md_page: Page):
 # -- the source itself: plain Python checks, no browser needed ---------------
 
 
-# The renderer's share of the 30 KB first-open budget (tests/test_budgets.py).
-# 7 KiB since readable names, no assignment inside an expression (Biome's
-# recommended rules) and the formatter's layout (issue 10): 7,118 B, about 15%
-# more than the one-letter, hand-laid source it replaced (6,188 B at 6 KiB).
-# 7,400 B since a table scrolls in its own named box (issue 12, docs/accessibility.md A40).
+# The renderer's share of the 30 KB first-open budget (tests/test_budgets.py): room for
+# readable names, no assignment inside an expression (Biome's recommended rules) and the
+# formatter's layout, and for a table that scrolls in its own named box
+# (docs/accessibility.md A40).
 MARKDOWN_BUDGET_BYTES = 7400
 
 

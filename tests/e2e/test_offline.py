@@ -1,4 +1,4 @@
-"""The outbox (issue 12, "Offline"): a message typed while the browser is offline — the first
+"""The outbox (docs/design.md, "The outbox"): a message typed while the browser is offline — the first
 one too, before any conversation exists — waits visibly ("Waiting for connection", said
 once), is kept across a reload of the panel, and reaches the server exactly once, with the
 request_id it was given when it was typed (static/widget/outbox.js)."""

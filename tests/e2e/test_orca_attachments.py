@@ -1,4 +1,4 @@
-"""What Orca says while files are attached and sent (docs/accessibility.md A94–A100; issue #15).
+"""What Orca says while files are attached and sent (docs/accessibility.md A94–A100).
 
 A real screen reader (tests/e2e/orca/, as tests/e2e/test_orca.py runs it): a screenshot and a
 text file are dropped on the panel, a file that is too big is pasted; Orca says each upload's

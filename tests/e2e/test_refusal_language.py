@@ -1,4 +1,4 @@
-"""A refused request is explained in the visitor's language (issue 14, "Languages"):
+"""A refused request is explained in the visitor's language (docs/accessibility.md A89–A90):
 the panel words the reason from the error's `code` (static/widget/refusals.js and
 static/widget/i18n/refusals/<lang>.json), never from the server's English `message`.
 

@@ -1,11 +1,11 @@
 """Every end state is scrolled into view while the reader follows the end, never after
-they scrolled up to re-read (docs/accessibility.md A38; issue #12).
+they scrolled up to re-read (docs/accessibility.md A38).
 
 Each end state — a failure, a stop, an offered action, a completed answer — comes
 below a long answer, so it lands out of view unless the panel follows it. Following:
 the last answer's bottom and every control in it are inside the transcript's visible
 rectangle. Scrolled up: the transcript's scrollTop is exactly what the reader left.
-The defect this pins (issue #12): an answer refused at once (a rate limit) after a long
+The defect this pins: an answer refused at once (a rate limit) after a long
 answer kept its Retry button 206–228 px below the visible area.
 """
 

@@ -1,6 +1,6 @@
 """A second accessibility engine besides axe: IBM Equal Access (accessibility-checker-engine).
 
-Issue #12: an engine other than axe flagged the transcript's scroll container, a
+An engine other than axe flagged the transcript's scroll container, a
 focusable `<main>` ("The tabbable element's role 'main' is not a widget role"), and the
 QA page's log, a focusable `region` (same rule). IBM's rule element_tabbable_role_valid
 accepts a tab stop without a widget role only while the element scrolls; axe's
@@ -93,7 +93,7 @@ def ask(page_or_frame: Any, text: str) -> None:
 
 
 def test_the_engine_flags_the_old_markup(chat_server, page: Page):
-    """The transcript of before issue 12: a focusable <main> that scrolls nothing."""
+    """The transcript's old markup: a focusable <main> that scrolls nothing."""
     page.goto(chat_server.url + "/chat")
     page.locator("[data-chat-panel][data-ready='true']").wait_for()
     ace_results(page.main_frame)

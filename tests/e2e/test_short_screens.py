@@ -1,7 +1,7 @@
 """Zoom and short screens (docs/accessibility.md A39; WCAG 1.4.10 Reflow).
 
-At 400 % zoom on a 1280×1024 screen the panel's viewport is 320×256 CSS px; before
-issue 12 its header took 61 px and the composer 192 px, leaving the conversation 24 px.
+At 400 % zoom on a 1280×1024 screen the panel's viewport is 320×256 CSS px; an
+earlier layout gave its header 61 px and the composer 192 px, leaving the conversation 24 px.
 Here, at 320×256 and 256×320, standalone (/chat) and embedded (the floating panel is
 full-screen there): the transcript's visible height is at least half the viewport's,
 nothing scrolls sideways, the collapsed hint is still the message box's description,

@@ -1,4 +1,4 @@
-"""Tabs in sync (issue 12): two pages of one browser context, each embedding the widget
+"""Tabs in sync (docs/design.md, "Tabs in sync"): two pages of one browser context, each embedding the widget
 from the host site, show one conversation live — and the server generates each answer once.
 
 Both panels are iframes of the chat server's origin under the same top-level site, so they

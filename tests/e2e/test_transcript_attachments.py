@@ -1,4 +1,4 @@
-"""Download transcript lists a question's files (issue #15; docs/accessibility.md A36).
+"""Download transcript lists a question's files (docs/accessibility.md A36).
 
 Real Chromium and Firefox ESR: a screenshot is dropped on the panel and sent, without words,
 with `/scenario attachments` in a second message; the Markdown transcript names each file

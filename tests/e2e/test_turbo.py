@@ -1,6 +1,7 @@
 """Real Turbo Drive (Hotwire's @hotwired/turbo, from npm, pinned in .ci/js/package.json) on a
-host page, in real Chromium and Firefox ESR: the navigation issue 14 was filed for ("a page
-that swaps its <body> on navigation, as Turbo Drive does, loses the launcher for good").
+host page, in real Chromium and Firefox ESR: a page that swaps its <body> on navigation, as
+Turbo Drive does, keeps the launcher (docs/embedding.md, "Page machinery: Turbo Drive and
+single-page apps").
 
 tests/e2e/test_host_pages.py replays what Turbo does to a page (`swap_body`); this module
 runs Turbo itself: a click on a link is a Turbo visit (fetch, then the new <body> in place of

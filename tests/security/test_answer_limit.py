@@ -1,4 +1,4 @@
-"""Issue 11, finding 3: an answer longer than MAX_ANSWER_CHARS fails with a typed error.
+"""An answer longer than MAX_ANSWER_CHARS fails with a typed error (docs/security.md, "Memory").
 
 Against a live server, on the memory store and on a real redis-server: the
 text up to the limit is kept and flagged incomplete, the answer fails with

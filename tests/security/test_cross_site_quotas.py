@@ -1,5 +1,5 @@
-"""Rate limits that strangers cannot spend (docs/security.md, "Rate limits"; issue 11,
-finding 1): requests that fail authorization count only against their own budget,
+"""Rate limits that strangers cannot spend (docs/security.md, "Rate limits"):
+requests that fail authorization count only against their own budget,
 a conversation's quota only against requests carrying its token, another site's
 browser requests are refused before anything is counted, and the counters' keys are
 validated values only. Live servers, on the memory store and on Redis. The same

@@ -1,4 +1,4 @@
-"""The demo page `/` gets the panel's security headers (issue 11, "Hardening"): a strict
+"""The demo page `/` gets the panel's security headers (docs/security.md, "Production defaults"): a strict
 Content-Security-Policy without inline code, `frame-ancestors`, `nosniff` and a
 `Referrer-Policy`; and under that policy the page and its embedded chat still work in a
 real Chromium, with no violation reported in the page or the panel's frame.

@@ -1,4 +1,4 @@
-"""Hand-offs are bounded in bytes and in queue length (issue #13; docs/security.md, "Memory").
+"""Hand-offs are bounded in bytes and in queue length (docs/security.md, "Memory").
 
 The memory hand-off store counts what it holds (HANDOFF_MEMORY_STORE_MAX_BYTES): filled past
 its budget with real HandoffService calls, it stays within it by evicting hand-offs that are

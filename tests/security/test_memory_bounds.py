@@ -1,4 +1,4 @@
-"""Issue 11, finding 3: what a finished answer costs the store is bounded in bytes.
+"""What a finished answer costs the store is bounded in bytes (docs/security.md, "Memory").
 
 Against a live server, on the memory store and on a real redis-server: a
 finished answer's log is compacted to its text and its terminal event, so a

@@ -1,4 +1,4 @@
-"""Issue 11, finding 3: the memory store has a total byte budget (MEMORY_STORE_MAX_BYTES).
+"""The memory store has a total byte budget (MEMORY_STORE_MAX_BYTES; docs/security.md, "Memory").
 
 Against a live server on the memory store (Redis bounds itself with key
 expiry and its own maxmemory): beyond the budget the least recently used

@@ -1,9 +1,9 @@
-"""The `openai` backend keeps the API key out of the log in any case or encoding (issue 11,
-"Hardening": an upper-cased echo of the key reached the log). A real provider (a local
-OpenAI-compatible server speaking the wire format) echoes the key in the forms a proxy, a
-gateway or an error page might, in each place the backend quotes provider text: the error's
-message, type and code, a redirect's `Location`, an error event in the stream, a line that
-is not JSON, and a plain-text error body.
+"""The `openai` backend keeps the API key out of the log in any case or encoding
+(docs/security.md, "Production defaults": an upper-cased echo of the key reached the log). A
+real provider (a local OpenAI-compatible server speaking the wire format) echoes the key in the
+forms a proxy, a gateway or an error page might, in each place the backend quotes provider
+text: the error's message, type and code, a redirect's `Location`, an error event in the
+stream, a line that is not JSON, and a plain-text error body.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Safe production defaults (issue 11, "Hardening"): what `ENV=production` refuses or
+"""Safe production defaults: what `ENV=production` refuses or
 closes by default, against a real `widget-server` command and a live server.
 
 docs/security.md, "Production defaults", says why each one is so.

@@ -1,4 +1,4 @@
-"""Host header hardening (issue 11, "Hardening"): absolute URLs come from `PUBLIC_URL`, never
+"""Host header hardening (docs/security.md, "Production defaults"): absolute URLs come from `PUBLIC_URL`, never
 from the request, and with `ENV=production` a request for any other host name is refused.
 
 Against a live server: the panel's `apiBase`, the demo page's snippet, the `kb` backend's

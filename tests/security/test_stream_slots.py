@@ -1,4 +1,4 @@
-"""Stream slots (docs/security.md, "Rate limits"; issue 11, hardening): one client
+"""Stream slots (docs/security.md, "Rate limits"): one client
 address cannot hold more than MAX_STREAMS_PER_CLIENT of a worker's streams, and a
 reader that disconnects frees its slot within about a second, not at the next
 heartbeat. Live servers on the memory store and on Redis (the dev server, Werkzeug),

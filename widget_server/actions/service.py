@@ -289,7 +289,7 @@ class CallbackRequest(Action):
 
 
 class HandoffOffer(Action):
-    """Built in, not a plugin: a backend's offer of a person (issue #13; docs/backends.md,
+    """Built in, not a plugin: a backend's offer of a person (docs/backends.md,
     "Offering a person"). The widget draws it as a "Talk to a person" button that asks for
     the hand-off as the Options control does (POST …/handoff); an API client may instead
     confirm it, which asks the same (its request_id is the action's id, so once)."""
@@ -336,7 +336,7 @@ def registry() -> dict[str, Action]:
                     log.exception("cannot load action %r", name)
                     continue
                 loaded[name] = handler
-            loaded.setdefault(HandoffOffer.name, HandoffOffer())  # part of the server (issue #13)
+            loaded.setdefault(HandoffOffer.name, HandoffOffer())  # part of the server, not a plugin
             _registry = loaded
         return _registry
 

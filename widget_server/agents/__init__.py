@@ -1,4 +1,4 @@
-"""The people who answer when a visitor asks for one (issue 13, docs/agents.md).
+"""The people who answer when a visitor asks for one (docs/agents.md).
 
 - `accounts.py`: the agents file (`AGENTS_FILE`): names, display names, password hashes;
 - `sessions.py`: sign-in sessions kept in the store's backend, with their CSRF tokens;

@@ -1,5 +1,5 @@
 """Email over SMTP: a left message to the site owner, an agent's reply to the visitor
-(issue 13, "Nobody available"; docs/agents.md, "Email"; settings SMTP_* in
+(docs/agents.md, "Email"; settings SMTP_* in
 docs/configuration.md).
 
 Mail is sent by one background thread per process, from a bounded queue, so a request never

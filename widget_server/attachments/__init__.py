@@ -1,4 +1,5 @@
-"""Attachments (issue #15): files a visitor sends with a question, kept with the conversation.
+"""Attachments (docs/protocol.md, "Attachments"): files a visitor sends with a question, kept
+with the conversation.
 
 One concern per module (docs/architecture.md): `sniff.py` (pure: the type from the bytes,
 image dimensions from the headers), `names.py` (pure: the name shown and downloaded under,

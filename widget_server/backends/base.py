@@ -131,7 +131,8 @@ class CancelToken:
 
     def __init__(self) -> None:
         # A Flag, not a threading.Event: a backend's paced waits are one per piece of text,
-        # and gevent's Event.wait(timeout) cost 17% of a worker's CPU (widget_server/waiting.py).
+        # and gevent's Event.wait(timeout) makes a timer and an exception per wait
+        # (widget_server/waiting.py says what that cost).
         self._event = Flag()
         self.reason: str | None = None
 

@@ -15,11 +15,11 @@ Links: with `KB_BASE_URL`, to the owner's own site; without it, to this server's
 `/kb/<path>` route (kb_routes.py), as an absolute URL on the host the question was sent to,
 the Turn's `server_url` (the widget only renders absolute links).
 
-"I don't know" also offers a person (issue #13): an `ActionProposal("handoff")` after its
-text, which the widget shows as a "Talk to a person" button, only while hand-off is on for
-this server (`Turn.offers_handoff`, which the service sets from HandoffService.enabled:
-`HANDOFF`, and for `auto` whether the agents file lists someone). Whether an agent is present
-is the hand-off request's to say.
+"I don't know" also offers a person (docs/backends.md, "Offering a person"): an
+`ActionProposal("handoff")` after its text, which the widget shows as a "Talk to a person"
+button, only while hand-off is on for this server (`Turn.offers_handoff`, which the service
+sets from HandoffService.enabled: `HANDOFF`, and for `auto` whether the agents file lists
+someone). Whether an agent is present is the hand-off request's to say.
 
 Its settings (`KB_*`, and `DEMO_DELAY_SECONDS` for its pace) are declared, with their
 defaults, in `KbSettings` below; `from_settings` reads them from the validated settings.

@@ -186,8 +186,8 @@ class RunKeeper:
     this process generates, and notices endings written by other processes,
     for all of them in one pipelined round trip per tick.
 
-    (A watcher per answer, polling on its own, cost 12 % of a worker's CPU at
-    1,000 streams in the load bench: round trips, not Redis, were the cost.)
+    (A watcher per answer, polling on its own, was a large share of a worker's
+    CPU at 1,000 streams in bench/load.py: round trips, not Redis, were the cost.)
     The thread runs only while there are answers to keep.
     """
 

@@ -154,8 +154,8 @@ class ChatService:
         # claim that starts it, so racing new requests cannot all pass the
         # MAX_RUNNING_PER_CONVERSATION check before any of them is recorded.
         # One lock per conversation: a process-wide one queued every POST of
-        # a worker behind the others' store round trips (the load bench
-        # measured first-delta p99 31 s → 14 s at 1,000 streams without it).
+        # a worker behind the others' store round trips (bench/load.py's
+        # first-delta p99 at 1,000 streams was far longer with it).
         self._claim_locks: dict[str, threading.Lock] = {}
         self._claim_waiters: dict[str, int] = {}
         self._runs: dict[str, GenerationRun] = {}
@@ -487,7 +487,7 @@ class ChatService:
         listed = listed_exchanges(self.store.exchanges(conversation_id), state_of)
         return [(exchange, infos[exchange.assistant_message_id]) for exchange, _ in listed]
 
-    # -- feedback in the history, and deleting a conversation (issue #12) -----
+    # -- feedback in the history, and deleting a conversation (docs/protocol.md, "History") --
 
     def _with_feedback(self, conversation_id: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each assistant entry gains `feedback`: its stored record, or None (docs/protocol.md,
@@ -596,8 +596,8 @@ class EventStream:
 
     def __iter__(self) -> Iterator[bytes]:
         # The generator itself: the server's loop resumes it directly, without a call of
-        # __next__ and a generator around it for every event it writes (bench/load.py,
-        # issue 16). close() is still this object's, which the server calls.
+        # __next__ and a generator around it for every event it writes (bench/load.py).
+        # close() is still this object's, which the server calls.
         return self._iterator
 
     def __next__(self) -> bytes:

@@ -3,7 +3,7 @@
 Transport-free, like chat/service.py: it raises ApiError for client mistakes; api.py is
 the HTTP adapter and `widget-server feedback export` (cli.py) reads it back for the site's
 owner. One record per answer (message) and conversation, changeable and removable
-(issue #12; docs/protocol.md, "Feedback"). Records live in the store with their
+(docs/protocol.md, "Feedback"). Records live in the store with their
 conversation and expire and are deleted with it.
 """
 

@@ -1,5 +1,6 @@
-"""Hand-off to a person (issue #13): a conversation's hand-off state, its queue, the claim,
-and the conversation event stream that carries what the person and the visitor say.
+"""Hand-off to a person (docs/protocol.md, "Hand-off to a person"): a conversation's hand-off
+state, its queue, the claim, and the conversation event stream that carries what the person
+and the visitor say.
 
 One concern per module (docs/architecture.md): `events.py` (pure: event types and their
 SSE form), `memory_store.py` and `redis_store.py` (the hand-off store, apart from the chat

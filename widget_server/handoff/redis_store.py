@@ -26,8 +26,9 @@ Bounds (docs/security.md, "Memory"): every key expires with its conversation, ea
 trimmed, the desk holds at most HANDOFF_QUEUE_MAX waiting conversations (the service refuses
 more: `busy`), and Redis bounds the rest with its own maxmemory, as for the chat store's keys;
 so `Commit.needs_room` is not checked here (only the memory store has a byte budget). The desk
-stays one hash rewritten whole by each commit: bench/handoff_desk.py measured 0.28 → 0.88 ms
-for its read and commit with 1 → 200 waiting, not worth a key per entry (docs/performance.md, "Hand-off desk").
+stays one hash rewritten whole by each commit: bench/handoff_desk.py measures its read and
+commit with 1 and with 200 waiting, and the difference is not worth a key per entry
+(docs/performance.md, "Hand-off desk", has the figures).
 """
 
 from __future__ import annotations

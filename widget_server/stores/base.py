@@ -341,7 +341,7 @@ class Store(ABC):
     def close(self) -> None:  # noqa: B027
         """Release connections; the default store holds none."""
 
-    # -- feedback and deleting a conversation (widget_server/feedback/, issue #12). Not
+    # -- feedback and deleting a conversation (widget_server/feedback/; docs/protocol.md, "Feedback"). Not
     # abstract, like actions: a store written before them still loads.
 
     def put_feedback(self, record: FeedbackRecord) -> FeedbackRecord | None:

@@ -1,4 +1,4 @@
-"""Which Redis Cluster hash slot a conversation's keys live in (issue 16).
+"""Which Redis Cluster hash slot a conversation's keys live in (docs/serving.md, "Past one Redis: a Redis Cluster").
 
 A Lua script may only touch keys of one hash slot on a Redis Cluster
 (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/,
@@ -27,8 +27,8 @@ PREFIX = "cw:"
 ID_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
 # 16 buckets: enough to spread conversations evenly over up to about 16 masters (3 equal
 # masters carry 6, 5 and 5), few enough that a worker holds at most 16 subscriber connections
-# (redis_tail.SlotTails; with one XREAD per bucket, bench/load.py measured 64 buckets at 0.75×
-# one Redis's events/s at N=2,000 on 2 workers, most of the difference in their round trips).
+# (redis_tail.SlotTails; with one XREAD per bucket, 64 buckets carried fewer events/s than one
+# Redis in bench/load.py at N=2,000 on 2 workers, most of the difference in their round trips).
 BUCKETS = 16
 # BUCKET_TAGS[i]'s slot (CRC16 of the tag mod 16384) is in [1024·i, 1024·(i+1)); the shortest
 # such decimal strings, found once and checked by tests/test_keyspace.py.

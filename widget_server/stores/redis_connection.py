@@ -59,7 +59,7 @@ def connect(url: str) -> Any:
     # a command past its size (MaxConnectionsError) instead of making it wait. So the first
     # seed node is passed as a URL: every master gets a BlockingConnectionPool, bounded as on
     # one Redis. Unbounded, 2,000 streams opening at once made about 2,300 connections to the
-    # cluster, and their connects took 12% of a worker's CPU (bench/load.py, py-spy).
+    # cluster, and their connects were a large share of a worker's CPU (bench/load.py, py-spy).
     first = f"[{first_host}]" if ":" in first_host else first_host
     return LazyCluster(
         lambda: RedisCluster(

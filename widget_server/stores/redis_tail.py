@@ -11,7 +11,7 @@ their events from memory.
 It replaced one `XREAD BLOCK` over every tailed log: that command named all of them each
 time, so its cost grew with the open streams, not with the events. Once appends went to
 Redis in batches (script_batches.py) the XREAD came back with a few entries each time and
-bench/load.py found 48% of a worker's CPU in it at N=500 (26% packing its arguments).
+bench/load.py found it the largest part of a worker's CPU, much of it packing its arguments.
 
 Pub/Sub delivers at most once and only while subscribed; the log stays the truth:
 - a log's buffer is filled from the log itself (XREVRANGE) only after Redis has confirmed the
@@ -121,7 +121,8 @@ class _Tail:
             return None
         # The entries' seqs are consecutive (add() clears the buffer at a hole), so the ones
         # wanted are the newest `last_seq - after_seq`: taken from the right, not found by
-        # walking all of a long buffer for each read (2% of a worker's CPU at N=2,000).
+        # walking all of a long buffer for each read (which showed in a worker's CPU profile
+        # at N=2,000, bench/load.py).
         size = len(entries)
         return [entries[index] for index in range(size - (self.last_seq - after_seq), size)]
 
@@ -249,8 +250,8 @@ class TailHub:
         """This process is about to write `key`'s log from its start (it claimed the answer and
         generates it): its readers here take the entries from feed(), and nothing is
         subscribed. Pub/Sub would only bring back, a round trip later and parsed again, what
-        this process's own appends returned (bench/load.py: the subscriber's reading and the
-        SUBSCRIBE and fill of each new answer were about 13% of a worker's CPU, redis-2w).
+        this process's own appends returned (bench/load.py, redis-2w: the subscriber's reading
+        and the SUBSCRIBE and fill of each new answer were a large share of a worker's CPU).
 
         Any other process may end the answer too (a cancel sent to another host, a
         conversation deleted there): this process learns it when Redis refuses its next write

@@ -1,9 +1,9 @@
-"""Concurrent calls of one Lua script, sent to Redis together (a group commit, issue 16).
+"""Concurrent calls of one Lua script, sent to Redis together (a group commit; docs/serving.md, "Load on Redis").
 
 Every delta of every answer is one call of the append script (stores/redis/lua/append.lua). Sent one
 by one, each call took a pooled connection, was packed by redis-py, cost a send and a receive
-syscall on both sides and a greenlet switch to wait: py-spy found 27% of a worker's CPU in
-those calls at N=500 (bench/load.py, redis-2w), and Redis spent its time on the sockets of
+syscall on both sides and a greenlet switch to wait: py-spy found a large share of a worker's
+CPU in those calls at N=500 (bench/load.py, redis-2w), and Redis spent its time on the sockets of
 500 clients. Here one sender per Redis server (a thread; a greenlet under gevent) sends
 what was submitted while its previous batch was on the wire as the next batch: one send,
 one read of the replies, one connection at a time per process (per master on a cluster).

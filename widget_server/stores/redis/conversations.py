@@ -32,7 +32,7 @@ class RedisConversations(RedisCompaction):
         self._get_conversation = self.redis.register_script(_GET_CONVERSATION)
         # Every authorised request reads its conversation, and every new answer is a claim:
         # under a burst of questions these go in batches too (redis-py's own path per command,
-        # pool, checks and a cluster's routing, was about a fifth of a worker's CPU while 2,000
+        # pool, checks and a cluster's routing, was a large share of a worker's CPU while 2,000
         # questions arrived at once: bench/load.py redis-cluster-2w, py-spy).
         self._get_conversation_batches = ScriptBatches(
             self.redis, _GET_CONVERSATION, lambda keys, args: self._get_conversation(keys=keys, args=args)

@@ -34,8 +34,8 @@ class RedisLeases(RedisStoreBase):
         if renew and self.keys.cluster:
             # A pipeline holds scripts only on one Redis: redis-py's Script loads a script a
             # restarted node lost for a plain pipeline, not for a cluster's. The renewals go
-            # in batches, one per master (script_batches.py): one at a time, they were 4.6% of
-            # a worker's CPU at N=500 (bench/load.py redis-cluster-2w, py-spy).
+            # in batches, one per master (script_batches.py): one at a time, their round trips
+            # showed in a worker's CPU profile (bench/load.py redis-cluster-2w, py-spy).
             owner = self.owner
             calls = [
                 self._renew_batches.submit([self._msg(message_id), self._lease(message_id)], [owner, self._lease_ms])
