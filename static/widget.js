@@ -15,11 +15,12 @@
   // shadow root, or run from a tag manager's callback) the loader is the last
   // script whose path ends in /widget.js (docs/embedding.md).
   if (window.ChatWidget) return;
-  const script =
+  const script = /** @type {HTMLScriptElement | undefined} */ (
     document.currentScript ||
-    [...document.querySelectorAll('script[src]')]
-      .reverse()
-      .find((element) => /\/widget\.js([?#]|$)/.test(element.src));
+      [.../** @type {NodeListOf<HTMLScriptElement>} */ (document.querySelectorAll('script[src]'))]
+        .reverse()
+        .find((element) => /\/widget\.js([?#]|$)/.test(element.src))
+  );
   if (!script) return;
   // Filled in by the server from static/widget/i18n/*.json.
   const STRINGS = __CHATWIDGET_STRINGS__;
@@ -67,7 +68,7 @@
   const paint = document.createElement('canvas').getContext('2d');
   paint.fillStyle = '#010203';
   paint.fillStyle = accentOption;
-  let accent = paint.fillStyle;
+  let accent = /** @type {string} */ (paint.fillStyle);
   if (accent === '#010203' || accent[0] !== '#') {
     if (accentOption) warn(`data-accent "${accentOption}" ignored: not an opaque CSS colour`);
     accent = '#0b57d0';

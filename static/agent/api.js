@@ -3,7 +3,7 @@
 // The session is the `__Host-agent_session` cookie the browser sends by itself (same
 // origin); every state-changing request also carries the session's CSRF token in
 // `X-CSRF-Token`. Errors are the server's JSON errors, as the widget's client reads them
-// (static/widget/client.js ApiError: status, code, message), plus `details`.
+// (static/widget/client.js ApiError: status, code, message, details).
 
 import { ApiError, jsonOrNull, newRequestId } from '../widget/client.js';
 import { follow } from '../widget/follow.js';
@@ -17,12 +17,20 @@ export async function consoleStrings(lang) {
 }
 
 export class AgentApi {
+  /** @param {{ apiBase: string, csrfToken: string }} options */
   constructor({ apiBase, csrfToken }) {
     this.apiBase = apiBase.replace(/\/$/, '');
     this.csrfToken = csrfToken;
   }
 
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {object} [body]
+   * @returns {Promise<any>}
+   */
   async request(method, path, body) {
+    /** @type {Record<string, string>} */
     const headers = {};
     if (method !== 'GET') headers['X-CSRF-Token'] = this.csrfToken;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -34,11 +42,7 @@ export class AgentApi {
       cache: 'no-store',
     });
     const json = await jsonOrNull(response);
-    if (!response.ok) {
-      const error = new ApiError(response.status, json);
-      error.details = json?.error?.details || {};
-      throw error;
-    }
+    if (!response.ok) throw new ApiError(response.status, json);
     return json;
   }
 
@@ -73,6 +77,10 @@ export class AgentApi {
 
   // A page of left messages, newest first; `cursor`, a page's next_cursor (docs/agents.md,
   // "The inbox").
+  /**
+   * @param {{ limit?: number, cursor?: string }} [page]
+   * @returns {Promise<any>}
+   */
   inbox({ limit, cursor } = {}) {
     const query = new URLSearchParams();
     if (limit) query.set('limit', String(limit));
@@ -98,6 +106,17 @@ const DEFAULT_STALL_TIMEOUT_MS = 50000;
 // per event; `onState('open' | 'lost' | 'closed', error?)` when the connection changes
 // ('lost' once per outage; 'closed': refused for good, not this agent's any more or signed
 // out). `close()` ends it for good.
+/**
+ * @param {string} apiBase
+ * @param {string} conversationId
+ * @param {object} options
+ * @param {string} [options.lastEventId]
+ * @param {(type: string, data: any, id: string) => void} options.onEvent
+ * @param {(state: 'open' | 'lost' | 'closed', error?: any) => void} options.onState
+ * @param {number} [options.stallTimeoutMs]
+ * @param {number} [options.maxBackoffMs]
+ * @returns {{ close(): void, readonly lastEventId: string }}
+ */
 export function followConversation(
   apiBase,
   conversationId,

@@ -29,6 +29,7 @@ const TYPING_INTERVAL_MS = 3000;
 // so only a change of the conversation's state is said, never each step of its history.
 const STATE_SETTLE_MS = 300;
 
+/** @type {(selector: string, root?: ParentNode) => any} */
 const $ = (selector, root = document) => root.querySelector(selector);
 
 // A sentence with a name or a visitor's text in it, each value in its own <bdi> (HTML "The bdi

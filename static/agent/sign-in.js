@@ -3,5 +3,5 @@
 // user continues from it to the fields (GOV.UK Frontend's error summary does the same).
 // docs/accessibility.md A46.
 
-const summary = document.querySelector('[data-error-summary]');
+const summary = /** @type {HTMLElement | null} */ (document.querySelector('[data-error-summary]'));
 if (summary) summary.focus();

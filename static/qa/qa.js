@@ -15,12 +15,13 @@ const t = config.strings;
 const EVENT_NAMES = ['announce', 'state', 'event', 'focus', 'ready'];
 const BUSY_STATES = new Set(['streaming', 'reconnecting']);
 
+/** @type {(id: string) => any} the page's own elements (templates/qa.html) */
 const $ = (id) => document.getElementById(id);
 const form = $('qa-form');
 const scenarioSelect = $('qa-scenario');
 const target = document.querySelector(config.target);
 const logBody = $('qa-log-body');
-const logScroller = document.querySelector('.qa-log__scroller');
+const logScroller = /** @type {HTMLElement} */ (document.querySelector('.qa-log__scroller'));
 // The log is a tab stop exactly while it scrolls, like the panel's transcript
 // (docs/accessibility.md A37): keyboard users can scroll it then, and IBM ACE
 // (element_tabbable_role_valid) flags a focusable region that scrolls nothing.
@@ -40,7 +41,17 @@ const items = new Map(config.items.map((item) => [item.id, item]));
 const session = { startedAt: new Date().toISOString(), origin: performance.now(), log: [] };
 
 let mounted = null; // the settings the widget was last mounted with
-let panel = null; // {frame, doc, win, ready: Promise}
+/**
+ * The embedded panel: its iframe, document and window once it is ready.
+ * @typedef {object} MountedPanel
+ * @property {HTMLIFrameElement | null} frame
+ * @property {Document | null} doc
+ * @property {any} win The panel's window (its `chatPanel`, its own `Event`).
+ * @property {boolean} isReady
+ * @property {Promise<MountedPanel>} [ready]
+ */
+/** @type {MountedPanel | null} */
+let panel = null;
 let readyResolve = null;
 let lastDownload = null;
 
@@ -278,7 +289,7 @@ async function play() {
   const values = settings();
   if (!sameSettings(values, mounted)) await mount(values);
   const { doc, win } = await panel.ready;
-  const input = doc.querySelector('[data-chat-input]');
+  const input = /** @type {HTMLTextAreaElement} */ (doc.querySelector('[data-chat-input]'));
   addEntry('play', item.id, item.command, {
     scenario: item.scenario,
     command: item.command,
@@ -335,7 +346,9 @@ function exportSession() {
 function start() {
   newPanel();
   watchFrames();
-  const initial = document.querySelector('script[data-qa-loader]');
+  const initial = /** @type {HTMLScriptElement | null} */ (
+    document.querySelector('script[data-qa-loader]')
+  );
   const existing = target.querySelector('iframe');
   if (existing?.contentDocument?.readyState === 'complete') attach(existing);
   if (initial) {

@@ -19,6 +19,8 @@ import { newRequestId } from './client.js';
 import { button, element } from './dom.js';
 import { format } from './i18n.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 // Does every `{placeholder}` of the template have a non-empty argument?
 function fillsTemplate(template, args) {
   const placeholders = template.match(/\{\w+\}/g) || [];
@@ -42,6 +44,12 @@ function wording(strings, action) {
 }
 
 export class ActionCard {
+  /**
+   * @param {ChatPanel} panel
+   * @param {HTMLElement} container
+   * @param {string} messageId
+   * @param {import('./client.js').Action} action
+   */
   constructor(panel, container, messageId, action) {
     this.panel = panel;
     this.messageId = messageId;
@@ -178,6 +186,12 @@ const offerHandoff = (panel, container, announce) =>
   import('./handoff.js').then((handoff) => handoff.offer(panel, container, announce));
 
 // A completed answer's actions: one card each, announced once, focus untouched.
+/**
+ * @param {ChatPanel} panel
+ * @param {import('./chat.js').AssistantTurn} turn
+ * @param {string} messageId
+ * @param {import('./client.js').Action[]} actions
+ */
 export function offerActions(panel, turn, messageId, actions) {
   for (const action of actions || []) {
     if (action.name === HANDOFF) {
@@ -192,6 +206,7 @@ export function offerActions(panel, turn, messageId, actions) {
 }
 
 // After a reload: the restored answers' actions, as they stand (silently).
+/** @param {ChatPanel} panel */
 export async function restoreActions(panel) {
   let actions;
   try {
@@ -201,7 +216,7 @@ export async function restoreActions(panel) {
   }
   for (const action of actions) {
     const item = panel.transcript.querySelector(`li[data-message-id="${action.message_id}"]`);
-    const container = item?.querySelector('.turn__actions');
+    const container = /** @type {HTMLElement | null} */ (item?.querySelector('.turn__actions'));
     if (!container) continue;
     if (action.name === HANDOFF) {
       if (action.status === 'proposed') offerHandoff(panel, container, false);

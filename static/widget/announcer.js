@@ -15,6 +15,10 @@
 const SENTENCE_END = /([.!?\u061d-\u061f\u06d4]+)["'”’»«)\]]*\s+/gu;
 const LOWER_CASE_NEXT = /^[^\p{L}.!?\u061d-\u061f\u06d4]*\p{Ll}/u;
 
+/**
+ * @param {string} text
+ * @returns {string[]}
+ */
 export function fallbackSentences(text) {
   const segments = [];
   let start = 0;
@@ -34,6 +38,10 @@ export function fallbackSentences(text) {
 // (static/qa/expected.js). Intl.Segmenter applies Unicode's sentence rules
 // (UAX #29, https://www.unicode.org/reports/tr29/#Sentence_Boundaries); the
 // regular expression is for browsers without it.
+/**
+ * @param {string} lang
+ * @returns {(text: string) => string[]}
+ */
 export function sentenceSplitter(lang) {
   if (typeof Intl !== 'undefined' && Intl.Segmenter) {
     const segmenter = new Intl.Segmenter(lang, { granularity: 'sentence' });
@@ -42,7 +50,32 @@ export function sentenceSplitter(lang) {
   return fallbackSentences;
 }
 
+/**
+ * What the announcer reads from the renderer (markdown.js's view): its blocks from `from` on,
+ * as plain text, each `closed` once it can no longer grow.
+ * @typedef {{ blocks(from: number): { plain: string, closed: boolean }[] }} BlockSource
+ */
+
+/**
+ * What is said: `polite` (the announcer's region) or `assertive` (the panel's alert).
+ * @typedef {{ politeness: 'polite' | 'assertive', text: string }} Announcement
+ */
+
+/**
+ * @typedef {object} AnnouncerOptions
+ * @property {string} [lang] The sentences' language (default `en`).
+ * @property {number} [minIntervalMs] The region changes at most this often (default 1000).
+ * @property {(detail: Announcement) => (boolean | void)} [onAnnounce] Told first; false
+ *   keeps the text out of the region.
+ * @property {() => number} [now] The clock (tests).
+ * @property {'sentence' | 'complete' | 'off'} [mode] docs/accessibility.md A35.
+ */
+
 export class Announcer {
+  /**
+   * @param {HTMLElement} region The polite live region.
+   * @param {AnnouncerOptions} [options]
+   */
   constructor(
     region,
     {
@@ -61,7 +94,8 @@ export class Announcer {
     this.now = now;
     this.lastAt = -Infinity;
     this.timer = 0;
-    this.queue = []; // {cue: bool, text}
+    /** @type {{ cue: boolean, text: string }[]} */
+    this.queue = [];
     this.mode = mode;
     this.reset();
   }
@@ -70,9 +104,11 @@ export class Announcer {
   reset() {
     this.blockIndex = 0;
     this.offset = 0;
-    this.held = []; // sentences not said one by one (mode complete, off)
+    /** @type {string[]} sentences not said one by one (mode complete, off) */
+    this.held = [];
   }
 
+  /** @param {string} cue */
   start(cue) {
     this.reset();
     this.queue.length = 0;
@@ -82,6 +118,7 @@ export class Announcer {
   // Take the sentences that became complete since the last call. `view`
   // is the renderer: view.blocks(from) → [{plain, closed}] from block
   // `from` on, plain text without markup (so this costs what is new).
+  /** @param {BlockSource} view */
   update(view) {
     const blocks = view.blocks(this.blockIndex);
     for (let i = 0; i < blocks.length; i++, this.blockIndex++, this.offset = 0) {
@@ -100,7 +137,10 @@ export class Announcer {
     }
   }
 
-  // Start speaking after what is already there (a restored answer).
+  /**
+   * Start speaking after what is already there (a restored answer).
+   * @param {BlockSource} view
+   */
   skipTo(view) {
     const blocks = view.blocks(0);
     const last = blocks.length - 1;
@@ -109,12 +149,19 @@ export class Announcer {
     this.offset = blocks[last].closed ? 0 : blocks[last].plain.length;
   }
 
-  // A status cue (reconnecting, offline) between sentences.
+  /**
+   * A status cue (reconnecting, offline) between sentences.
+   * @param {string} text
+   */
   cue(text) {
     this._enqueue({ cue: true, text });
   }
 
   // The answer ended: speak what remains, then the cue (mode complete: the whole answer).
+  /**
+   * @param {BlockSource | null} view
+   * @param {string} cue
+   */
   finish(view, cue) {
     if (view) this.update(view);
     const whole = this.held.join(' ');
@@ -122,11 +169,13 @@ export class Announcer {
   }
 
   // Stopped or failed: drop what was not yet spoken, say only the cue.
+  /** @param {string | null} cue none: silence */
   interrupt(cue) {
     this.queue.length = 0;
     if (cue) this._enqueue({ cue: true, text: cue });
   }
 
+  /** @param {{ cue: boolean, text: string }} item */
   _enqueue(item) {
     this.queue.push(item);
     this._schedule();
@@ -148,6 +197,7 @@ export class Announcer {
   // A live region is announced when its text changes: the same text again
   // (the next answer's "Generating answer…") would be silent in Chromium,
   // as Orca showed. Empty it first and write in a later task.
+  /** @param {string} text */
   _write(text) {
     if (this.region.textContent !== text) {
       this.region.textContent = text;

@@ -22,6 +22,8 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
 import { reasonFor } from './refusals.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 // The rows above are drawn once the stylesheet is in: never unstyled buttons
 // for a frame (a failed load still draws them, with the panel's own styles).
 const stylesheet = linkStylesheet(new URL('./answer-tools.css', import.meta.url).href);
@@ -136,6 +138,11 @@ document.addEventListener(
 );
 
 // Hide a control; focus on it goes to the composer, never to the page's body.
+/**
+ * @param {ChatPanel} panel
+ * @param {HTMLElement} node
+ * @param {boolean} hidden
+ */
 function conceal(panel, node, hidden) {
   if (hidden && node.contains(document.activeElement)) panel.input.focus();
   node.hidden = hidden;
@@ -163,6 +170,7 @@ const loadWords = (panel) => lazyStrings(panel, 'answerTools');
 // What the module keeps per panel: its strings, its dialog and each turn's tools.
 const panels = new WeakMap();
 
+/** @param {ChatPanel} panel */
 function stateOf(panel) {
   let state = panels.get(panel);
   if (!state) {
@@ -177,6 +185,10 @@ function stateOf(panel) {
 const attaching = new WeakSet();
 
 // chat.js calls this whenever a turn ends completed, cancelled or failed.
+/**
+ * @param {ChatPanel} panel
+ * @param {import('./chat.js').AssistantTurn} turn
+ */
 export async function attach(panel, turn) {
   const item = turn.item;
   if (attaching.has(item)) return;
@@ -195,10 +207,11 @@ export async function attach(panel, turn) {
 
 // Regenerate on the last answer only, Edit on the last question only, and
 // neither while an answer is being written (the server would refuse: 409).
+/** @param {ChatPanel} panel */
 function refresh(panel) {
   const state = stateOf(panel);
   const busy = Boolean(panel.current?.inProgress);
-  const turns = Array.from(panel.transcript.children);
+  const turns = /** @type {HTMLElement[]} */ (Array.from(panel.transcript.children));
   const lastAnswer = turns.findLast((li) => li.classList.contains('turn--assistant'));
   const lastQuestion = turns.findLast((li) => li.classList.contains('turn--user'));
   const settled = !busy && lastAnswer?.dataset.state === 'completed';
@@ -216,11 +229,17 @@ function refresh(panel) {
 }
 
 class AnswerTools {
+  /**
+   * @param {ChatPanel} panel
+   * @param {import('./chat.js').AssistantTurn} turn
+   * @param {string} text
+   */
   constructor(panel, turn, text) {
     this.panel = panel;
     this.turn = turn;
     this.text = text;
     this.messageId = turn.item.dataset.messageId || '';
+    /** @type {'' | 'up' | 'down'} '': not rated */
     this.rating = '';
     this.busy = false;
     const words = stateOf(panel).words;
@@ -437,6 +456,7 @@ async function writeClipboard(text) {
 
 // -- the whole answer, in a modal dialog (A26) --------------------------------
 
+/** @param {ChatPanel} panel */
 function dialogOf(panel) {
   const state = stateOf(panel);
   if (!state.dialog) state.dialog = new AnswerDialog(panel);
@@ -444,6 +464,7 @@ function dialogOf(panel) {
 }
 
 class AnswerDialog {
+  /** @param {ChatPanel} panel */
   constructor(panel) {
     this.panel = panel;
     this.opener = null;
@@ -470,7 +491,9 @@ class AnswerDialog {
       (this.opener?.isConnected ? this.opener : panel.input).focus();
       this.opener = null;
     });
-    Object.assign(this, { dialog, text, close });
+    this.dialog = dialog;
+    this.text = text;
+    this.close = close;
   }
 
   open(answer, opener) {
@@ -498,7 +521,10 @@ class AnswerDialog {
       return;
     }
     if (event.key !== 'Tab') return;
-    const focusable = [this.text, ...this.text.querySelectorAll('a[href]'), this.close];
+    const links = /** @type {NodeListOf<HTMLAnchorElement>} */ (
+      this.text.querySelectorAll('a[href]')
+    );
+    const focusable = [this.text, ...links, this.close];
     const first = focusable[0];
     const last = focusable[focusable.length - 1];
     if (event.shiftKey && document.activeElement === first) {
@@ -514,6 +540,10 @@ class AnswerDialog {
 // -- edit the last question (A25) ---------------------------------------------
 
 class EditControl {
+  /**
+   * @param {ChatPanel} panel
+   * @param {HTMLElement} item
+   */
   constructor(panel, item) {
     this.panel = panel;
     this.item = item;
@@ -538,7 +568,7 @@ class EditControl {
   begin() {
     const panel = this.panel;
     const words = stateOf(panel).words;
-    const body = this.item.querySelector('.turn__body');
+    const body = /** @type {HTMLElement} */ (this.item.querySelector('.turn__body'));
     const form = element('form', 'tools__comment turn-edit');
     const label = element('label', 'tools__label', words.editLabel);
     label.htmlFor = 'turn-edit-field';

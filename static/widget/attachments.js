@@ -12,6 +12,8 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 const stylesheetUrl = new URL('./attachments.css', import.meta.url).href;
 
 // The browser's claimed media type → the server's type name (widget_server/attachments/sniff.py
@@ -49,6 +51,11 @@ const controllers = new WeakMap(); // panel → Attachments
 // chat.js: `how` is 'choose' (the Attach button), 'paste' (the pasted `files`), 'drag' (files
 // first dragged over the panel: from then on this module follows the drag itself) or 'drop'
 // (`files` dropped before this module was there).
+/**
+ * @param {ChatPanel} panel
+ * @param {'choose' | 'drag' | 'drop' | 'paste'} how
+ * @param {File[]} [files]
+ */
 export async function use(panel, how, files = []) {
   const attachments = await controllerOf(panel);
   if (!attachments) return; // offline before the strings came: the next use tries again
@@ -59,11 +66,17 @@ export async function use(panel, how, files = []) {
 }
 
 // chat.js restore() and submit(): a user turn's files, below its text.
+/**
+ * @param {ChatPanel} panel
+ * @param {HTMLElement} item
+ * @param {import('./client.js').Attachment[]} files
+ */
 export async function showInTurn(panel, item, files) {
   const attachments = await controllerOf(panel);
   attachments?.showInTurn(item, files);
 }
 
+/** @param {ChatPanel} panel */
 async function controllerOf(panel) {
   const [strings] = await Promise.all([
     lazyStrings(panel, 'attachments', 'attachments/'),
@@ -75,6 +88,10 @@ async function controllerOf(panel) {
 }
 
 class Attachments {
+  /**
+   * @param {ChatPanel} panel
+   * @param {Record<string, string>} strings
+   */
   constructor(panel, strings) {
     this.panel = panel;
     this.strings = strings;

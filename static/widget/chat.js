@@ -29,8 +29,13 @@ export class ChatWidgetError extends Error {
   }
 }
 
+/**
+ * @param {ParentNode} root
+ * @param {string} selector
+ * @returns {HTMLElement}
+ */
 function required(root, selector) {
-  const node = root.querySelector(selector);
+  const node = /** @type {HTMLElement | null} */ (root.querySelector(selector));
   if (!node) throw new ChatWidgetError(`chat panel markup is missing ${selector}`);
   return node;
 }
@@ -46,20 +51,119 @@ const FRAME_CHARS = 8192;
 // A slice ends at a blank line near this length (else at a line's end): the blocks before
 // it are closed, so each is drawn and announced once, as in a single pass.
 const SLICE_CHARS = 2048;
+
+/** @typedef {import('./client.js').Attachment} Attachment */
+/** @typedef {import('./client.js').AttachmentRef} AttachmentRef */
+/** @typedef {import('./client.js').HistoryMessage} HistoryMessage */
+/** @typedef {import('./client.js').SendRequest} SendRequest */
+/** @typedef {import('./model.js').AnswerError} AnswerError */
+
+/**
+ * A hand-off going on when the panel was loaded (web.py `_handoff`): its state (queued or
+ * assigned) and the newest event's `seq`, so a reloaded panel resumes it (handoff.js).
+ * @typedef {import('./client.js').HandoffState & { conversation_id: string }} HandoffResume
+ */
+
+/**
+ * The panel's configuration, as the server writes it into #chat-config (widget_server/web.py
+ * `_render_panel`).
+ * @typedef {object} PanelConfig
+ * @property {string} lang
+ * @property {Record<string, any>} strings The panel's strings (static/widget/i18n/<lang>.json)
+ *   but the lazy parts' groups (web.py LAZY_STRING_GROUPS: lazy-parts.js fetches those).
+ * @property {string} apiBase
+ * @property {boolean} standalone
+ * @property {string} hostOrigin The host page's origin, when the server vetted it ('' if not).
+ * @property {string[]} hostOrigins
+ * @property {string} [faults]
+ * @property {number} retryMs
+ * @property {number} maxBackoffMs
+ * @property {number} stallTimeoutMs
+ * @property {number} incompleteAfterMs
+ * @property {number} announceIntervalMs
+ * @property {number} turnHeadingLevel
+ * @property {number} feedbackCommentMaxChars
+ * @property {boolean} reducedMotion
+ * @property {{ conversation_id: string, token: string } | null} conversation The conversation
+ *   the panel's cookie remembers.
+ * @property {'sentence' | 'complete' | 'off'} announceMode
+ * @property {string[]} starters
+ * @property {string} greeting
+ * @property {string[]} warnings
+ * @property {boolean | HandoffResume} handoff Whether people take conversations; or the
+ *   remembered conversation's hand-off, to resume.
+ * @property {Record<string, any>} attachments The upload limits (attachments.js).
+ */
+
+/**
+ * One answer's run (the class AnswerRun below), for the modules that get one from the panel
+ * (`panel.current`, `startRun()`); only the panel makes one, so chat.js exports the type alone
+ * (tests/e2e/test_client_modules.py checks its exports).
+ * @typedef {AnswerRun} Run
+ */
+
+/**
+ * A file of a message the visitor sends (attachments.js take()): the stored attachment, its
+ * description, the file and how the message carries it (`ref`).
+ * @typedef {Attachment & { file?: File, ref: AttachmentRef }} SentFile
+ */
+
+/**
+ * An answer's turn in the transcript: its item, the rendered text, the status line and the
+ * buttons under it; with its run while one follows it, or the history's message.
+ * @typedef {object} AssistantTurn
+ * @property {HTMLLIElement} item
+ * @property {HTMLDivElement} body
+ * @property {HTMLParagraphElement} status
+ * @property {HTMLDivElement} actions
+ * @property {AnswerRun} [run]
+ * @property {HistoryMessage} [message]
+ */
+
+// -- the host interface: what the lazily loaded parts hang on the panel (null until then) ---
+
+/**
+ * attachments.js: the composer's files (chat.js submit() takes the ready ones).
+ * @typedef {object} AttachmentsHook
+ * @property {() => (SentFile[] | null)} take The ready files; null while one uploads, or offline.
+ * @property {(refs: AttachmentRef[] | undefined) => void} sent An accepted message's files.
+ */
+
+/**
+ * handoff.js: while a person has the conversation, a message goes to them.
+ * @typedef {object} HandoffHook
+ * @property {(text: string, files?: SentFile[]) => boolean} send false: no hand-off is active.
+ */
+
+/**
+ * outbox.js: keeps a message that cannot go now (offline); true when it did.
+ * @typedef {(item: HTMLElement, request: SendRequest) => boolean} HoldHook
+ */
+
+/**
+ * The panel: the DOM, the client, the announcer and the current answer. The lazily loaded parts
+ * (outbox.js, tab-sync.js, scroll-follow.js, handoff.js, attachments.js, answer-tools.js,
+ * conversation-tools.js, actions.js, refusals.js) get it as `panel` and use its fields and
+ * methods below; they hang their hooks on it.
+ */
 export class ChatPanel {
+  /**
+   * @param {HTMLElement} root
+   * @param {PanelConfig} config
+   */
   constructor(root, config) {
     if (!(root instanceof HTMLElement))
       throw new ChatWidgetError('ChatPanel needs its root element');
     this.root = root;
     this.config = config;
     this.strings = config.strings;
-    this.transcript = required(root, '[data-chat-transcript]');
+    this.transcript = /** @type {HTMLOListElement} */ (required(root, '[data-chat-transcript]'));
     this.scroller = required(root, '[data-chat-scroller]');
     this.empty = required(root, '[data-chat-empty]');
-    this.form = required(root, '[data-chat-composer]');
-    this.input = required(root, '[data-chat-input]');
-    this.sendButton = required(root, '[data-chat-send]');
-    this.stopButton = required(root, '[data-chat-stop]');
+    this.form = /** @type {HTMLFormElement} */ (required(root, '[data-chat-composer]'));
+    this.input = /** @type {HTMLTextAreaElement} */ (required(root, '[data-chat-input]'));
+    this.sendButton = /** @type {HTMLButtonElement} */ (required(root, '[data-chat-send]'));
+    this.stopButton = /** @type {HTMLButtonElement} */ (required(root, '[data-chat-stop]'));
     this.alert = required(root, '[data-chat-alert]');
     this.client = new ChatClient({ apiBase: config.apiBase, faults: config.faults || '' });
     this.announcer = new Announcer(required(root, '[data-chat-announcer]'), {
@@ -68,13 +172,20 @@ export class ChatPanel {
       mode: config.announceMode,
       onAnnounce: (detail) => this.emit('announce', detail),
     });
-    this.current = null; // the latest AnswerRun
+    /** @type {AnswerRun | null} the latest answer */
+    this.current = null;
+    /** @type {AttachmentsHook | null} */
+    this.attachments = null;
+    /** @type {HandoffHook | null} */
+    this.handoff = null;
+    /** @type {HoldHook | null} */
+    this.hold = null;
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
     // A hand-off only when there is one to resume (web.py puts it in the config): the
     // hand-off's module stays out of the first open otherwise (tests/test_budgets.py).
     root.addEventListener('chatwidget:ready', () => {
       const parts = ['outbox', 'tab-sync', 'scroll-follow'];
-      if (config.handoff?.conversation_id) parts.push('handoff');
+      if (/** @type {HandoffResume} */ (config.handoff)?.conversation_id) parts.push('handoff');
       for (const name of parts) import(`./${name}.js`).then((m) => m.init(this));
     });
     // data-starters / data-greeting the server ignored
@@ -86,6 +197,12 @@ export class ChatPanel {
   // from the panel root and cancelable: a listener's preventDefault() on
   // `chatwidget:announce` keeps that text out of the live region. Returns
   // false when cancelled.
+  /**
+   * @template {keyof ChatWidgetEventDetails} K
+   * @param {K} name
+   * @param {ChatWidgetEventDetails[K]} detail
+   * @returns {boolean}
+   */
   emit(name, detail) {
     return this.root.dispatchEvent(
       new CustomEvent(`chatwidget:${name}`, { bubbles: true, cancelable: true, detail }),
@@ -111,6 +228,7 @@ export class ChatPanel {
     // One after another, in the order of the events (a drag's hint, then its drop), whatever
     // order the module's loads resolve in; a failed load (offline) leaves the next one free.
     let attaching = Promise.resolve();
+    /** @type {(how: 'choose' | 'drag' | 'drop' | 'paste', files?: File[]) => void} */
     const attach = (how, files) => {
       attaching = attaching
         .catch(() => {})
@@ -124,7 +242,7 @@ export class ChatPanel {
       if (!this.attachments && event.dataTransfer?.types.includes('Files')) attach('drag');
     });
     // Until it is there, a drop is still taken: the browser would open the file in the frame.
-    for (const type of ['dragover', 'drop'])
+    for (const type of /** @type {const} */ (['dragover', 'drop']))
       this.root.addEventListener(type, (event) => {
         if (this.attachments || !event.dataTransfer?.types.includes('Files')) return;
         event.preventDefault();
@@ -139,12 +257,14 @@ export class ChatPanel {
       }
     });
     // Loaded on first press (tests/test_budgets.py).
-    for (const button of this.root.querySelectorAll('[data-chat-tool]'))
+    for (const button of /** @type {NodeListOf<HTMLButtonElement>} */ (
+      this.root.querySelectorAll('[data-chat-tool]')
+    ))
       button.addEventListener('click', () =>
         import('./conversation-tools.js').then((tools) => tools.use(this, button)),
       );
     this.empty.addEventListener('click', (event) => {
-      const starter = event.target.closest('[data-chat-starters] button');
+      const starter = /** @type {Element} */ (event.target).closest('[data-chat-starters] button');
       if (starter) {
         this.input.value = starter.textContent;
         this.input.focus();
@@ -157,7 +277,7 @@ export class ChatPanel {
     // Every focus move inside the panel, for QA logs and tests (focus must
     // stay in the composer while an answer streams: docs/accessibility.md A8).
     document.addEventListener('focusin', (event) => {
-      const target = event.target;
+      const target = /** @type {Element} */ (event.target);
       this.emit('focus', {
         target: target.id || target.getAttribute('data-chat-role') || target.tagName.toLowerCase(),
       });
@@ -180,6 +300,7 @@ export class ChatPanel {
     window.addEventListener('offline', () => this.current?.goOffline());
   }
 
+  /** @param {string} origin */
   originAllowed(origin) {
     const allowed = this.config.hostOrigins || [];
     return allowed.includes('*') || allowed.includes(origin);
@@ -311,13 +432,23 @@ export class ChatPanel {
     return this.config.turnHeadingLevel || 2;
   }
 
-  // The visible label; a screen reader hears the heading instead.
+  /**
+   * The visible label; a screen reader hears the heading instead.
+   * @param {string} label
+   * @param {string} heading
+   * @returns {HTMLElement[]}
+   */
   who(label, heading) {
     const visible = element('p', 'turn__who', label);
     visible.setAttribute('aria-hidden', 'true');
     return [visible, element(`h${this.headingLevel()}`, 'visually-hidden', heading)];
   }
 
+  /**
+   * @param {string} text
+   * @param {Attachment[]} [files] The message's files (a restored one's, or SentFile).
+   * @returns {HTMLLIElement}
+   */
   addUserTurn(text, files) {
     const item = element('li', 'turn turn--user');
     item.append(
@@ -325,13 +456,14 @@ export class ChatPanel {
       element('p', 'turn__body turn__body--plain', text),
     );
     // The visitor's words take their own direction (docs/accessibility.md A66).
-    item.lastChild.dir = 'auto';
+    /** @type {HTMLElement} */ (item.lastChild).dir = 'auto';
     if (files?.length) attachments().then((module) => module.showInTurn(this, item, files));
     this.transcript.append(item);
     this.empty.hidden = true;
     return item;
   }
 
+  /** @returns {AssistantTurn} */
   addAssistantTurn() {
     const item = element('li', 'turn turn--assistant');
     const body = element('div', 'turn__body md');
@@ -357,6 +489,11 @@ export class ChatPanel {
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
+  /**
+   * @param {AssistantTurn} turn
+   * @param {string} state
+   * @param {string} [statusText]
+   */
   setTurnState(turn, state, statusText = '') {
     turn.item.dataset.state = state;
     // aria-busy while the answer may change; removed at once at any end (docs/accessibility.md A4).
@@ -371,6 +508,7 @@ export class ChatPanel {
     this.emit('state', { state, messageId: turn.item.dataset.messageId || '' });
   }
 
+  /** @param {boolean} streaming */
   setStreaming(streaming) {
     const focusWasOnButton =
       document.activeElement === this.sendButton || document.activeElement === this.stopButton;
@@ -404,6 +542,10 @@ export class ChatPanel {
     if (!this.hold?.(item, request)) this.startRun({ request });
   }
 
+  /**
+   * @param {{ request?: SendRequest | null, messageId?: string, restored?: boolean }} options
+   * @returns {AnswerRun}
+   */
   startRun(options) {
     this.alert.textContent = '';
     const run = new AnswerRun(this, options);
@@ -420,6 +562,7 @@ export class ChatPanel {
     this.input.focus();
   }
 
+  /** @param {string} text */
   showAlert(text) {
     // The alert region is assertive: errors only, each said once (docs/accessibility.md A6).
     if (this.emit('announce', { politeness: 'assertive', text })) this.alert.textContent = text;
@@ -443,6 +586,12 @@ export class ChatPanel {
 // nothing more announced. The others are the turn's end states (docs/events.md).
 // Facts apart from the lifecycle: alreadyShown, stopRequested, snapshotWanted.
 class AnswerRun {
+  /**
+   * @param {ChatPanel} panel
+   * @param {{ request?: SendRequest | null, messageId?: string, restored?: boolean }} options
+   *   A new message's `request`, or the `messageId` of an answer to resume (`restored`: heard
+   *   before a reload).
+   */
   constructor(panel, { request = null, messageId = '', restored = false }) {
     this.panel = panel;
     this.request = request;
@@ -454,16 +603,20 @@ class AnswerRun {
     // A restored answer's text so far was heard before the reload: no start
     // cue, and its first render moves the announcer past it.
     this.alreadyShown = restored;
+    this.shared = false; // tab-sync.js: posted to the other tabs
     this.stopRequested = false; // the cancel goes out once the message id is known
     this.snapshotWanted = false; // a gap: the next read asks for a snapshot
     this.serverRetryMs = null; // the stream's `retry:` field, once sent (for a "Continue")
-    this.wakeController = null; // wakes the offline wait
-    this.follower = null; // follow.js's, while the answer is followed
+    /** @type {AbortController | null} wakes the offline wait */
+    this.wakeController = null;
+    /** @type {import('./follow.js').Follower | null} follow.js's, while the answer is followed */
+    this.follower = null;
     this.pendingText = ''; // received, not yet drawn: the model's text is the view's + this
     this.renderScheduled = false;
     this.drawnOnce = false; // the first text is drawn at once, not a frame later
     this.heardLength = -1; // a restored answer: the length heard before the reload
-    this.whenDrawn = null; // finish() waits for the last slices
+    /** @type {(() => void) | null} finish() waits for the last slices */
+    this.whenDrawn = null;
   }
 
   get strings() {

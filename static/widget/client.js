@@ -12,24 +12,128 @@
 
 import { sleep } from './dom.js';
 
+// -- the wire's shapes (docs/protocol.md), as this client resolves to them ------------------
+
+/**
+ * A refusal's JSON body (docs/protocol.md, "HTTP errors").
+ * @typedef {object} ErrorBody
+ * @property {{ code?: string, message?: string, details?: Record<string, any> }} [error]
+ */
+
+/**
+ * A new conversation (`POST /conversations`).
+ * @typedef {{ conversation_id: string, token: string }} NewConversation
+ */
+
+/**
+ * A stored attachment (`POST …/attachments`; a user entry's `attachments` in the history).
+ * @typedef {object} Attachment
+ * @property {string} attachment_id
+ * @property {string} name
+ * @property {string} type `png`, `jpeg`, `webp`, `gif`, `pdf`, `text` or `csv`
+ * @property {number} size
+ * @property {string} sha256
+ * @property {string} [description] An image's text alternative, when the visitor gave one.
+ */
+
+/**
+ * An attachment as a message carries it: its id, or its id with a description.
+ * @typedef {string | { attachment_id: string, description?: string }} AttachmentRef
+ */
+
+/**
+ * An answer's feedback record (docs/protocol.md, "Feedback").
+ * @typedef {{ rating: 'up' | 'down', comment?: string | null, updated_at?: string }} Feedback
+ */
+
+/**
+ * One entry of the history (docs/protocol.md, "History"): a user message, an answer, or a
+ * hand-off's message (`visitor`, or `agent` with the person's display name).
+ * @typedef {object} HistoryMessage
+ * @property {string} message_id
+ * @property {'user' | 'assistant' | 'visitor' | 'agent'} role
+ * @property {string} state
+ * @property {string} text
+ * @property {Attachment[]} [attachments]
+ * @property {Feedback | null} [feedback] Answers only.
+ * @property {string} [agent] Agent messages only.
+ */
+
+/**
+ * A message's state (`POST …/cancel`).
+ * @typedef {object} MessageState
+ * @property {string} message_id
+ * @property {string} state
+ * @property {number} last_seq
+ * @property {import('./model.js').AnswerError} [error] `failed` only.
+ */
+
+/**
+ * A proposed action as it stands (docs/protocol.md, "Actions").
+ * @typedef {object} Action
+ * @property {string} action_id
+ * @property {string} message_id
+ * @property {string} name
+ * @property {string} label
+ * @property {string} description
+ * @property {Record<string, any>} arguments
+ * @property {'proposed' | 'executing' | 'succeeded' | 'failed' | 'dismissed'} status
+ * @property {any} [result] `succeeded`: what the action returned.
+ * @property {{ code: string, message: string }} [error] `failed`: a safe sentence.
+ */
+
+/**
+ * Where a hand-off stands (`POST …/handoff`): queued with a position, assigned to an agent,
+ * or unavailable for a reason (`opens_at` with `closed`).
+ * @typedef {object} HandoffState
+ * @property {'queued' | 'assigned' | 'unavailable'} state
+ * @property {number} seq
+ * @property {number} [position]
+ * @property {string} [agent]
+ * @property {'no_agents' | 'disabled' | 'closed' | 'busy'} [reason]
+ * @property {string} [opens_at]
+ */
+
+/**
+ * What an answer's stream is opened with: a new message (`requestId`, `text`), or another
+ * POST (`url` and its `body`: regenerate, edit; a message with files).
+ * @typedef {object} SendRequest
+ * @property {string} requestId
+ * @property {string} [text]
+ * @property {string} [url] Default: the conversation's messages.
+ * @property {Record<string, any>} [body] Default: `{ request_id, text }`.
+ */
+
+/** A refused request: the server's `code` (or `http_error`), its status, its Retry-After. */
 export class ApiError extends Error {
+  /**
+   * @param {number} status 0: no answer came (offline, a cut connection, an abort).
+   * @param {ErrorBody | null} body
+   */
   constructor(status, body) {
     const error = body?.error || {};
     super(error.message || `HTTP ${status}`);
     this.name = 'ApiError';
     this.status = status;
     this.code = error.code || 'http_error';
+    /** @type {Record<string, any>} the error's `details` ({} when it has none) */
+    this.details = error.details || {};
     this.retryAfter = 0;
   }
 }
 
+/** @returns {string} */
 export function newRequestId() {
   if (globalThis.crypto?.randomUUID) return crypto.randomUUID();
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-// The JSON of a response, or null when it has none (the agents' console reads its own with it).
+/**
+ * The JSON of a response, or null when it has none (the agents' console reads its own with it).
+ * @param {Response} response
+ * @returns {Promise<any>}
+ */
 export async function jsonOrNull(response) {
   try {
     return await response.json();
@@ -38,7 +142,11 @@ export async function jsonOrNull(response) {
   }
 }
 
-// The ApiError of a refused request (a stream that is not one, too: follow.js `refusal`).
+/**
+ * The ApiError of a refused request (a stream that is not one, too: follow.js `refusal`).
+ * @param {Response} response
+ * @returns {Promise<ApiError>}
+ */
 export async function errorFrom(response) {
   const error = new ApiError(response.status, await jsonOrNull(response));
   error.retryAfter = Number(response.headers.get('Retry-After')) || 0;
@@ -47,6 +155,10 @@ export async function errorFrom(response) {
 
 // A JSON file the panel's folder serves (the lazy parts' strings, lazy-parts.js); a refusal
 // rejects with its status.
+/**
+ * @param {string} url
+ * @returns {Promise<any>}
+ */
 export function staticJson(url) {
   return fetch(url).then((response) =>
     response.ok ? response.json() : Promise.reject(response.status),
@@ -59,6 +171,10 @@ const RETRIES = 3;
 const RETRY_BASE_MS = 500;
 
 export class ChatClient {
+  /**
+   * @param {{ apiBase: string, faults?: string }} options `faults`: the embed's fault
+   *   injection (docs/protocol.md, "Fault injection").
+   */
   constructor({ apiBase, faults = '' }) {
     this.apiBase = apiBase.replace(/\/$/, '');
     this.faults = faults;
@@ -70,25 +186,42 @@ export class ChatClient {
     return `${this.apiBase}/conversations/${this.conversationId}`;
   }
 
+  /** @param {string} messageId */
   messageUrl(messageId) {
     return `${this.conversationUrl}/messages/${messageId}`;
   }
 
   // With the embed's fault injection, which only message requests take
   // (docs/protocol.md, "Fault injection").
+  /**
+   * @param {Record<string, string>} [extra]
+   * @returns {Record<string, string>}
+   */
   headers(extra = {}) {
+    /** @type {Record<string, string>} */
     const headers = { Authorization: `Bearer ${this.token}`, ...extra };
     if (this.faults) headers['X-Chat-Faults'] = this.faults;
     return headers;
   }
 
-  // The token alone: every request that takes no fault injection.
+  /**
+   * The token alone: every request that takes no fault injection.
+   * @param {Record<string, string>} [extra]
+   * @returns {Record<string, string>}
+   */
   tokenHeaders(extra = {}) {
     return { Authorization: `Bearer ${this.token}`, ...extra };
   }
 
   // A request with the token and a JSON `body`, if any. Resolves to the response; a refusal
   // rejects with its ApiError unless its status is one of `accepted`.
+  /**
+   * @param {string} method
+   * @param {string} url
+   * @param {object} [body]
+   * @param {number[]} [accepted]
+   * @returns {Promise<Response>}
+   */
   async requestWithToken(method, url, body, accepted = []) {
     const response = await fetch(url, {
       method,
@@ -102,6 +235,7 @@ export class ChatClient {
   // A client of this conversation that stays with it when the panel moves on to another (a
   // start-over, another tab's conversation): the hand-off's (handoff.js), whose end is sent to
   // the conversation it began in.
+  /** @returns {ChatClient} */
   pinned() {
     return Object.assign(new ChatClient(this), {
       conversationId: this.conversationId,
@@ -109,6 +243,7 @@ export class ChatClient {
     });
   }
 
+  /** @returns {Promise<NewConversation>} */
   async createConversation() {
     const response = await fetch(`${this.apiBase}/conversations`, { method: 'POST' });
     if (!response.ok) throw await errorFrom(response);
@@ -118,12 +253,17 @@ export class ChatClient {
     return body;
   }
 
+  /** @returns {Promise<HistoryMessage[]>} */
   async history() {
     const response = await fetch(this.conversationUrl, { headers: this.headers() });
     if (!response.ok) throw await errorFrom(response);
     return (await response.json()).messages;
   }
 
+  /**
+   * @param {string} messageId
+   * @returns {Promise<MessageState>}
+   */
   async cancel(messageId) {
     const response = await fetch(`${this.messageUrl(messageId)}/cancel`, {
       method: 'POST',
@@ -135,6 +275,11 @@ export class ChatClient {
 
   // Tell the server what this client repaired on a message's streams (it
   // counts them in /metrics). Best effort: a lost report loses nothing.
+  /**
+   * @param {string} messageId
+   * @param {{ duplicates: number, dropped: number }} repairs
+   * @returns {Promise<void>}
+   */
   async report(messageId, { duplicates, dropped }) {
     const response = await fetch(`${this.messageUrl(messageId)}/report`, {
       method: 'POST',
@@ -147,6 +292,15 @@ export class ChatClient {
 
   // One read's HTTP exchange, for follow.js: POST (send) or GET (resume), `headers` holding
   // its Last-Event-ID. Resolves to the response; follow.js reads its body.
+  /**
+   * @param {object} read
+   * @param {SendRequest | null} [read.send] The message to send (a POST); else a resume (a GET).
+   * @param {string} [read.messageId] The answer to resume.
+   * @param {Record<string, string>} read.headers
+   * @param {boolean} [read.snapshot] Ask for a snapshot (a gap was seen).
+   * @param {AbortSignal} read.signal
+   * @returns {Promise<Response>}
+   */
   openStream({ send, messageId, headers: resume, snapshot, signal }) {
     if (send) {
       // Regenerate and edit (answer-tools.js) post elsewhere.
@@ -169,10 +323,21 @@ export class ChatClient {
   // The caller makes the key once per action and reuses it on every retry:
   // the server runs the action at most once. Resolves to the action as it
   // stands (a `failed` outcome is not an error).
+  /**
+   * @param {string} messageId
+   * @param {string} actionId
+   * @param {string} idempotencyKey
+   * @returns {Promise<Action>}
+   */
   confirmAction(messageId, actionId, idempotencyKey) {
     return this.decideAction(messageId, actionId, 'confirm', { 'Idempotency-Key': idempotencyKey });
   }
 
+  /**
+   * @param {string} messageId
+   * @param {string} actionId
+   * @returns {Promise<Action>}
+   */
   dismissAction(messageId, actionId) {
     return this.decideAction(messageId, actionId, 'dismiss', {});
   }
@@ -180,6 +345,13 @@ export class ChatClient {
   // Retried on network errors, 5xx and `action_in_progress`. A 409 that says
   // what became of the action (confirmed elsewhere, dismissed) is an outcome,
   // not an error. Anything else rejects with ApiError.
+  /**
+   * @param {string} messageId
+   * @param {string} actionId
+   * @param {'confirm' | 'dismiss'} decision
+   * @param {Record<string, string>} extraHeaders
+   * @returns {Promise<Action>}
+   */
   async decideAction(messageId, actionId, decision, extraHeaders) {
     const url = `${this.messageUrl(messageId)}/actions/${actionId}/${decision}`;
     const headers = this.tokenHeaders(extraHeaders);
@@ -206,7 +378,10 @@ export class ChatClient {
     }
   }
 
-  // The conversation's actions as they stand (to restore them after a reload).
+  /**
+   * The conversation's actions as they stand (to restore them after a reload).
+   * @returns {Promise<Action[]>}
+   */
   async listActions() {
     const response = await this.requestWithToken('GET', `${this.conversationUrl}/actions`);
     return (await response.json()).actions || [];
@@ -215,16 +390,26 @@ export class ChatClient {
   // -- the conversation --------------------------------------------------------------------
 
   // Its 204 also expires the panel's conversation cookie; a 404 is a conversation already gone.
+  /** @returns {Promise<Response>} */
   deleteConversation() {
     return this.requestWithToken('DELETE', this.conversationUrl, undefined, [404]);
   }
 
   // An answer's one feedback record (docs/protocol.md, "Feedback"): a rating, or a rating and
   // a comment; taken back by deleting it.
+  /**
+   * @param {string} messageId
+   * @param {{ rating: 'up' | 'down', comment?: string | null }} feedback
+   * @returns {Promise<Response>}
+   */
   putFeedback(messageId, feedback) {
     return this.requestWithToken('PUT', `${this.messageUrl(messageId)}/feedback`, feedback);
   }
 
+  /**
+   * @param {string} messageId
+   * @returns {Promise<Response>}
+   */
   deleteFeedback(messageId) {
     return this.requestWithToken('DELETE', `${this.messageUrl(messageId)}/feedback`);
   }
@@ -235,6 +420,13 @@ export class ChatClient {
   // sent, given to `onProgress` as a fraction. The key is made once per file and reused on a
   // retry: the server stores it once. Resolves to the stored attachment; rejects with an
   // ApiError, status 0 when no answer came (offline, a cut connection, `signal` aborted).
+  /**
+   * @param {Blob} file
+   * @param {string} name
+   * @param {string} idempotencyKey
+   * @param {{ onProgress?: (fraction: number) => void, signal?: AbortSignal }} [options]
+   * @returns {Promise<Attachment>}
+   */
   uploadAttachment(file, name, idempotencyKey, { onProgress, signal } = {}) {
     return new Promise((resolve, reject) => {
       const request = new XMLHttpRequest();
@@ -261,12 +453,20 @@ export class ChatClient {
   }
 
   // An attachment's bytes (a thumbnail's, shown from a blob: URL).
+  /**
+   * @param {string} attachmentId
+   * @returns {Promise<Blob>}
+   */
   async attachmentBlob(attachmentId) {
     const url = `${this.conversationUrl}/attachments/${attachmentId}`;
     return (await this.requestWithToken('GET', url)).blob();
   }
 
   // Uploaded but never sent: the server frees its bytes.
+  /**
+   * @param {string} attachmentId
+   * @returns {Promise<Response>}
+   */
   deleteAttachment(attachmentId) {
     return this.requestWithToken('DELETE', `${this.conversationUrl}/attachments/${attachmentId}`);
   }
@@ -274,12 +474,19 @@ export class ChatClient {
   // -- hand-off to a person (docs/protocol.md, "Hand-off to a person") ---------------------
 
   // Resolves to the server's word: queued, assigned or unavailable.
+  /**
+   * @param {string} requestId
+   * @returns {Promise<HandoffState>}
+   */
   async requestHandoff(requestId) {
     const url = `${this.conversationUrl}/handoff`;
     return (await this.requestWithToken('POST', url, { request_id: requestId })).json();
   }
 
-  // A 404 or 409: no hand-off to end any more.
+  /**
+   * A 404 or 409: no hand-off to end any more.
+   * @returns {Promise<Response>}
+   */
   cancelHandoff() {
     return this.requestWithToken(
       'DELETE',
@@ -291,6 +498,10 @@ export class ChatClient {
 
   // One read of the conversation's event stream, for follow.js: the events after `after`,
   // `headers` holding its Last-Event-ID. Resolves to the response; follow.js reads its body.
+  /**
+   * @param {{ after: number, headers: Record<string, string>, signal: AbortSignal }} read
+   * @returns {Promise<Response>}
+   */
   conversationEvents({ after, headers, signal }) {
     return fetch(`${this.conversationUrl}/events?after=${after}`, {
       headers: this.tokenHeaders(headers),
@@ -301,6 +512,10 @@ export class ChatClient {
   // A visitor's message to the person ({request_id, text, attachments?}: the same request id on
   // every try, so it is stored once), retried on network errors and 5xx. Resolves to the
   // stored message ({message_id, sha256}); anything else rejects with ApiError.
+  /**
+   * @param {{ request_id: string, text: string, attachments?: AttachmentRef[] }} message
+   * @returns {Promise<{ message_id: string, sha256: string }>}
+   */
   async sendHandoffMessage(message) {
     const url = `${this.conversationUrl}/handoff/messages`;
     for (let attempt = 0; ; attempt++) {
@@ -317,6 +532,10 @@ export class ChatClient {
   }
 
   // The leave-a-message form's message ({request_id, text, email?}).
+  /**
+   * @param {{ request_id: string, text: string, email?: string }} message
+   * @returns {Promise<Response>}
+   */
   leaveMessage(message) {
     return this.requestWithToken('POST', `${this.conversationUrl}/handoff/left-messages`, message);
   }

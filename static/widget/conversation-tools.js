@@ -11,6 +11,9 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
+/** @type {('sentence' | 'complete' | 'off')[]} */
 const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
 const ANNOUNCE_COOKIE = 'chatwidget_announce'; // web.py reads it into the panel's config
 const YEAR_SECONDS = 31536000;
@@ -31,6 +34,10 @@ function keepEscape(node, onEscape) {
 
 const state = new WeakMap(); // panel → {dialog, options}
 
+/**
+ * @param {ChatPanel} panel
+ * @param {HTMLButtonElement} trigger
+ */
 export async function use(panel, trigger) {
   const [strings] = await Promise.all([
     lazyStrings(panel, 'conversationTools'),
@@ -63,6 +70,11 @@ export async function use(panel, trigger) {
 // A modal <dialog> (HTML's dialog element: focus moves in, stays in, and Escape closes it).
 // Focus starts on Cancel, the choice that changes nothing (WAI-ARIA APG, "Alert and Message
 // Dialogs"), and returns to the header button when the dialog closes without a change.
+/**
+ * @param {ChatPanel} panel
+ * @param {Record<string, string>} strings
+ * @param {HTMLButtonElement} trigger
+ */
 function buildDialog(panel, strings, trigger) {
   const dialog = element('dialog', 'chat-dialog');
   dialog.id = 'chat-new-conversation';
@@ -95,7 +107,11 @@ function buildDialog(panel, strings, trigger) {
   dialog.addEventListener('keydown', (event) => {
     const ends = dialog.querySelectorAll('button');
     const [first, last] = [ends[0], ends[ends.length - 1]];
-    if (event.key !== 'Tab' || ![first, last].includes(document.activeElement)) return;
+    if (
+      event.key !== 'Tab' ||
+      !(/** @type {Element[]} */ ([first, last]).includes(document.activeElement))
+    )
+      return;
     if (event.shiftKey === (document.activeElement === first)) {
       event.preventDefault();
       (event.shiftKey ? last : first).focus();
@@ -110,6 +126,7 @@ function buildDialog(panel, strings, trigger) {
 }
 
 // Ends the answer in progress, if any: its stream must not outlive its conversation.
+/** @param {ChatPanel} panel */
 async function stopRunning(panel) {
   const run = panel.current;
   if (!run?.inProgress) return;
@@ -129,6 +146,11 @@ async function stopRunning(panel) {
 
 // Start over; `remove`: also delete the conversation on the server. Returns whether the
 // panel changed (on an error nothing does, and the assertive region says why).
+/**
+ * @param {ChatPanel} panel
+ * @param {Record<string, string>} strings
+ * @param {boolean} remove
+ */
 async function startOver(panel, strings, remove) {
   await stopRunning(panel);
   const client = panel.client;
@@ -175,6 +197,11 @@ async function startOver(panel, strings, remove) {
 
 // A disclosure (WAI-ARIA APG, "Disclosure"): the button's aria-expanded says whether the
 // section below the header is shown; Escape inside it closes it and returns focus.
+/**
+ * @param {ChatPanel} panel
+ * @param {Record<string, string>} strings
+ * @param {HTMLButtonElement} trigger
+ */
 function buildOptions(panel, strings, trigger) {
   const section = element('section', 'chat-options');
   section.id = 'chat-options';
@@ -228,6 +255,10 @@ function toggleOptions(trigger, section) {
 // may set where its storage is blocked (Debian's Chromium); the server reads it into the
 // next panel's config (web.py), so even the first answer after a reload follows it
 // (docs/accessibility.md A34).
+/**
+ * @param {ChatPanel} panel
+ * @param {'sentence' | 'complete' | 'off'} mode
+ */
 function setAnnounceMode(panel, mode) {
   panel.announcer.mode = mode;
   // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie the server reads (web.py); document.cookie sets it in both browsers tested.
@@ -267,6 +298,10 @@ export function transcriptMarkdown(title, date, messages, you, assistant, files 
   return parts.length > 1 ? `${parts.join('\n\n')}\n` : '';
 }
 
+/**
+ * @param {ChatPanel} panel
+ * @param {Record<string, string>} strings
+ */
 async function download(panel, strings) {
   let markdown = '';
   try {

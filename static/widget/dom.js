@@ -3,15 +3,35 @@
 // no model, user or agent text becomes markup), and a wait a signal can cut short. Part of the
 // panel's first open (chat.js imports it): kept small (tests/test_budgets.py).
 
-// An element with a class and its text (textContent: never parsed as markup).
+/**
+ * The element a tag name makes: `element('button')` is an HTMLButtonElement.
+ * @template {string} K
+ * @typedef {K extends keyof HTMLElementTagNameMap ? HTMLElementTagNameMap[K] : HTMLElement}
+ *   ElementOf
+ */
+
+/**
+ * An element with a class and its text (textContent: never parsed as markup).
+ * @template {string} K
+ * @param {K} tag
+ * @param {string} [className]
+ * @param {string | null} [text]
+ * @returns {ElementOf<K>}
+ */
 export function element(tag, className, text) {
-  const node = document.createElement(tag);
+  const node = /** @type {ElementOf<K>} */ (document.createElement(tag));
   if (className) node.className = className;
   if (text != null) node.textContent = text;
   return node;
 }
 
-// A button that is never a form's submit button.
+/**
+ * A button that is never a form's submit button.
+ * @param {string} className
+ * @param {string} [text]
+ * @param {(event: MouseEvent) => void} [onClick]
+ * @returns {HTMLButtonElement}
+ */
 export function button(className, text, onClick) {
   const node = element('button', className, text);
   node.type = 'button';
@@ -19,7 +39,12 @@ export function button(className, text, onClick) {
   return node;
 }
 
-// Wait `milliseconds`, or less if `signal` aborts (a wake-up).
+/**
+ * Wait `milliseconds`, or less if `signal` aborts (a wake-up).
+ * @param {number} milliseconds
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<void>}
+ */
 export function sleep(milliseconds, signal) {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, milliseconds);

@@ -38,7 +38,12 @@ const READ_BUDGET_MS = 8;
 const yieldTurn = () =>
   globalThis.scheduler?.yield ? scheduler.yield() : new Promise((resolve) => setTimeout(resolve));
 
-// Wait `milliseconds`, or less once any of `signals` aborts.
+/**
+ * Wait `milliseconds`, or less once any of `signals` aborts.
+ * @param {number} milliseconds
+ * @param {(AbortSignal | undefined)[]} signals
+ * @returns {Promise<void>}
+ */
 function pause(milliseconds, signals) {
   return new Promise((resolve) => {
     const done = () => {
@@ -52,8 +57,13 @@ function pause(milliseconds, signals) {
   });
 }
 
+/**
+ * The default refusal: an Error with the response's `status`.
+ * @param {Response} response
+ * @returns {Promise<Error & { status: number }>}
+ */
 async function statusError(response) {
-  const error = new Error(`HTTP ${response.status}`);
+  const error = /** @type {Error & { status: number }} */ (new Error(`HTTP ${response.status}`));
   error.status = response.status;
   return error;
 }
@@ -167,7 +177,10 @@ export function follow({
   let again = false; // resumeNow() was asked: no backoff before the next read
   signal?.addEventListener('abort', () => reading?.abort());
 
-  // One read; resolves to its error, or undefined when the server ended the body.
+  /**
+   * One read; resolves to its error, or undefined when the server ended the body.
+   * @returns {Promise<any>}
+   */
   async function readOnce() {
     const controller = new AbortController();
     reading = controller;
@@ -219,6 +232,7 @@ export function follow({
     }
   }
 
+  /** @returns {Promise<FollowEnd>} */
   async function run() {
     let backoff = 0;
     for (;;) {

@@ -25,6 +25,8 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 // Position changes in the line are said at most this often (docs/accessibility.md A53: "at most
 // once every 30 seconds").
 const POSITION_ANNOUNCE_MS = 30000;
@@ -54,6 +56,7 @@ const sha256OfText = (text) => sha256Hex(new TextEncoder().encode(text));
 
 const handoffs = new WeakMap(); // panel → Handoff
 
+/** @param {ChatPanel} panel */
 function handoffOf(panel) {
   let handoff = handoffs.get(panel);
   if (!handoff) {
@@ -67,20 +70,30 @@ function handoffOf(panel) {
 // chat.js, once the panel is ready: resume a hand-off the page was in before a reload. The
 // server put its state in the panel's config (web.py, for the conversation its cookie names):
 // no request at all when there is none.
+/** @param {ChatPanel} panel */
 export async function init(panel) {
   const handoff = handoffOf(panel);
-  const going = panel.config.handoff;
+  // The hand-off to resume, or a boolean (whether people take conversations): none to resume.
+  const going = /** @type {import('./chat.js').HandoffResume} */ (panel.config.handoff);
   if (going?.conversation_id && going.conversation_id === panel.client.conversationId)
     await handoff.resume(going);
 }
 
 // chat.js: a message the assistant refused with 409 handoff_active (a hand-off asked for in
 // another tab or device) joins it and goes to the person.
+/**
+ * @param {ChatPanel} panel
+ * @param {import('./chat.js').Run} run
+ */
 export function reroute(panel, run) {
   return handoffOf(panel).reroute(run);
 }
 
 // chat.js restore(): a hand-off message of the conversation's history, in its place.
+/**
+ * @param {ChatPanel} panel
+ * @param {import('./client.js').HistoryMessage} message
+ */
 export async function restoreTurn(panel, message) {
   const handoff = handoffOf(panel);
   handoff.seen.add(message.message_id);
@@ -94,6 +107,11 @@ export async function restoreTurn(panel, message) {
 
 // conversation-tools.js: "Talk to a person" at the end of the Options section; `close`
 // hides the section (its button would otherwise keep focus in a hidden section).
+/**
+ * @param {ChatPanel} panel
+ * @param {HTMLElement} section
+ * @param {() => void} close
+ */
 export async function addControl(panel, section, close) {
   const handoff = handoffOf(panel);
   const strings = await handoff.ready();
@@ -109,6 +127,11 @@ export async function addControl(panel, section, close) {
 // actions.js: an answer's `handoff` offer (the kb backend's "I don't know"; docs/backends.md,
 // "Offering a person"): a "Talk to a person" button under that answer that asks exactly as the
 // Options control does. Said once, politely, as an action card is; silently after a reload.
+/**
+ * @param {ChatPanel} panel
+ * @param {HTMLElement} container
+ * @param {boolean} announce
+ */
 export async function offer(panel, container, announce) {
   const handoff = handoffOf(panel);
   let strings;
@@ -127,22 +150,30 @@ export async function offer(panel, container, announce) {
 }
 
 class Handoff {
+  /** @param {ChatPanel} panel */
   constructor(panel) {
     this.panel = panel;
+    /** @type {Record<string, any> | null} the hand-off's strings, once fetched (ready()) */
     this.strings = null;
-    this.state = 'none'; // none | requesting | queued | assigned
+    /** @type {'none' | 'requesting' | 'queued' | 'assigned'} */
+    this.state = 'none';
     this.agent = '';
     this.position = 0;
     this.seen = new Set(); // message ids shown (restored, sent, received)
     this.lastSeq = 0;
     this.conversationId = '';
-    this.api = null; // client.js's, pinned to the conversation bound (bindConversation)
-    this.follower = null; // follow.js's, while the stream is followed
-    this.stop = null; // aborts following
+    // client.js's, pinned to the conversation bound (bindConversation)
+    /** @type {import('./client.js').ChatClient | null} */
+    this.api = null;
+    /** @type {import('./follow.js').Follower | null} while the stream is followed */
+    this.follower = null;
+    /** @type {AbortController | null} aborts following */
+    this.stop = null;
     this.reading = false;
     this.catchUp = false; // the first read starts at 0: skip earlier hand-offs (foldBacklog)
     this.backlog = [];
-    this.applying = Promise.resolve(); // events are applied one after the other
+    /** @type {Promise<unknown>} events are applied one after the other */
+    this.applying = Promise.resolve();
     this.pendingSends = []; // {text, item}: sent here, their visitor.message not yet seen
     this.positionSpokenAt = -Infinity;
     this.positionSpoken = 0;
@@ -266,7 +297,8 @@ class Handoff {
 
   emitState(reason) {
     const detail = {
-      state: this.state,
+      // Never 'requesting': request() is back to 'none' before anything is said.
+      state: /** @type {'none' | 'queued' | 'assigned'} */ (this.state),
       agent: this.agent,
       position: this.position,
     };
@@ -541,7 +573,8 @@ class Handoff {
       ...panel.who(agent, this.strings ? format(this.strings.agentSaid, { agent }) : agent),
       element('p', 'turn__body turn__body--plain', message.text),
     );
-    item.lastChild.dir = 'auto'; // the person's words take their own direction (A68)
+    // The person's words take their own direction (A68).
+    /** @type {HTMLElement} */ (item.lastChild).dir = 'auto';
     const follow = panel.atBottom();
     panel.transcript.append(item);
     panel.empty.hidden = true;
@@ -701,7 +734,9 @@ class Handoff {
     const lang = this.panel.config.lang;
     const time = new Intl.DateTimeFormat(lang, { hour: 'numeric', minute: '2-digit' }).format(when);
     const day = new Intl.DateTimeFormat(lang, { weekday: 'long' }).format(when);
-    const midnight = (date) => new Date(date.getFullYear(), date.getMonth(), date.getDate());
+    /** @type {(date: Date) => number} */
+    const midnight = (date) =>
+      new Date(date.getFullYear(), date.getMonth(), date.getDate()).getTime();
     // Rounded: a day across a daylight saving change is 23 or 25 hours long.
     const days = Math.round((midnight(when) - midnight(new Date())) / 86400000);
     const template =
@@ -727,7 +762,7 @@ class Handoff {
     form.noValidate = true; // errors are said our way: in words, next to the field (A57)
     form.setAttribute('aria-label', strings.formTitle);
     const email = this.field(form, 'email', strings.email, strings.emailHint);
-    email.input.type = 'email';
+    /** @type {HTMLInputElement} */ (email.input).type = 'email';
     email.input.autocomplete = 'email';
     const message = this.field(form, 'text', strings.message, '');
     const buttons = element('div', 'handoff-form__buttons');
@@ -765,7 +800,7 @@ class Handoff {
     input.id = id;
     input.name = name;
     if (name === 'text') {
-      input.rows = 3;
+      /** @type {HTMLTextAreaElement} */ (input).rows = 3;
       input.maxLength = this.panel.input.maxLength;
       input.required = true;
     }

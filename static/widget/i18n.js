@@ -8,6 +8,12 @@
 // (https://cldr.unicode.org/index/cldr-spec/plural-rules). `other` is the
 // fallback every language has.
 
+/**
+ * `template` with each `{name}` replaced by `values[name]` (unknown names stay).
+ * @param {string} template
+ * @param {Record<string, unknown>} [values]
+ * @returns {string}
+ */
 export function format(template, values = {}) {
   return String(template).replace(/\{(\w+)\}/g, (_, key) =>
     key in values ? String(values[key]) : `{${key}}`,
@@ -26,7 +32,13 @@ function pluralCategory(lang, count) {
   return rules.select(count);
 }
 
-// `forms`: a plural object, or a plain string (a language with one form).
+/**
+ * `forms`: a plural object, or a plain string (a language with one form).
+ * @param {string | Record<string, string>} forms
+ * @param {number} count
+ * @param {string} lang
+ * @returns {string}
+ */
 export function plural(forms, count, lang) {
   const template =
     typeof forms === 'string' ? forms : (forms[pluralCategory(lang, count)] ?? forms.other);
@@ -36,6 +48,10 @@ export function plural(forms, count, lang) {
 // The summaries the markdown view speaks for blocks that are not read out
 // (code blocks, tables): one definition for the panel and the QA page's
 // expected script.
+/**
+ * @param {Record<string, any>} strings The panel's strings.
+ * @param {string} lang
+ */
 export function markdownSummaries(strings, lang) {
   return {
     codeBlock: (codeLanguage, lineCount) => {

@@ -5,6 +5,8 @@
 
 import { staticJson } from './client.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 // The UI strings of the panel's language, fetched once for every lazy part together: the
 // groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
 // static/widget/i18n/<lang>.json the server reads (docs/accessibility.md A3). A failed
@@ -14,6 +16,12 @@ import { staticJson } from './client.js';
 const filesOfStrings = new Map();
 
 // Resolves to the group's strings, or null when they cannot be had right now.
+/**
+ * @param {ChatPanel} panel
+ * @param {string} group
+ * @param {string} [folder]
+ * @returns {Promise<Record<string, any> | null>}
+ */
 export function lazyStrings(panel, group, folder = '') {
   if (panel.strings[group]) return Promise.resolve(panel.strings[group]);
   const url = new URL(`./i18n/${folder}${panel.config.lang}.json`, import.meta.url).href;
@@ -32,6 +40,10 @@ export function lazyStrings(panel, group, folder = '') {
 // styles), linked once. Resolves when it applies, or failed: a part draws its elements only
 // then, so they never show unstyled for a frame, and still work without it.
 const stylesheets = new Map();
+/**
+ * @param {string} href
+ * @returns {Promise<unknown>}
+ */
 export function linkStylesheet(href) {
   if (!stylesheets.has(href))
     stylesheets.set(

@@ -285,7 +285,7 @@ function plainTextOf(node) {
   const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
   let text = '';
   for (let next = walker.nextNode(); next; next = walker.nextNode()) {
-    if (next.nodeType === Node.TEXT_NODE) text += next.data;
+    if (next.nodeType === Node.TEXT_NODE) text += next.textContent;
     else if (next.nodeName === 'BR') text += ' ';
   }
   return text.replace(/\s+/g, ' ').trim();

@@ -10,18 +10,44 @@ import { sha256Hex } from './sha256.js';
 
 export const TERMINAL = new Set(['completed', 'cancelled', 'failed']);
 
+/**
+ * An answer event's data (docs/protocol.md, "Events"): every kind has `message_id` and `seq`;
+ * the others are its kind's.
+ * @typedef {object} AnswerEventData
+ * @property {string} message_id
+ * @property {number} seq
+ * @property {string} [text] `text.delta`, `message.snapshot`.
+ * @property {number} [length]
+ * @property {number} [utf8_bytes] `message.completed`.
+ * @property {string} [sha256] `message.completed`.
+ * @property {import('./client.js').Action[]} [actions] `message.completed`: the actionable ones.
+ * @property {AnswerError} [error] `message.failed`.
+ * @property {string} [action_id] `action.proposed`.
+ */
+
+/**
+ * Why an answer failed: the server's (`message.failed`) or the panel's own.
+ * @typedef {{ code: string, message?: string, retryable?: boolean }} AnswerError
+ */
+
+/** @typedef {'applied' | 'duplicate' | 'gap' | 'ignored'} Outcome */
+
 export class AnswerModel {
+  /** @param {string} [messageId] '' until `message.started` says it */
   constructor(messageId = '') {
     this.messageId = messageId;
     this.lastSeq = 0;
     this.text = '';
     this.state = 'running'; // running | completed | cancelled | failed | incomplete
+    /** @type {AnswerError | null} */
     this.error = null;
+    /** @type {AnswerEventData | null} `message.completed`'s data */
     this.completion = null;
     this.duplicates = 0; // events received again and ignored
     this.gaps = 0; // gaps seen (each repaired by a snapshot)
     this.dropped = 0; // sequence numbers never received, summed over the gaps
-    this.proposed = new Map(); // action.proposed, by action_id: informational only
+    /** @type {Map<string, AnswerEventData>} action.proposed, by action_id: informational only */
+    this.proposed = new Map();
   }
 
   get lastEventId() {
@@ -35,6 +61,7 @@ export class AnswerModel {
   // The actions a user may confirm: only a completed answer's, as its
   // `message.completed` lists them. A cancelled or failed answer has none,
   // whatever `action.proposed` events arrived before it ended.
+  /** @returns {import('./client.js').Action[]} */
   get actionable() {
     const listed = this.state === 'completed' && this.completion && this.completion.actions;
     return Array.isArray(listed) ? listed : [];
@@ -42,6 +69,11 @@ export class AnswerModel {
 
   // Apply one parsed event ({type, data}); returns what happened:
   // 'applied' | 'duplicate' | 'gap' | 'ignored'.
+  /**
+   * @param {string} type
+   * @param {AnswerEventData} data
+   * @returns {Outcome}
+   */
   apply(type, data) {
     if (!data || typeof data.seq !== 'number') return 'ignored';
     if (!this.messageId) this.messageId = data.message_id;
@@ -88,7 +120,10 @@ export class AnswerModel {
     return 'applied';
   }
 
-  // After completion: does the text we hold hash to what the server computed?
+  /**
+   * After completion: does the text we hold hash to what the server computed?
+   * @returns {Promise<boolean>}
+   */
   async verify() {
     if (!this.completion) return false;
     const bytes = new TextEncoder().encode(this.text);

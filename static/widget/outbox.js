@@ -21,8 +21,18 @@ const MAX_AGE_SECONDS = 86400;
 const MAX_COOKIE_CHARS = 3500;
 const RUN_EVENTS = ['chatwidget:event', 'chatwidget:state'];
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./chat.js').Run} AnswerRun */
+/** @typedef {import('./client.js').SendRequest} SendRequest */
+
 // Resolves once `condition()` holds, checked now and at every run event and state change of
 // the panel; after `timeoutMs`, if given, whatever holds.
+/**
+ * @param {ChatPanel} panel
+ * @param {() => unknown} condition
+ * @param {number} [timeoutMs]
+ * @returns {Promise<void>}
+ */
 export function until(panel, condition, timeoutMs = 0) {
   return new Promise((resolve) => {
     let timer = 0;
@@ -38,7 +48,10 @@ export function until(panel, condition, timeoutMs = 0) {
   });
 }
 
-// An answer has ended (not streaming, reconnecting or verifying).
+/**
+ * An answer has ended (not streaming, reconnecting or verifying).
+ * @type {(panel: ChatPanel, run: AnswerRun, timeoutMs?: number) => Promise<void>}
+ */
 export const ended = (panel, run, timeoutMs) =>
   until(panel, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
 
@@ -46,6 +59,7 @@ export const ended = (panel, run, timeoutMs) =>
 // iframe may use it (Firefox), and a partitioned cookie (CHIPS) where it may not (Debian's
 // Chromium throws SecurityError for localStorage and sessionStorage there; docs/testing.md,
 // "System browsers"). Path=/panel: only the panel's own page request carries it.
+/** @returns {{ request_id: string, text: string }[]} */
 function load() {
   let raw = null;
   try {
@@ -65,6 +79,7 @@ function load() {
   }
 }
 
+/** @param {{ request_id: string, text: string }[]} entries */
 function save(entries) {
   const value = JSON.stringify(entries);
   try {
@@ -80,15 +95,27 @@ function save(entries) {
 }
 
 class Outbox {
+  /**
+   * @param {ChatPanel} panel
+   * @param {Record<string, string>} strings
+   */
   constructor(panel, strings) {
     this.panel = panel;
     this.strings = strings;
-    this.waiting = []; // [{item, request}], oldest first
+    /** @type {{ item: HTMLElement, request: SendRequest }[]} oldest first */
+    this.waiting = [];
     this.sending = false;
+    this.leaving = false; // the page is going away (pagehide): what waits stays for the next load
   }
 
   // Keeps the message if it cannot go now (offline, or others wait before it). Returns
   // whether it did. `restored`: kept before a reload, and announced then.
+  /**
+   * @param {HTMLElement} item The message's turn.
+   * @param {SendRequest} request
+   * @param {boolean} [restored]
+   * @returns {boolean}
+   */
   hold(item, request, restored = false) {
     if (!restored && navigator.onLine && !this.waiting.length) return false;
     this.waiting.push({ item, request });
@@ -151,11 +178,16 @@ class Outbox {
   }
 }
 
-const outboxes = new WeakMap(); // panel → its Outbox
+/** @type {WeakMap<ChatPanel, Outbox>} */
+const outboxes = new WeakMap();
 
-// After a start-over followed from another tab (tab-sync.js).
+/**
+ * After a start-over followed from another tab (tab-sync.js).
+ * @param {ChatPanel} panel
+ */
 export const prune = (panel) => outboxes.get(panel)?.prune();
 
+/** @param {ChatPanel} panel */
 export async function init(panel) {
   const strings = await lazyStrings(panel, 'offlineOutbox');
   if (!strings) return; // the strings could not be fetched: no outbox this time, as before

@@ -5,7 +5,7 @@
 import { ChatPanel } from './chat.js';
 
 function boot() {
-  const root = document.querySelector('[data-chat-panel]');
+  const root = /** @type {HTMLElement | null} */ (document.querySelector('[data-chat-panel]'));
   const configNode = document.getElementById('chat-config');
   if (!root || !configNode) return;
   const config = JSON.parse(configNode.textContent);

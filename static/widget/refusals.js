@@ -17,11 +17,19 @@
 import { format, plural } from './i18n.js';
 import { lazyStrings } from './lazy-parts.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
+/**
+ * @param {ChatPanel} panel
+ * @param {import('./client.js').ApiError} error
+ * @returns {Promise<string>}
+ */
 export async function reasonFor(panel, error) {
   const strings = panel.strings;
   const errors = strings.errors;
   const lang = panel.config.lang;
   const code = error?.code || '';
+  /** @type {Record<string, string>} */
   const values = {};
   if (error?.retryAfter > 0) values.seconds = plural(strings.seconds, error.retryAfter, lang);
   const panelTexts = {

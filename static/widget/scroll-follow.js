@@ -19,6 +19,9 @@
 // (panel.css), so 12 px: within it neither engine asks for a stop, past it both agree.
 const SCROLL_SLACK_PX = 12;
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
+/** @param {HTMLElement} box */
 export function markScrollable(box) {
   const scrolls =
     Math.max(box.scrollHeight - box.clientHeight, box.scrollWidth - box.clientWidth) >
@@ -32,6 +35,7 @@ export function markScrollable(box) {
   }
 }
 
+/** @param {ChatPanel} panel */
 export function init(panel) {
   const scroller = panel.scroller;
   let lastTop = scroller.scrollTop;
@@ -42,7 +46,12 @@ export function init(panel) {
     lastTop = top;
   });
   const observer = new ResizeObserver(() => {
-    for (const box of [scroller, ...panel.transcript.querySelectorAll('pre, [data-label]')])
+    for (const box of [
+      scroller,
+      .../** @type {NodeListOf<HTMLElement>} */ (
+        panel.transcript.querySelectorAll('pre, [data-label]')
+      ),
+    ])
       markScrollable(box);
     if (!panel.following) return;
     panel.scrollToEnd();

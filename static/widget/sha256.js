@@ -4,6 +4,10 @@
 // fetched only then, so it costs nothing on the first open of a chat served
 // over https (tests/test_budgets.py).
 
+/**
+ * @param {Uint8Array<ArrayBuffer>} bytes
+ * @returns {Promise<string>}
+ */
 export async function sha256Hex(bytes) {
   const subtle = globalThis.crypto?.subtle;
   if (!subtle) {

@@ -8,9 +8,13 @@
 // ms (null: unset) and feed the new body to the same parser. onEvent runs
 // inside feed().
 
+/** @typedef {{ type: string, data: string, id: string }} ServerSentEvent */
+
+/** @param {(event: ServerSentEvent) => void} onEvent */
 export function createEventStreamParser(onEvent) {
   let decoder, parts, skipLF, data, type, idBuffer;
   let lastEventId = ''; // the "last event ID string"
+  /** @type {number | null} */
   let retry = null;
 
   // A new stream: empty buffers, no part line (§6). The last event ID
@@ -41,6 +45,7 @@ export function createEventStreamParser(onEvent) {
     onEvent(event);
   }
 
+  /** @param {string} line */
   function processLine(line) {
     // §6: a blank line dispatches.
     if (!line) return dispatch();
@@ -72,6 +77,7 @@ export function createEventStreamParser(onEvent) {
     }
   }
 
+  /** @param {string} text */
   function processText(text) {
     let start = 0;
     // §6: CRLF is one line break even when split across chunks.

@@ -16,9 +16,15 @@
 import { lazyStrings } from './lazy-parts.js';
 import { ended, prune } from './outbox.js';
 
+/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+
 // How long a start-over waits for the answer to end after its cancel (as conversation-tools.js).
 const CANCEL_WAIT_MS = 5000;
 
+/**
+ * @param {ChatPanel} panel
+ * @param {string} messageId
+ */
 function known(panel, messageId) {
   return (
     panel.current?.model.messageId === messageId ||
@@ -28,6 +34,7 @@ function known(panel, messageId) {
 
 // Another tab started over (New conversation, conversation-tools.js): this one follows,
 // moving no focus and saying so once, politely.
+/** @param {ChatPanel} panel */
 async function reset(panel, message) {
   const run = panel.current;
   if (run?.inProgress) {
@@ -56,6 +63,7 @@ async function reset(panel, message) {
 
 // Regenerate or edit in another tab replaced turns: draw the conversation again from the
 // server's history (its running answer resumes quietly, like after a reload).
+/** @param {ChatPanel} panel */
 async function redraw(panel) {
   panel.current = null;
   panel.setStreaming(false);
@@ -67,6 +75,7 @@ async function redraw(panel) {
   await panel.restore();
 }
 
+/** @param {ChatPanel} panel */
 async function receive(panel, message) {
   if (message?.type === 'reset') return reset(panel, message);
   const client = panel.client;
@@ -85,6 +94,7 @@ async function receive(panel, message) {
   panel.startRun({ messageId: message.message_id });
 }
 
+/** @param {ChatPanel} panel */
 export function init(panel) {
   const channel = new BroadcastChannel(panel.storageKey());
   // Same origin only: the token may travel with the conversation's id.
