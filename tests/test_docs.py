@@ -129,3 +129,10 @@ def test_every_accessibility_contract_id_has_a_test():
     source = "\n".join(path.read_text(encoding="utf-8") for path in CONTRACT_TESTS)
     missing = [i for i in ids if not re.search(rf"def test_{i}(?![0-9])\w*\s*\(", source, re.IGNORECASE)]
     assert not missing, f"no test named after {', '.join(missing)} in tests/e2e/test_accessibility_contract*.py"
+
+
+def test_the_readme_stays_a_front_door():
+    """README.md says what the project is, the two commands, and where to read on; the
+    measurements live in docs/performance.md and their history in git."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
