@@ -29,6 +29,7 @@ from widget_server.actions import service as actions
 from widget_server.backends.base import ActionProposal
 from widget_server.backends.demo import ACTION_ARGUMENTS
 from widget_server.errors import ChatError
+from widget_server.services import SERVICES_KEY
 
 from .helpers import ChatClient, assert_json_error, assert_sound_events, wait_until
 
@@ -89,11 +90,19 @@ class SlowCallback(CallbackRequest):
         return super().execute(arguments, context)
 
 
+def installed_actions(server) -> dict:
+    """The server's installed actions (loaded once per application: widget_server/services.py)."""
+    return server.app.extensions[SERVICES_KEY].chat.actions
+
+
 @pytest.fixture
 def slow_callback(monkeypatch):
-    def install(delay: float = 0.4) -> SlowCallback:
+    """install(delay, *servers): one slow handler as the servers' `callback_request` action."""
+
+    def install(delay: float, *servers) -> SlowCallback:
         handler = SlowCallback(delay)
-        monkeypatch.setitem(actions.registry(), "callback_request", handler)
+        for server in servers:
+            monkeypatch.setitem(installed_actions(server), "callback_request", handler)
         return handler
 
     return install
@@ -218,7 +227,7 @@ def test_a_failed_answer_never_offers_its_action(server, chat_factory, record):
 def test_two_confirms_at_once_with_the_same_key_run_it_once_and_get_the_same_result(
     server, chat_factory, record, slow_callback
 ):
-    handler = slow_callback(0.4)
+    handler = slow_callback(0.4, server)
     chat = chat_factory(server)
     message_id, proposal = proposed(chat)
     url = action_url(chat, message_id, proposal["action_id"], "confirm")
@@ -244,7 +253,7 @@ def test_two_confirms_at_once_with_the_same_key_run_it_once_and_get_the_same_res
 
 
 def test_a_confirm_retried_after_its_connection_dropped_runs_once(server, chat_factory, record, slow_callback):
-    handler = slow_callback(0.5)
+    handler = slow_callback(0.5, server)
     chat = chat_factory(server)
     message_id, proposal = proposed(chat)
     path = action_url(chat, message_id, proposal["action_id"], "confirm")
@@ -290,7 +299,7 @@ def test_a_failed_execution_is_an_outcome_and_is_never_retried(server, chat_fact
             Broken.calls += 1
             raise ActionError("the CRM is down")
 
-    monkeypatch.setitem(actions.registry(), "callback_request", Broken())
+    monkeypatch.setitem(installed_actions(server), "callback_request", Broken())
     chat = chat_factory(server)
     message_id, proposal = proposed(chat)
     response = confirm(chat, message_id, proposal["action_id"], "k")
@@ -382,12 +391,12 @@ def test_arguments_are_validated_again_when_confirmed(server, chat_factory, reco
         def validate(self, arguments):
             raise InvalidArguments(["phone: this country is no longer served"])
 
-    monkeypatch.setitem(actions.registry(), "callback_request", Stricter())
+    monkeypatch.setitem(installed_actions(server), "callback_request", Stricter())
     refused = assert_json_error(confirm(chat, message_id, proposal["action_id"], "k"), 422, "invalid_arguments")
     assert refused["error"]["details"]["problems"] == ["phone: this country is no longer served"]
     assert record_lines(record) == []
     # Nothing was claimed: with the validation passing again, the same key runs it (once).
-    monkeypatch.setitem(actions.registry(), "callback_request", CallbackRequest())
+    monkeypatch.setitem(installed_actions(server), "callback_request", CallbackRequest())
     assert confirm(chat, message_id, proposal["action_id"], "k").json()["status"] == "succeeded"
     assert len(record_lines(record)) == 1
 
@@ -459,9 +468,9 @@ def test_a_resume_or_a_confirm_on_another_worker_never_runs_it_again(
 ):
     if store_kind == "memory":
         pytest.skip("two workers share only a Redis store")
-    handler = slow_callback(0.4)  # one registry per process: both servers run this handler
     worker_a = live_server_factory(ACTIONS_RECORD_PATH=str(record))
     worker_b = live_server_factory(ACTIONS_RECORD_PATH=str(record))
+    handler = slow_callback(0.4, worker_a, worker_b)  # each server's actions are its own
     chat_a = chat_factory(worker_a)
     message_id, proposal = proposed(chat_a)
     chat_b = ChatClient(worker_b.url)

@@ -13,6 +13,7 @@ import functools
 import threading
 from dataclasses import dataclass
 
+from .actions.service import load_actions
 from .agents.accounts import AccountsError, AgentAccounts
 from .agents.mail import Mailer
 from .agents.sessions import SessionStore, create_sessions
@@ -92,6 +93,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         # "Delete my conversation" removes its files too.
         deleted_listeners=(attachments.delete_conversation,),
         stopping=stopping,
+        actions=load_actions(),
     )
     return Services(
         settings=settings,

@@ -18,8 +18,8 @@ import pytest
 from playwright.sync_api import expect
 
 from widget_server.actions import CallbackRequest
-from widget_server.actions import service as actions
 from widget_server.backends.demo import ACTION_ARGUMENTS
+from widget_server.services import SERVICES_KEY
 
 from ..helpers import REPO_ROOT
 
@@ -156,7 +156,7 @@ def test_the_action_is_confirmed_by_keyboard_alone_without_moving_focus(embed, a
 @pytest.mark.chromium_only(reason=ACTIONS_FIREFOX)
 def test_pressing_confirm_again_and_again_records_one_execution(embed, action_server, record, monkeypatch, page):
     handler = SlowCallback(0.8)
-    monkeypatch.setitem(actions.registry(), "callback_request", handler)
+    monkeypatch.setitem(action_server.app.extensions[SERVICES_KEY].chat.actions, "callback_request", handler)
     confirms: list[str] = []
     page.on("request", lambda request: request.url.endswith("/confirm") and confirms.append(request.method))
     widget = embed(action_server)

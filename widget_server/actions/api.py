@@ -42,6 +42,7 @@ def confirm_action(conversation_id: str, message_id: str, action_id: str) -> Res
     action = actions.confirm(
         chat_service().store,
         settings(),
+        chat_service().actions,
         conversation_id,
         message_id,
         action_id,

@@ -309,46 +309,41 @@ class HandoffOffer(Action):
 
 # -- the registry --------------------------------------------------------------------------------
 
-_registry: dict[str, Action] | None = None
-_registry_lock = threading.Lock()
-
 
 def available_actions() -> dict[str, Any]:
     """Installed actions by name (entry points, not yet loaded)."""
     return plugins.registered(plugins.ACTIONS)
 
 
-def registry() -> dict[str, Action]:
-    """Every installed action, loaded once per process, by name, and the
-    built-in `handoff` offer (HandoffOffer).
+def load_actions() -> dict[str, Action]:
+    """Every installed action, loaded (once per application: widget_server/services.py), by
+    name, and the built-in `handoff` offer (HandoffOffer).
 
-    An entry point that fails to load is logged and left out (a proposal
-    naming it then fails its answer as `internal`).
+    An entry point that fails to load is logged and left out (a proposal naming it then fails
+    its answer as `internal`).
     """
-    global _registry
-    with _registry_lock:
-        if _registry is None:
-            loaded: dict[str, Action] = {}
-            for name, entry_point in sorted(available_actions().items()):
-                try:
-                    handler = entry_point.load()()
-                except Exception:
-                    log.exception("cannot load action %r", name)
-                    continue
-                loaded[name] = handler
-            loaded.setdefault(HandoffOffer.name, HandoffOffer())  # part of the server, not a plugin
-            _registry = loaded
-        return _registry
+    loaded: dict[str, Action] = {}
+    for name, entry_point in sorted(available_actions().items()):
+        try:
+            handler = entry_point.load()()
+        except Exception:
+            log.exception("cannot load action %r", name)
+            continue
+        loaded[name] = handler
+    loaded.setdefault(HandoffOffer.name, HandoffOffer())  # part of the server (docs/agents.md)
+    return loaded
 
 
-def propose(proposal: ActionProposal, *, conversation_id: str, message_id: str, count: int) -> ActionRecord:
+def propose(
+    installed: Mapping[str, Action], proposal: ActionProposal, *, conversation_id: str, message_id: str, count: int
+) -> ActionRecord:
     """Validate a backend's proposal (the generator calls this the moment it
     is yielded); the record to store, or a ChatError that fails the answer."""
     if not isinstance(proposal.name, str):
         raise ChatError(ErrorCode.INTERNAL, f"action proposal with a name of type {type(proposal.name).__name__}")
     if count >= MAX_ACTIONS_PER_MESSAGE:
         raise ChatError(ErrorCode.INTERNAL, f"more than {MAX_ACTIONS_PER_MESSAGE} action proposals in one answer")
-    handler = registry().get(proposal.name)
+    handler = installed.get(proposal.name)
     if handler is None:
         raise ChatError(ErrorCode.INTERNAL, f"proposed action {proposal.name!r} is not installed")
     try:
@@ -417,6 +412,7 @@ def _in_progress() -> ApiError:
 def confirm(
     store: Store,
     settings: Settings,
+    installed: Mapping[str, Action],
     conversation_id: str,
     message_id: str,
     action_id: str,
@@ -430,7 +426,7 @@ def confirm(
         # Permission to run: the token (checked by the caller), the answer's
         # completion (above), and the arguments, checked again now by the
         # installed handler — what was shown is what runs, or nothing does.
-        handler = registry().get(action.name)
+        handler = installed.get(action.name)
         if handler is None:
             raise ACTION_UNAVAILABLE("This action is no longer available on this server; it was not carried out.")
         try:
@@ -444,7 +440,7 @@ def confirm(
     if claimed is None:
         raise _not_found()
     if outcome == CLAIMED:
-        return _execute(store, settings, claimed, key, request_handoff)
+        return _execute(store, settings, installed.get(claimed.name), claimed, key, request_handoff)
     if outcome == DISMISSED:
         raise _dismissed(claimed)
     if outcome == OTHER_KEY:
@@ -461,11 +457,11 @@ def confirm(
 def _execute(
     store: Store,
     settings: Settings,
+    handler: Action | None,
     action: ActionRecord,
     key: str,
     request_handoff: Callable[[str, str], dict[str, Any]] | None,
 ) -> ActionRecord:
-    handler = registry().get(action.name)
     context = ActionContext(action.action_id, action.conversation_id, action.message_id, key, settings, request_handoff)
     status, result, error = ActionStatus.FAILED, None, None
     try:

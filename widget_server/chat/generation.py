@@ -20,10 +20,10 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from ..actions.service import propose
+from ..actions.service import Action, load_actions, propose
 from ..backends.base import ActionProposal, Backend, CancelToken, Turn
 from ..errors import ChatError, ErrorCode, ErrorInfo
 from ..messages import StreamEvent
@@ -44,7 +44,10 @@ class GenerationRun:
         time_limit: float,
         on_finish: Callable[[GenerationRun], None] | None = None,
         metrics: Metrics = NO_METRICS,
+        actions: Mapping[str, Action] | None = None,
     ) -> None:
+        # The installed actions a proposal may name (ChatService's; all installed by default).
+        self.actions = actions if actions is not None else load_actions()
         self.store = store
         self.backend = backend
         self.turn = turn
@@ -99,7 +102,9 @@ class GenerationRun:
         self.cancel_token.cancel("shutdown")
 
     def _propose(self, proposal: ActionProposal, count: int) -> StreamEvent | None:
-        record = propose(proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count)
+        record = propose(
+            self.actions, proposal, conversation_id=self.turn.conversation_id, message_id=self.message_id, count=count
+        )
         return self.store.add_action(self.message_id, record)
 
     def run(self, first_delta_stored: Callable[[], None] = lambda: None) -> None:

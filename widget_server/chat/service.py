@@ -15,10 +15,11 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import sse
+from ..actions.service import Action, load_actions
 from ..backends.base import Backend, Turn, TurnAttachment
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
 from ..faults import NO_FAULTS, FaultPlan
@@ -126,7 +127,8 @@ class ChatService:
     `deleted_listeners`: called with a deleted conversation's id once the store has forgotten
     it, so what is kept beside the store goes too. `stopping`: set on SIGTERM (serving.py), so
     streams end resumably at their next wake-up while new answers are still accepted until the
-    listener closes; the hand-off's streams share it.
+    listener closes; the hand-off's streams share it. `actions`: the installed actions
+    (widget_server/actions/), loaded once per application.
     """
 
     def __init__(
@@ -140,8 +142,10 @@ class ChatService:
         handoff_enabled: Callable[[], bool] = _never,
         deleted_listeners: tuple[Callable[[str], None], ...] = (),
         stopping: threading.Event | None = None,
+        actions: Mapping[str, Action] | None = None,
     ) -> None:
         self.store = store
+        self.actions = actions if actions is not None else load_actions()
         self.backend = backend
         self.settings = settings
         self.metrics = metrics
@@ -466,6 +470,7 @@ class ChatService:
                 time_limit=self.settings.chat.message_time_limit_seconds,
                 on_finish=self._forget_run,
                 metrics=self.metrics,
+                actions=self.actions,
             )
             with self._lock:
                 self._runs[message_id] = run
