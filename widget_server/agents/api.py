@@ -27,9 +27,9 @@ from urllib.parse import parse_qsl
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
-from ..chat.api import STREAM_HEADERS, new_answer_body, user_text
+from ..chat.api import new_answer_body, user_text
 from ..errors import ApiError
-from ..handoff.api import ConversationEventStream
+from ..handoff.api import conversation_stream_response
 from ..handoff.service import INBOX_PAGE_MAX, HandoffService
 from ..i18n import accepted_languages, pick_language, text_direction
 from ..protocol import is_id
@@ -464,13 +464,7 @@ def get_events(conversation_id: str) -> Response:
     # conversation): one more open connection (docs/security.md, "Rate limits").
     slot = chat_service().reserve_stream(conversation_id, request.remote_addr or "")
     stream = service.event_stream(conversation_id, after, client_gone=disconnect_probe(request.environ))
-    return Response(
-        ConversationEventStream(slot, stream),
-        status=200,
-        mimetype="text/event-stream",
-        headers=STREAM_HEADERS,
-        direct_passthrough=True,
-    )
+    return conversation_stream_response(slot, stream)
 
 
 @bp.post("/agent/api/conversations/<conversation_id>/messages")

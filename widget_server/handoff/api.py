@@ -122,6 +122,17 @@ class ConversationEventStream:
         self._slot.release()
 
 
+def conversation_stream_response(slot: StreamSlot, stream: Iterator[bytes]) -> Response:
+    """A conversation's event stream as the visitor's and the console's routes send it."""
+    return Response(
+        ConversationEventStream(slot, stream),
+        status=200,
+        mimetype="text/event-stream",
+        headers=STREAM_HEADERS,
+        direct_passthrough=True,
+    )
+
+
 @bp.get("/conversations/<conversation:conversation_id>/events")
 def conversation_events(conversation_id: str) -> Response:
     authorize(conversation_id, allow_query_token=True)
@@ -135,10 +146,4 @@ def conversation_events(conversation_id: str) -> Response:
     stream = handoff.event_stream(
         conversation_id, after_seq, client_gone=disconnect_probe(request.environ), visitor=True
     )
-    return Response(
-        ConversationEventStream(slot, stream),
-        status=200,
-        mimetype="text/event-stream",
-        headers=STREAM_HEADERS,
-        direct_passthrough=True,
-    )
+    return conversation_stream_response(slot, stream)
