@@ -126,6 +126,16 @@ def smtp():
     server.stop()
 
 
+@pytest.fixture
+def agents_file(tmp_path):
+    """An agents file with tests/agent_support.py's AGENTS (alice and bob)."""
+    from .agent_support import write_agents
+
+    path = tmp_path / "agents.json"
+    write_agents(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     from .redis_support import RedisServer

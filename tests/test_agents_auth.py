@@ -19,13 +19,6 @@ WRONG = "That name and password do not match an agent account."
 
 
 @pytest.fixture
-def agents_file(tmp_path):
-    path = tmp_path / "agents.json"
-    write_agents(path)
-    return path
-
-
-@pytest.fixture
 def app(agents_file):
     return create_app({**TEST_CONFIG, "AGENTS_FILE": str(agents_file)}, environ={})
 

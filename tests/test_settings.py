@@ -256,3 +256,12 @@ def test_a_redis_cluster_store_is_its_seed_nodes_and_credentials():
     url = "redis+cluster://app:p%40ss@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002"
     assert load_settings(environ={ENV_PREFIX + "STORE": url, ENV_PREFIX + "WORKERS": "2"})["STORE"] == url
     assert cluster_nodes(url) == ([("10.0.0.1", 7000), ("10.0.0.2", 7001), ("::1", 7002)], "app", "p@ss")
+
+
+@pytest.mark.parametrize(("key", "limit"), [("GREETING", 200), ("LAUNCHER_LABEL", 40)])
+def test_one_line_texts_fold_whitespace_and_refuse_more_than_their_limit(key, limit):
+    settings = load_settings({key: "  Ask\n\tthe   team  "}, environ={})
+    assert settings[key] == "Ask the team"
+    assert load_settings({key: "x" * limit}, environ={})[key] == "x" * limit
+    with pytest.raises(ConfigError, match=f"{key}.*at most {limit} characters"):
+        load_settings({key: "x" * (limit + 1)}, environ={})

@@ -36,7 +36,6 @@ LAUNCHER_ICONS = ("chat", "help", "none")
 SYSTEM_FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
 MAX_ACCENT_CHARS = 64
 MAX_FONT_CHARS = 200
-MAX_LAUNCHER_LABEL_CHARS = 40
 MAX_Z_INDEX = 2147483647
 
 # The panel's neutral palettes (static/widget/panel.css has the same as fallbacks), each pair
@@ -436,14 +435,6 @@ def parse_font(text: str) -> str:
         raise ValueError(f"longer than {MAX_FONT_CHARS} characters")
     if not _FONT.fullmatch(value) or value.count('"') % 2 or value.count("'") % 2:
         raise ValueError("a font-family list has only names, quotes, commas and spaces")
-    return value
-
-
-def parse_launcher_label(text: str) -> str:
-    """The launcher's text: one line of at most MAX_LAUNCHER_LABEL_CHARS characters ("" : the language's)."""
-    value = " ".join(str(text).split())
-    if len(value) > MAX_LAUNCHER_LABEL_CHARS:
-        raise ValueError(f"at most {MAX_LAUNCHER_LABEL_CHARS} characters")
     return value
 
 

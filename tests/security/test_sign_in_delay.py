@@ -25,7 +25,7 @@ from widget_server.agents.sign_in_delay import (
 )
 from widget_server.services import SERVICES_KEY
 
-from ..agent_support import AGENTS, set_cookies, sign_in_form, write_agents
+from ..agent_support import AGENTS, set_cookies, sign_in_form
 from ..conftest import TEST_CONFIG
 from ..test_agents_i18n import LANGUAGES
 from ..test_scale_out import metric_value
@@ -55,13 +55,6 @@ def store_config(request):
     yield {"STORE": server.url}
     # The counts these tests leave would make a later test's sign-in on the shared server wait.
     server.flush()
-
-
-@pytest.fixture
-def agents_file(tmp_path):
-    path = tmp_path / "agents.json"
-    write_agents(path)
-    return path
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from .parsing import (
     parse_email,
     parse_float,
     parse_greeting,
+    parse_launcher_label,
     parse_handoff,
     parse_hosts,
     parse_int,
@@ -582,7 +583,7 @@ class ThemeSettings:
         choices=theme.COLOR_SCHEMES,
     )
     launcher_label: str = setting(
-        "LAUNCHER_LABEL", theme.parse_launcher_label, "", "The launcher's text (empty: the language's)."
+        "LAUNCHER_LABEL", parse_launcher_label, "", "The launcher's text (empty: the language's)."
     )
     launcher_icon: str = setting(
         "LAUNCHER_ICON", theme.parse_launcher_icon, "chat", "The launcher's icon.", choices=theme.LAUNCHER_ICONS

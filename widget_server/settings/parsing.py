@@ -260,9 +260,23 @@ def parse_starters(raw: Any) -> tuple[str, ...]:
     return starters
 
 
+def one_line(raw: Any, max_chars: int) -> str:
+    """`raw` as one line (runs of whitespace, newlines included, become one space) of at most
+    `max_chars` characters."""
+    line = " ".join(str(raw).split())
+    if len(line) > max_chars:
+        raise ValueError(f"at most {max_chars} characters (got {len(line)})")
+    return line
+
+
 def parse_greeting(raw: Any) -> str:
-    """One line of at most MAX_GREETING_CHARS characters (runs of whitespace become one space)."""
-    greeting = " ".join(str(raw).split())
-    if len(greeting) > MAX_GREETING_CHARS:
-        raise ValueError(f"at most {MAX_GREETING_CHARS} characters (got {len(greeting)})")
-    return greeting
+    """The panel's greeting: one line of at most MAX_GREETING_CHARS characters."""
+    return one_line(raw, MAX_GREETING_CHARS)
+
+
+MAX_LAUNCHER_LABEL_CHARS = 40
+
+
+def parse_launcher_label(raw: Any) -> str:
+    """The launcher's text: one line of at most MAX_LAUNCHER_LABEL_CHARS characters ("": the language's)."""
+    return one_line(raw, MAX_LAUNCHER_LABEL_CHARS)
