@@ -71,7 +71,7 @@ from widget_server.chat.service import ChatService, EventStream, StreamSlot
 from widget_server.stores.memory import MemoryStore
 
 limits = {"MAX_STREAMS": 10 * streams, "MAX_STREAMS_PER_CLIENT": 10 * streams}
-settings = dict(load_settings(limits, environ={}))
+settings = load_settings(limits, environ={})
 service = ChatService(MemoryStore(), DemoBackend(delay=0.2), settings)
 
 def answer(service, counts):

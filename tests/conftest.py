@@ -82,16 +82,28 @@ def pytest_addoption(parser):
         help="run every browser test in Firefox ESR too, the Chromium-only ones and whole matrices "
         'included (docs/testing.md, "Firefox ESR\'s share")',
     )
+    parser.addoption(
+        "--memory-store-only",
+        action="store_true",
+        help="leave out the tests that need a redis-server (the quick loop: docs/testing.md); "
+        "the store-parametrized ones still run on the memory store",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     """Both browsers, without twice the time (tests/firefox_share.py): Chromium runs every
     browser test; Firefox ESR the cases `firefox_keeps` keeps, or all of them with
-    --firefox-every-test. Deselected, not skipped: nothing was left unsaid, the share is the plan."""
+    --firefox-every-test. Deselected, not skipped: nothing was left unsaid, the share is the plan.
+    With --memory-store-only (the quick loop's), the tests that need a redis-server are
+    deselected too: every store-parametrized test still runs on the memory store."""
     every_test = config.getoption("--firefox-every-test")
+    memory_only = config.getoption("--memory-store-only")
     kept, dropped = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
+        if memory_only and needs_redis(item, params):
+            dropped.append(item)
+            continue
         if params.get("browser_name") != "firefox":
             kept.append(item)
             continue
@@ -106,6 +118,21 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+REDIS_FIXTURES = {"redis_server", "redis_cluster", "redis_or_cluster"}
+
+
+def needs_redis(item: pytest.Item, params: dict[str, Any]) -> bool:
+    """A test that starts or uses a redis-server: one of the Redis fixtures, or a store-kind
+    parameter ("redis", "cluster", or the `serving` pair that starts with one)."""
+    if REDIS_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    for value in params.values():
+        kind = value[0] if isinstance(value, tuple) and value else value
+        if isinstance(kind, str) and kind in ("redis", "cluster"):
+            return True
+    return False
 
 
 def pytest_generate_tests(metafunc):

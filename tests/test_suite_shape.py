@@ -65,3 +65,46 @@ def test_the_mark_reader_reads_single_marks_and_lists(tmp_path):
     assert module_marks(sample) == {"slow"}
     sample.write_text("import pytest\n")
     assert module_marks(sample) == set()
+
+
+# The quick loop's browser share (docs/testing.md, "Tiers"): a module of each feature keeps a
+# smoke test, so no feature is left out of the daily loop.
+SMOKE_MODULES = {
+    "e2e/test_widget.py",
+    "e2e/test_resilience.py",
+    "e2e/test_accessibility_contract.py",
+    "e2e/test_accessibility_contract_languages.py",
+    "e2e/test_markdown.py",
+    "e2e/test_host_pages.py",
+    "e2e/test_answer_tools.py",
+    "e2e/test_conversation_tools.py",
+    "e2e/test_offline.py",
+    "e2e/test_tab_sync.py",
+    "e2e/test_attachments_widget.py",
+    "e2e/test_handoff_widget.py",
+    "e2e/test_agent_console.py",
+}
+
+
+def smoke_tests(path: Path) -> list[str]:
+    """The test functions of a module decorated `@pytest.mark.smoke`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(decorator) == "pytest.mark.smoke" for decorator in node.decorator_list)
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(SMOKE_MODULES))
+def test_each_feature_keeps_a_smoke_test_in_the_quick_loop(module):
+    assert smoke_tests(TESTS_DIR / module), f"{module} has no @pytest.mark.smoke test"
+
+
+def test_smoke_tests_are_browser_tests_that_the_quick_loop_runs():
+    for path in (TESTS_DIR).rglob("test_*.py"):
+        module = path.relative_to(TESTS_DIR).as_posix()
+        if smoke_tests(path):
+            assert module in E2E_MODULES, f"{module}: smoke marks a browser test"
+            assert module not in SLOW_MODULES, f"{module}: the quick loop leaves out slow modules"

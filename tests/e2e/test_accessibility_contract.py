@@ -180,6 +180,7 @@ def test_A5_one_reconnecting_cue_and_nothing_said_twice_after_a_resume(embed, ch
     assert sentences == IMPROVISATION_SPOKEN  # each sentence once, in order
 
 
+@pytest.mark.smoke
 def test_A6_errors_are_said_once_through_the_assertive_region(embed):
     # The visitor's pace: the sentence before the failure is still queued
     # when the error comes, so it is dropped (at 100 ms it may be said first).

@@ -157,6 +157,7 @@ def test_A65_controls_labels_and_cues_are_in_the_panels_language(embed, lang):
 # -- A66: right to left, mirrored ---------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @pytest.mark.firefox_sample(lang=["he"])
 @pytest.mark.parametrize("lang", ["ar", "he", "en"])
 def test_A66_right_to_left_layout_is_the_mirror_image(embed, lang):

@@ -288,6 +288,7 @@ def test_a_second_agent_hears_already_taken(handoff_server, browser: Browser):
         bo_context.close()
 
 
+@pytest.mark.smoke
 @pytest.mark.chromium_only(reason=CONSOLE_FIREFOX)
 def test_replies_and_visitor_messages_are_exact_both_ways(handoff_server, context):
     console = signed_in(context, handoff_server, "ana")

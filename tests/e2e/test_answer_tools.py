@@ -165,6 +165,7 @@ def test_copy_answer_puts_the_exact_markdown_source_on_the_clipboard_and_says_co
 # -- feedback ---------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @pytest.mark.chromium_only(reason=TOOLS_FIREFOX)
 def test_feedback_by_keyboard_is_changeable_takes_a_comment_and_survives_a_reload(embed, page, chat_server):
     widget = embed()
@@ -251,6 +252,7 @@ def test_a_refused_feedback_is_said_once_and_changes_nothing(embed, chat_server_
 # -- regenerate -------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @pytest.mark.chromium_only(reason=TOOLS_FIREFOX)
 def test_regenerate_replaces_the_last_answer_and_announces_the_new_one(embed, chat_server, page):
     backend = NumberedAnswers()

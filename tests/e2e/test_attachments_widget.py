@@ -114,6 +114,7 @@ def send_scenario(widget) -> str:
     return widget.last_answer().locator(".turn__body").inner_text()
 
 
+@pytest.mark.smoke
 def test_files_attached_with_the_button_arrive_byte_exact(embed, page: Page):
     widget = embed()
     widget.open()

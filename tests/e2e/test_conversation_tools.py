@@ -35,6 +35,7 @@ def starter_buttons(widget, label: str = TOOLS["starterLabel"]):
     return widget.frame.get_by_role("list", name=label).get_by_role("button")
 
 
+@pytest.mark.smoke
 @pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
 def test_starters_from_the_setting_are_sent_and_come_back_after_a_start_over(embed, chat_server_factory):
     server = chat_server_factory(STARTERS='["/echo Opening hours?", "/echo Returns."]', GREETING="Welcome!")

@@ -249,6 +249,7 @@ MESSAGES = [
 ]
 
 
+@pytest.mark.smoke
 def test_visitor_talks_to_a_person_exactly_through_a_dropped_stream_and_back(embed, handoff_server, recorded, page):
     server = handoff_server
     agent = Agent(server)

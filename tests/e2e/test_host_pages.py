@@ -216,6 +216,7 @@ def strict_csp(chat_origin: str, *, trusted_types: bool, policies: str = "'none'
     return f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
 
 
+@pytest.mark.smoke
 def test_strict_csp_with_trusted_types_no_violation(page: Page, context, host_site, chat_server, browser_name):
     trusted_types = browser_name == "chromium"  # Firefox: no Trusted Types (above)
     context.add_init_script(CSP_VIOLATIONS)

@@ -697,6 +697,7 @@ async ([inputs, allowed]) => {
 """
 
 
+@pytest.mark.smoke
 def test_xss_corpus_yields_only_allowed_markup(md_page: Page):
     assert len(XSS) >= 30
     result = md_page.evaluate(XSS_JS, [XSS, ALLOWED])

@@ -82,6 +82,7 @@ def assert_waiting(widget: ChatWidget, text: str) -> None:
     widget.wait_for_announcement(QUEUED)
 
 
+@pytest.mark.smoke
 def test_a_first_message_typed_offline_survives_a_reload_and_is_sent_once(
     embed, page: Page, context: BrowserContext, chat_server_factory
 ):

@@ -30,6 +30,7 @@ def assert_exact(widget, seed_answers) -> None:
     expect(widget.last_answer().locator("ul > li")).to_have_count(4)
 
 
+@pytest.mark.smoke
 def test_case_1_network_drop_resumes_with_no_duplicated_text(embed, chat_server_factory, seed_answers):
     widget = embed(chat_server_factory(DEMO_DELAY_SECONDS=0.05), faults="drop-after=3")
     widget.open()
@@ -50,6 +51,7 @@ def test_case_2_an_event_delivered_twice_is_applied_once(embed, seed_answers):
     assert outcomes.count((3, "duplicate")) == 1
 
 
+@pytest.mark.smoke
 def test_case_3_a_skipped_sequence_number_leads_to_a_snapshot(embed, seed_answers):
     widget = embed(faults="skip=3")
     widget.open()
@@ -109,6 +111,7 @@ def test_case_6_a_timeout_marks_the_partial_answer_incomplete(embed, chat_server
     assert shown_text(widget) == "This answer starts, then hangs until the time limit stops it. "
 
 
+@pytest.mark.smoke
 def test_case_7_announcements_are_sentences_in_order_and_focus_never_moves(embed, seed_answers):
     # The visitor's pace: at 1 s the answer's opening line ("…, for each
     # chord:") is always batched with the sentence after it.
@@ -155,6 +158,7 @@ XSS_CORPUS = [
 ]
 
 
+@pytest.mark.smoke
 def test_hostile_markdown_through_echo_executes_nothing(embed, page: Page):
     widget = embed()
     widget.open()

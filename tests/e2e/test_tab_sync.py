@@ -65,6 +65,7 @@ def counting(server) -> CountingBackend:
     return backend
 
 
+@pytest.mark.smoke
 @pytest.mark.chromium_only(reason=SYNC_FIREFOX)
 def test_a_message_sent_in_one_tab_streams_in_the_other_and_is_generated_once(
     embed, context, host_site, chat_server_factory, browser_name, seed_answers

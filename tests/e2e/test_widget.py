@@ -38,6 +38,7 @@ def seed_structure(widget) -> list:
     )
 
 
+@pytest.mark.smoke
 def test_the_loader_mounts_one_launcher_and_no_panel_until_opened(embed, page: Page):
     widget = embed()
     expect(widget.launcher).to_have_attribute("aria-expanded", "false")
@@ -78,6 +79,7 @@ def test_the_voicings_answer_keeps_its_code_blocks(embed, seed_answers):
     expect(code.nth(1)).to_have_text("6/3 5/0 4/0 3/2 2/3")
 
 
+@pytest.mark.smoke
 def test_enter_sends_and_shift_enter_adds_a_line(embed):
     widget = embed()
     widget.open()
@@ -122,6 +124,7 @@ def test_streaming_answer_is_busy_and_focus_stays_in_the_composer(embed, chat_se
     assert {entry["focus"] for entry in widget.announcements()} == {"chat-input"}
 
 
+@pytest.mark.smoke
 def test_stop_cancels_on_the_server(embed, chat_server_factory):
     server = chat_server_factory(DEMO_DELAY_SECONDS=0.05)
     server.service.backend = CountingBackend(server.service.backend)
@@ -156,6 +159,7 @@ def test_time_limit_marks_the_partial_answer_incomplete_and_alerts_once(embed, c
     assert len(alerts) == 1 and "took too long" in alerts[0]["text"]
 
 
+@pytest.mark.smoke
 def test_an_error_is_shown_as_an_error_and_never_saved(embed, chat_server_factory, page: Page):
     server = chat_server_factory()
     server.service.backend = CountingBackend(server.service.backend)
@@ -184,6 +188,7 @@ def test_an_error_is_shown_as_an_error_and_never_saved(embed, chat_server_factor
     expect(widget.turns.nth(1)).to_contain_text("after the failure")
 
 
+@pytest.mark.smoke
 def test_the_conversation_is_restored_after_a_reload(embed, page: Page, seed_answers):
     widget = embed()
     widget.open()

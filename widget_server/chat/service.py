@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import sse
 from ..actions.service import Action, load_actions
 from ..backends.base import Backend, Turn, TurnAttachment
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
@@ -46,6 +45,7 @@ from ..stores.base import (
     UnknownMessage,
     listed_exchanges,
 )
+from ..stream_loop import follow_log
 from ..wire.errors import (
     INVALID_LAST_EVENT_ID,
     NOT_FOUND,
@@ -597,6 +597,10 @@ class EventStream:
         self.after_seq = after_seq
         self.snapshot = snapshot or faults.snapshot
         self.faults = faults
+        # Looked at once: FaultPlan's truth is a Python call, and the loop asks for every event.
+        self._faults = faults if faults else None
+        self._sent = 0  # events sent, for the fault plan's drop_after
+        self._poll = self._poll_seconds()
         self._iterator = self._generate()
 
     def __iter__(self) -> Iterator[bytes]:
@@ -613,15 +617,11 @@ class EventStream:
         self._slot.release()
 
     def _generate(self) -> Generator[bytes, None, None]:
+        settings = self._service.settings
         try:
-            yield from self._read_log()
-        except StoreUnavailable as error:
-            # The response has begun (200): end it without a terminal event,
-            # so the client resumes; its resume gets 503 + Retry-After until
-            # the store is back.
-            log.warning("stream of %s ended: the store is unavailable: %s", self.message_id, error)
-            self._service.metrics.store_unavailable()
-            yield sse.encode_comment("store unavailable; resume shortly")
+            yield from follow_log(
+                self, self.after_seq, retry_ms=settings.chat.retry_ms, heartbeat_seconds=settings.chat.heartbeat_seconds
+            )
         finally:
             self._slot.release()
 
@@ -653,76 +653,70 @@ class EventStream:
             if remaining <= DISCONNECT_PROBE_SECONDS:
                 return events
 
-    def _read_log(self) -> Iterator[bytes]:
-        service = self._service
-        settings = service.settings
-        store = service.store
-        heartbeat = settings.chat.heartbeat_seconds
-        poll = self._poll_seconds()
-        # First bytes at once: the client sees the stream open (and learns
-        # the reconnection delay) before the backend has said anything.
-        yield sse.encode_retry(settings.chat.retry_ms)
-        seq = self.after_seq
-        # A reader already holding the terminal event gets nothing more: end
-        # now instead of sending heartbeats forever (an EventSource that
-        # reconnects after message.completed would otherwise hold a stream
-        # slot for as long as it stays open). Checking once suffices: a
-        # message that ends later has last_seq > seq, so the loop reads it.
-        # From sequence 0 there is nothing to check (every message that ended has events
-        # after 0, and the read of one that is gone ends the stream): a new answer's stream
-        # goes without this store read.
-        if seq:
+    # -- the LogSource of stream_loop.follow_log ----------------------------------
+
+    def begin(self, after_seq: int) -> tuple[bytes, int] | None:
+        store = self._service.store
+        # A reader already holding the terminal event gets nothing more: end now instead of
+        # sending heartbeats forever (an EventSource that reconnects after message.completed
+        # would otherwise hold a stream slot for as long as it stays open). Checking once
+        # suffices: a message that ends later has last_seq > seq, so the loop reads it. From
+        # sequence 0 there is nothing to check (every message that ended has events after 0,
+        # and the read of one that is gone ends the stream): a new answer's stream goes
+        # without this store read.
+        if after_seq:
             info = store.message(self.message_id)
-            if info is None or (info.state.terminal and seq >= info.last_seq):
-                return
+            if info is None or (info.state.terminal and after_seq >= info.last_seq):
+                return None
         if self.snapshot:
-            # Asked for (after a client saw a gap): the whole text so far,
-            # then live events after it; never deltas guessed across a gap.
+            # Asked for (after a client saw a gap): the whole text so far, then live events
+            # after it; never deltas guessed across a gap.
             snapshot = store.snapshot(self.message_id)
-            if snapshot is not None and snapshot.seq >= seq:
-                yield snapshot.encode()
-                service.metrics.snapshot_served()
-                seq = snapshot.seq
-        sent = 0
-        # Looked at once: FaultPlan's truth is a Python call, and the loop asks for every event.
-        faults = self.faults if self.faults else None
-        quiet_since = time.monotonic()
-        while True:
-            if service.shutting_down:
-                # This worker is stopping: close now, without a terminal
-                # event, so the client resumes on another worker (or on this
-                # server once restarted) exactly where it stopped.
-                yield sse.encode_comment("server restarting; resume")
-                return
-            try:
-                events = self._wait_events(seq, poll)
-            except UnknownMessage:
-                return
-            if events is None:
-                return  # the reader disconnected: free the slot now
-            if not events:
-                service.reap_lost(self.message_id)  # its failure event is read next time round
-                if time.monotonic() - quiet_since >= heartbeat:
-                    yield sse.encode_comment("heartbeat")
-                    quiet_since = time.monotonic()
+            if snapshot is not None and snapshot.seq >= after_seq:
+                self._service.metrics.snapshot_served()
+                return snapshot.encode(), snapshot.seq
+        return b"", after_seq
+
+    def stopping(self) -> bool:
+        # This worker is stopping: close now, without a terminal event, so the client resumes
+        # on another worker (or on this server once restarted) exactly where it stopped.
+        return self._service.shutting_down
+
+    def read(self, seq: int) -> tuple[bytes, int, bool] | None:
+        try:
+            events = self._wait_events(seq, self._poll)
+        except UnknownMessage:
+            return b"", seq, True
+        if events is None:
+            return b"", seq, True  # the reader disconnected: free the slot now
+        if not events:
+            return None
+        last: StreamEvent = events[-1]
+        if events[0].kind is EventKind.SNAPSHOT:  # the log was trimmed past our position
+            self._service.metrics.snapshot_served()
+        if self._faults is not None:
+            return self._read_with_faults(events, self._faults)
+        if len(events) == 1:
+            return last.encode(), last.seq, last.kind.terminal  # a live reader's usual read: no join
+        return b"".join(event.encode() for event in events), last.seq, last.kind.terminal
+
+    def _read_with_faults(self, events: list[StreamEvent], faults: FaultPlan) -> tuple[bytes, int, bool]:
+        """The events as the fault plan bends them (faults.py): skipped, doubled, or the stream
+        cut without a terminal event after `drop_after` of them, so the client must resume."""
+        parts: list[bytes] = []
+        for event in events:
+            if event.seq in faults.skip:
                 continue
-            quiet_since = time.monotonic()
-            last: StreamEvent = events[-1]
-            if events[0].kind is EventKind.SNAPSHOT:  # the log was trimmed past our position
-                service.metrics.snapshot_served()
-            if faults is not None:
-                for event in events:
-                    if event.seq in faults.skip:
-                        continue
-                    copies = 2 if event.seq in faults.duplicate else 1
-                    yield event.encode() * copies
-                    sent += 1
-                    if faults.drop_after is not None and sent >= faults.drop_after and not event.kind.terminal:
-                        return  # cut without a terminal event: the client must resume
-            elif len(events) == 1:
-                yield last.encode()  # a live reader's usual read: one event, no join
-            else:
-                yield b"".join(event.encode() for event in events)
-            seq = last.seq
-            if last.kind.terminal:
-                return
+            parts.append(event.encode() * (2 if event.seq in faults.duplicate else 1))
+            self._sent += 1
+            if faults.drop_after is not None and self._sent >= faults.drop_after and not event.kind.terminal:
+                return b"".join(parts), event.seq, True
+        return b"".join(parts), events[-1].seq, events[-1].kind.terminal
+
+    def quiet(self, seq: int) -> bool:
+        self._service.reap_lost(self.message_id)  # its failure event is read next time round
+        return True
+
+    def unavailable(self, error: StoreUnavailable) -> None:
+        log.warning("stream of %s ended: the store is unavailable: %s", self.message_id, error)
+        self._service.metrics.store_unavailable()

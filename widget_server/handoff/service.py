@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import sse
 from ..errors import ApiError
 from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
 from ..settings import Settings
 from ..stores.base import SentAttachment, Store, StoreUnavailable, listed_exchanges
+from ..stream_loop import follow_log
 from ..wire.errors import (
     ALREADY_CLAIMED,
     HANDOFF_ACTIVE,
@@ -1068,56 +1068,9 @@ class HandoffService:
         the visitor counts as waiting (HANDOFF_QUEUE_IDLE_SECONDS, `_release_idle`): marked in
         the store when it opens and then every `_visitor_mark_seconds`, events or not; a mark
         is one small write beside the records, never a transaction."""
-        settings = self.settings
-        heartbeat = settings.chat.heartbeat_seconds
-        poll = min(heartbeat, DISCONNECT_PROBE_SECONDS if client_gone is not None else HOUSEKEEPING_SECONDS)
-        mark_every = self._visitor_mark_seconds() if visitor else None
-        if mark_every is not None:
-            poll = min(poll, mark_every)
-        try:
-            if mark_every is not None:
-                self.store.visitor_seen(conversation_id, time.time())
-            marked_at = time.monotonic()
-            yield sse.encode_retry(settings.chat.retry_ms)
-            seq = after_seq
-            if self.last_seq(conversation_id) > seq and self.store.read_events(conversation_id, seq, 0) == []:
-                # Behind the newest event, but its log is gone (expired apart): the state as it is.
-                snapshot = self.snapshot(conversation_id)
-                yield snapshot.encode()
-                self.app_metrics.snapshot_served()
-                seq = snapshot.seq
-            quiet_since = looked_at = time.monotonic()
-            while True:
-                if mark_every is not None and time.monotonic() - marked_at >= mark_every:
-                    self.store.visitor_seen(conversation_id, time.time())
-                    marked_at = time.monotonic()
-                if self._over_for(conversation_id, seq):
-                    return
-                if self.stopping.is_set():
-                    yield sse.encode_comment("server restarting; resume")
-                    return
-                found = self.read_events(conversation_id, seq, poll)
-                if found:
-                    if found[0].type == ev.SNAPSHOT:
-                        self.app_metrics.snapshot_served()
-                    yield b"".join(event.encode() for event in found)
-                    seq = found[-1].seq
-                    quiet_since = time.monotonic()
-                    continue
-                if client_gone is not None and client_gone():
-                    return
-                if time.monotonic() - looked_at >= HOUSEKEEPING_SECONDS:
-                    looked_at = time.monotonic()
-                    self._release_lapsed_now_and_then()
-                    if self.chat_store.get_conversation(conversation_id) is None:
-                        return  # deleted (or expired): nothing more will come
-                if time.monotonic() - quiet_since >= heartbeat:
-                    yield sse.encode_comment("heartbeat")
-                    quiet_since = time.monotonic()
-        except StoreUnavailable as error:
-            log.warning("conversation stream of %s ended: the store is unavailable: %s", conversation_id, error)
-            self.app_metrics.store_unavailable()
-            yield sse.encode_comment("store unavailable; resume shortly")
+        source = ConversationSource(self, conversation_id, client_gone=client_gone, visitor=visitor)
+        chat = self.settings.chat
+        return follow_log(source, after_seq, retry_ms=chat.retry_ms, heartbeat_seconds=chat.heartbeat_seconds)
 
     def _visitor_mark_seconds(self) -> float | None:
         """How often an open visitor stream marks its visitor seen: every HOUSEKEEPING_SECONDS,
@@ -1163,3 +1116,67 @@ class HandoffService:
 
         self._move_legacy_inbox()  # its entries of this conversation are found through its record
         self._transact(change)
+
+
+class ConversationSource:
+    """A conversation's event log as stream_loop.follow_log reads it (HandoffService.event_stream)."""
+
+    def __init__(
+        self, service: HandoffService, conversation_id: str, *, client_gone: Callable[[], bool] | None, visitor: bool
+    ) -> None:
+        self.service = service
+        self.conversation_id = conversation_id
+        self.client_gone = client_gone
+        heartbeat = service.settings.chat.heartbeat_seconds
+        self.poll = min(heartbeat, DISCONNECT_PROBE_SECONDS if client_gone is not None else HOUSEKEEPING_SECONDS)
+        self.mark_every = service._visitor_mark_seconds() if visitor else None
+        if self.mark_every is not None:
+            self.poll = min(self.poll, self.mark_every)
+        self.marked_at = self.looked_at = time.monotonic()
+
+    def begin(self, after_seq: int) -> tuple[bytes, int] | None:
+        service, conversation_id = self.service, self.conversation_id
+        if self.mark_every is not None:
+            service.store.visitor_seen(conversation_id, time.time())
+            self.marked_at = time.monotonic()
+        if (
+            service.last_seq(conversation_id) > after_seq
+            and service.store.read_events(conversation_id, after_seq, 0) == []
+        ):
+            # Behind the newest event, but its log is gone (expired apart): the state as it is.
+            snapshot = service.snapshot(conversation_id)
+            service.app_metrics.snapshot_served()
+            return snapshot.encode(), snapshot.seq
+        self.looked_at = time.monotonic()
+        return b"", after_seq
+
+    def stopping(self) -> bool:
+        return self.service.stopping.is_set()
+
+    def read(self, seq: int) -> tuple[bytes, int, bool] | None:
+        service, conversation_id = self.service, self.conversation_id
+        if self.mark_every is not None and time.monotonic() - self.marked_at >= self.mark_every:
+            service.store.visitor_seen(conversation_id, time.time())
+            self.marked_at = time.monotonic()
+        if service._over_for(conversation_id, seq):
+            return b"", seq, True
+        found = service.read_events(conversation_id, seq, self.poll)
+        if not found:
+            return None
+        if found[0].type == ev.SNAPSHOT:
+            service.app_metrics.snapshot_served()
+        return b"".join(event.encode() for event in found), found[-1].seq, False
+
+    def quiet(self, seq: int) -> bool:
+        if self.client_gone is not None and self.client_gone():
+            return False
+        if time.monotonic() - self.looked_at >= HOUSEKEEPING_SECONDS:
+            self.looked_at = time.monotonic()
+            self.service._release_lapsed_now_and_then()
+            if self.service.chat_store.get_conversation(self.conversation_id) is None:
+                return False  # deleted (or expired): nothing more will come
+        return True
+
+    def unavailable(self, error: StoreUnavailable) -> None:
+        log.warning("conversation stream of %s ended: the store is unavailable: %s", self.conversation_id, error)
+        self.service.app_metrics.store_unavailable()
