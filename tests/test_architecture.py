@@ -256,6 +256,39 @@ def test_only_the_client_makes_http_requests(folder, client):
     assert requesters == {client}, f"static/{folder}/: {sorted(requesters)} make HTTP requests"
 
 
+# The panel's lazily loaded parts (answer-tools.js, handoff.js, …) see the panel only through
+# its host interface, static/widget/host.js `PanelHost`: a short list, each member with why
+# (docs/architecture.md, the panel's modules). Only the entry module that boots the panel may
+# name its class or import chat.js; a part that did, even for a JSDoc type, would reach past the
+# interface into every field of the panel again. Comments are read too: JSDoc types live there.
+PANEL_DEFINERS = {"chat.js": "defines the panel", "panel.js": "the page's entry module, boots it"}
+REACHES_THE_PANEL = re.compile(r"\bChatPanel\b|['\"]\./chat\.js['\"]")
+
+
+def test_the_panel_finder_tells_the_panel_from_its_host(tmp_path):
+    for source, found in (
+        ("/** @typedef {import('./chat.js').ChatPanel} ChatPanel */\n", True),
+        ("/** @param {import('./chat.js').AssistantTurn} turn */\n", True),
+        ("import { ChatPanel } from './chat.js';\n", True),
+        ('const { ChatPanel } = await import("./chat.js");\n', True),
+        ("/** @param {import('./host.js').PanelHost} host */\n", False),
+        ("// chat.js submit() hands them here\n", False),
+        ("host.startRun({ request });\n", False),
+    ):
+        assert bool(REACHES_THE_PANEL.search(source)) is found, source
+
+
+def test_the_lazy_parts_see_the_panel_only_through_its_host():
+    modules = js_modules("widget")
+    assert {"host.js", "handoff.js", "answer-tools.js", *PANEL_DEFINERS} <= {path.name for path in modules}
+    reaching = [
+        path.name
+        for path in modules
+        if path.name not in PANEL_DEFINERS and REACHES_THE_PANEL.search(path.read_text(encoding="utf-8"))
+    ]
+    assert reaching == [], f"static/widget/: {reaching} name ChatPanel or import chat.js; use host.js's PanelHost"
+
+
 # The helpers the modules share, each defined in one module and imported from it by every
 # other, never copied again: static/widget/dom.js's (every name it exports) and the client's
 # readers of a refused response.

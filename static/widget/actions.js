@@ -19,7 +19,7 @@ import { newRequestId } from './client.js';
 import { button, element } from './dom.js';
 import { format } from './i18n.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 // Does every `{placeholder}` of the template have a non-empty argument?
 function fillsTemplate(template, args) {
@@ -45,19 +45,19 @@ function wording(strings, action) {
 
 export class ActionCard {
   /**
-   * @param {ChatPanel} panel
+   * @param {PanelHost} host
    * @param {HTMLElement} container
    * @param {string} messageId
    * @param {import('./client.js').Action} action
    */
-  constructor(panel, container, messageId, action) {
-    this.panel = panel;
+  constructor(host, container, messageId, action) {
+    this.host = host;
     this.messageId = messageId;
     this.action = action;
     this.idempotencyKey = newRequestId(); // once per card, reused on every retry
     this.busy = false;
     this.status = 'proposed';
-    const strings = panel.strings;
+    const strings = host.strings;
     this.words = wording(strings, action);
     const label = this.words.label;
     const headingId = `action-${action.action_id}`;
@@ -118,7 +118,7 @@ export class ActionCard {
 
   async decide(decision) {
     if (this.busy || this.status !== 'proposed') return; // a double press, or already decided
-    const strings = this.panel.strings;
+    const strings = this.host.strings;
     this.setBusy(true);
     this.showStatus(strings.actionSending);
     let action;
@@ -128,17 +128,19 @@ export class ActionCard {
       // Not sent, or refused: say so once, assertively; the buttons come
       // back, and a new press reuses the same key (still at most once).
       const { reasonFor } = await import('./refusals.js');
-      const text = format(strings.actionSendFailed, { reason: await reasonFor(this.panel, error) });
+      const text = format(strings.actionSendFailed, {
+        reason: await reasonFor(this.host, error),
+      });
       this.showStatus(text);
       this.setBusy(false);
-      this.panel.showAlert(text);
+      this.host.showAlert(text);
       return;
     }
     this.settle(action, true);
   }
 
   send(decision) {
-    const client = this.panel.client;
+    const client = this.host.client;
     const actionId = this.action.action_id;
     if (decision === 'confirm')
       return client.confirmAction(this.messageId, actionId, this.idempotencyKey);
@@ -148,7 +150,7 @@ export class ActionCard {
   // Show what became of the action; `announce` says it once (a restored
   // card shows its state silently).
   settle(action, announce) {
-    const strings = this.panel.strings;
+    const strings = this.host.strings;
     const status = action.status;
     if (status === 'proposed' || status === 'executing') {
       // Still open (restored), or being carried out by another request: a
@@ -168,10 +170,10 @@ export class ActionCard {
           : strings.actionFailed;
     this.showStatus(text);
     if (announce) {
-      if (status === 'failed') this.panel.showAlert(text);
-      else this.panel.announcer.cue(text);
+      if (status === 'failed') this.host.showAlert(text);
+      else this.host.announcer.cue(text);
     }
-    this.panel.emit('action', {
+    this.host.emit('action', {
       actionId: this.action.action_id,
       messageId: this.messageId,
       status,
@@ -182,46 +184,50 @@ export class ActionCard {
 // An answer's offer of a person (`handoff`, docs/backends.md) is not a card to confirm: a
 // "Talk to a person" button that asks as the Options control does (handoff.js).
 const HANDOFF = 'handoff';
-const offerHandoff = (panel, container, announce) =>
-  import('./handoff.js').then((handoff) => handoff.offer(panel, container, announce));
+const offerHandoff = (host, container, announce) =>
+  import('./handoff.js').then((handoff) => handoff.offer(host, container, announce));
 
 // A completed answer's actions: one card each, announced once, focus untouched.
 /**
- * @param {ChatPanel} panel
- * @param {import('./chat.js').AssistantTurn} turn
+ * @param {PanelHost} host
+ * @param {import('./host.js').AssistantTurn} turn
  * @param {string} messageId
  * @param {import('./client.js').Action[]} actions
  */
-export function offerActions(panel, turn, messageId, actions) {
+export function offerActions(host, turn, messageId, actions) {
   for (const action of actions || []) {
     if (action.name === HANDOFF) {
-      offerHandoff(panel, turn.actions, true);
+      offerHandoff(host, turn.actions, true);
       continue;
     }
-    const card = new ActionCard(panel, turn.actions, messageId, action);
+    const card = new ActionCard(host, turn.actions, messageId, action);
     const description = card.words.description;
-    panel.announcer.cue(format(panel.strings.actionProposed, { description }));
-    panel.emit('action', { actionId: action.action_id, messageId, status: 'proposed' });
+    host.announcer.cue(format(host.strings.actionProposed, { description }));
+    host.emit('action', {
+      actionId: action.action_id,
+      messageId,
+      status: 'proposed',
+    });
   }
 }
 
 // After a reload: the restored answers' actions, as they stand (silently).
-/** @param {ChatPanel} panel */
-export async function restoreActions(panel) {
+/** @param {PanelHost} host */
+export async function restoreActions(host) {
   let actions;
   try {
-    actions = await panel.client.listActions();
+    actions = await host.client.listActions();
   } catch {
     return; // the answers are shown; their actions just are not offered again
   }
   for (const action of actions) {
-    const item = panel.transcript.querySelector(`li[data-message-id="${action.message_id}"]`);
+    const item = host.transcript.querySelector(`li[data-message-id="${action.message_id}"]`);
     const container = /** @type {HTMLElement | null} */ (item?.querySelector('.turn__actions'));
     if (!container) continue;
     if (action.name === HANDOFF) {
-      if (action.status === 'proposed') offerHandoff(panel, container, false);
+      if (action.status === 'proposed') offerHandoff(host, container, false);
       continue;
     }
-    new ActionCard(panel, container, action.message_id, action).settle(action, false);
+    new ActionCard(host, container, action.message_id, action).settle(action, false);
   }
 }

@@ -22,7 +22,7 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
 import { reasonFor } from './refusals.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 // The rows above are drawn once the stylesheet is in: never unstyled buttons
 // for a frame (a failed load still draws them, with the panel's own styles).
@@ -139,12 +139,12 @@ document.addEventListener(
 
 // Hide a control; focus on it goes to the composer, never to the page's body.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {HTMLElement} node
  * @param {boolean} hidden
  */
-function conceal(panel, node, hidden) {
-  if (hidden && node.contains(document.activeElement)) panel.input.focus();
+function conceal(host, node, hidden) {
+  if (hidden && node.contains(document.activeElement)) host.input.focus();
   node.hidden = hidden;
 }
 
@@ -165,19 +165,19 @@ function keys(field, { submit, cancel }) {
 
 // This module's strings (`answerTools`, web.py LAZY_STRING_GROUPS): null while they
 // cannot be fetched (offline), and the next ended answer tries again.
-const loadWords = (panel) => lazyStrings(panel, 'answerTools');
+const loadWords = (host) => lazyStrings(host, 'answerTools');
 
 // What the module keeps per panel: its strings, its dialog and each turn's tools.
 const panels = new WeakMap();
 
-/** @param {ChatPanel} panel */
-function stateOf(panel) {
-  let state = panels.get(panel);
+/** @param {PanelHost} host */
+function stateOf(host) {
+  let state = panels.get(host);
   if (!state) {
     state = { tools: new Map(), edits: new Map(), dialog: null, words: null };
-    panels.set(panel, state);
+    panels.set(host, state);
     // A new answer starts: the older turns' Regenerate and Edit go at once.
-    panel.root.addEventListener('chatwidget:state', () => refresh(panel));
+    host.on('state', () => refresh(host));
   }
   return state;
 }
@@ -186,10 +186,10 @@ const attaching = new WeakSet();
 
 // chat.js calls this whenever a turn ends completed, cancelled or failed.
 /**
- * @param {ChatPanel} panel
- * @param {import('./chat.js').AssistantTurn} turn
+ * @param {PanelHost} host
+ * @param {import('./host.js').AssistantTurn} turn
  */
-export async function attach(panel, turn) {
+export async function attach(host, turn) {
   const item = turn.item;
   if (attaching.has(item)) return;
   attaching.add(item);
@@ -197,21 +197,21 @@ export async function attach(panel, turn) {
   // server's), or the history's text for a restored answer.
   const text = turn.run ? turn.run.model.text : turn.message?.text || '';
   if (!text) return; // nothing arrived: nothing to copy, rate or read
-  const [words] = await Promise.all([loadWords(panel), stylesheet]);
+  const [words] = await Promise.all([loadWords(host), stylesheet]);
   if (!words) attaching.delete(item); // not drawn this time (offline): a later call may
   if (!item.isConnected || !words) return;
-  stateOf(panel).words = words;
-  stateOf(panel).tools.set(item, new AnswerTools(panel, turn, text));
-  refresh(panel);
+  stateOf(host).words = words;
+  stateOf(host).tools.set(item, new AnswerTools(host, turn, text));
+  refresh(host);
 }
 
 // Regenerate on the last answer only, Edit on the last question only, and
 // neither while an answer is being written (the server would refuse: 409).
-/** @param {ChatPanel} panel */
-function refresh(panel) {
-  const state = stateOf(panel);
-  const busy = Boolean(panel.current?.inProgress);
-  const turns = /** @type {HTMLElement[]} */ (Array.from(panel.transcript.children));
+/** @param {PanelHost} host */
+function refresh(host) {
+  const state = stateOf(host);
+  const busy = Boolean(host.currentRun()?.inProgress);
+  const turns = /** @type {HTMLElement[]} */ (Array.from(host.transcript.children));
   const lastAnswer = turns.findLast((li) => li.classList.contains('turn--assistant'));
   const lastQuestion = turns.findLast((li) => li.classList.contains('turn--user'));
   const settled = !busy && lastAnswer?.dataset.state === 'completed';
@@ -221,7 +221,7 @@ function refresh(panel) {
   }
   const editable = settled && lastQuestion?.nextElementSibling === lastAnswer ? lastQuestion : null;
   if (editable && !state.edits.has(editable))
-    state.edits.set(editable, new EditControl(panel, editable));
+    state.edits.set(editable, new EditControl(host, editable));
   for (const [item, edit] of state.edits) {
     if (!item.isConnected) state.edits.delete(item);
     else edit.offer(item === editable);
@@ -230,25 +230,25 @@ function refresh(panel) {
 
 class AnswerTools {
   /**
-   * @param {ChatPanel} panel
-   * @param {import('./chat.js').AssistantTurn} turn
+   * @param {PanelHost} host
+   * @param {import('./host.js').AssistantTurn} turn
    * @param {string} text
    */
-  constructor(panel, turn, text) {
-    this.panel = panel;
+  constructor(host, turn, text) {
+    this.host = host;
     this.turn = turn;
     this.text = text;
     this.messageId = turn.item.dataset.messageId || '';
     /** @type {'' | 'up' | 'down'} '': not rated */
     this.rating = '';
     this.busy = false;
-    const words = stateOf(panel).words;
+    const words = stateOf(host).words;
     this.node = element('div', 'tools');
     this.node.setAttribute('role', 'group');
     this.node.setAttribute('aria-label', words.group);
     const copy = iconButton(words.copy, 'copy', () => this.copy());
     copy.dataset.chatRole = 'answer-copy';
-    const read = iconButton(words.read, 'read', () => dialogOf(panel).open(text, read));
+    const read = iconButton(words.read, 'read', () => dialogOf(host).open(text, read));
     read.dataset.chatRole = 'answer-read';
     this.node.append(copy, read);
     // An answer without a message id (refused before it started) has nothing
@@ -274,41 +274,41 @@ class AnswerTools {
   }
 
   offerRegenerate(offered) {
-    if (this.regenerateButton) conceal(this.panel, this.regenerateButton, !offered);
+    if (this.regenerateButton) conceal(this.host, this.regenerateButton, !offered);
   }
 
   // -- copy -------------------------------------------------------------------
 
   async copy() {
-    const panel = this.panel;
-    const words = stateOf(panel).words;
+    const host = this.host;
+    const words = stateOf(host).words;
     if (!(await writeClipboard(this.text))) {
-      panel.showAlert(words.copyFailed);
+      host.showAlert(words.copyFailed);
       return;
     }
-    panel.announcer.cue(words.copied);
-    panel.emit('copy', { messageId: this.messageId });
+    host.announcer.cue(words.copied);
+    host.emit('copy', { messageId: this.messageId });
   }
 
   // -- regenerate -------------------------------------------------------------
 
   regenerate() {
-    const panel = this.panel;
-    if (panel.current?.inProgress) {
-      panel.showAlert(panel.strings.busy);
+    const host = this.host;
+    if (host.currentRun()?.inProgress) {
+      host.showAlert(host.strings.busy);
       return;
     }
     const item = this.turn.item;
     // The question, for the failed run's "Ask again" (chat.js offerRetry).
     const question = item.previousElementSibling?.querySelector('.turn__body')?.textContent || '';
     const requestId = newRequestId();
-    panel.input.focus(); // this button leaves with its turn; focus stays in the composer (A8)
+    host.input.focus(); // this button leaves with its turn; focus stays in the composer (A8)
     item.remove(); // the new answer takes its place: it is the last turn
-    panel.startRun({
+    host.startRun({
       request: {
         requestId,
         text: question,
-        url: `${panel.client.messageUrl(this.messageId)}/regenerate`,
+        url: `${host.client.messageUrl(this.messageId)}/regenerate`,
         body: { request_id: requestId },
       },
     });
@@ -332,22 +332,22 @@ class AnswerTools {
   // Pressing the pressed button takes the rating back; the other replaces it.
   async rate(rating) {
     if (this.busy) return; // a double press sends one request
-    const panel = this.panel;
-    const words = stateOf(panel).words;
+    const host = this.host;
+    const words = stateOf(host).words;
     const next = this.rating === rating ? '' : rating;
     this.busy = true;
     try {
-      if (next) await panel.client.putFeedback(this.messageId, { rating: next });
-      else await panel.client.deleteFeedback(this.messageId);
+      if (next) await host.client.putFeedback(this.messageId, { rating: next });
+      else await host.client.deleteFeedback(this.messageId);
     } catch (error) {
-      panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
+      host.showAlert(format(words.feedbackFailed, { reason: await reasonFor(host, error) }));
       return;
     } finally {
       this.busy = false;
     }
     this.setRating(next);
-    panel.announcer.cue(next ? words.rated : words.unrated);
-    panel.emit('feedback', {
+    host.announcer.cue(next ? words.rated : words.unrated);
+    host.emit('feedback', {
       messageId: this.messageId,
       rating: next || null,
       comment: '',
@@ -368,7 +368,7 @@ class AnswerTools {
   }
 
   commentForm() {
-    const words = stateOf(this.panel).words;
+    const words = stateOf(this.host).words;
     const form = element('form', 'tools__comment');
     const id = `comment-${this.messageId}`;
     const label = element('label', 'tools__label', words.comment);
@@ -376,7 +376,7 @@ class AnswerTools {
     const field = element('textarea', 'tools__field');
     field.id = id;
     field.rows = 2;
-    field.maxLength = this.panel.config.feedbackCommentMaxChars || COMMENT_MAX_CHARS;
+    field.maxLength = this.host.config.feedbackCommentMaxChars || COMMENT_MAX_CHARS;
     const send = button(PRIMARY_TOOL, words.commentSend);
     send.type = 'submit';
     const skip = button(TEXT_TOOL, words.commentSkip, () => this.closeComment(true));
@@ -403,23 +403,26 @@ class AnswerTools {
   }
 
   async sendComment() {
-    const panel = this.panel;
-    const words = stateOf(panel).words;
+    const host = this.host;
+    const words = stateOf(host).words;
     const comment = this.comment.field.value.trim();
     if (!comment) return this.closeComment(true);
     if (this.busy || !this.rating) return;
     this.busy = true;
     try {
-      await panel.client.putFeedback(this.messageId, { rating: this.rating, comment });
+      await host.client.putFeedback(this.messageId, {
+        rating: this.rating,
+        comment,
+      });
     } catch (error) {
-      panel.showAlert(format(words.feedbackFailed, { reason: await reasonFor(panel, error) }));
+      host.showAlert(format(words.feedbackFailed, { reason: await reasonFor(host, error) }));
       return;
     } finally {
       this.busy = false;
     }
     this.closeComment(true);
-    panel.announcer.cue(words.commentSent);
-    panel.emit('feedback', {
+    host.announcer.cue(words.commentSent);
+    host.emit('feedback', {
       messageId: this.messageId,
       rating: this.rating,
       comment,
@@ -456,19 +459,19 @@ async function writeClipboard(text) {
 
 // -- the whole answer, in a modal dialog (A26) --------------------------------
 
-/** @param {ChatPanel} panel */
-function dialogOf(panel) {
-  const state = stateOf(panel);
-  if (!state.dialog) state.dialog = new AnswerDialog(panel);
+/** @param {PanelHost} host */
+function dialogOf(host) {
+  const state = stateOf(host);
+  if (!state.dialog) state.dialog = new AnswerDialog(host);
   return state.dialog;
 }
 
 class AnswerDialog {
-  /** @param {ChatPanel} panel */
-  constructor(panel) {
-    this.panel = panel;
+  /** @param {PanelHost} host */
+  constructor(host) {
+    this.host = host;
     this.opener = null;
-    const words = stateOf(panel).words;
+    const words = stateOf(host).words;
     const dialog = element('dialog', 'answer-dialog');
     const title = element('h2', 'answer-dialog__title', words.dialog);
     title.id = 'answer-dialog-title';
@@ -488,7 +491,7 @@ class AnswerDialog {
     // goes back to the button that opened it. Closed, it leaves the DOM.
     dialog.addEventListener('close', () => {
       dialog.remove();
-      (this.opener?.isConnected ? this.opener : panel.input).focus();
+      (this.opener?.isConnected ? this.opener : host.input).focus();
       this.opener = null;
     });
     this.dialog = dialog;
@@ -500,12 +503,12 @@ class AnswerDialog {
     this.opener = opener;
     this.text.textContent = '';
     const view = createMarkdownView(this.text, {
-      ...this.panel.viewOptions(),
+      ...this.host.viewOptions(),
       headingOffset: 2, // below the dialog's h2
     });
     view.update(answer);
     view.finish();
-    this.panel.root.append(this.dialog);
+    this.host.root.append(this.dialog);
     this.dialog.showModal();
     this.text.scrollTop = 0;
     this.text.focus();
@@ -541,14 +544,14 @@ class AnswerDialog {
 
 class EditControl {
   /**
-   * @param {ChatPanel} panel
+   * @param {PanelHost} host
    * @param {HTMLElement} item
    */
-  constructor(panel, item) {
-    this.panel = panel;
+  constructor(host, item) {
+    this.host = host;
     this.item = item;
     this.node = element('div', 'tools tools--user');
-    this.button = iconButton(stateOf(panel).words.edit, 'pencil', () => this.begin(), 'end');
+    this.button = iconButton(stateOf(host).words.edit, 'pencil', () => this.begin(), 'end');
     this.button.dataset.chatRole = 'turn-edit';
     this.node.append(this.button);
     this.form = null;
@@ -559,15 +562,15 @@ class EditControl {
     if (!offered && this.form) this.end(false);
     if (offered && !this.form) this.item.append(this.node);
     else if (this.node.isConnected) {
-      if (this.node.contains(document.activeElement)) this.panel.input.focus();
+      if (this.node.contains(document.activeElement)) this.host.input.focus();
       this.node.remove();
     }
   }
 
   // The question's text in a labelled field in place of the question.
   begin() {
-    const panel = this.panel;
-    const words = stateOf(panel).words;
+    const host = this.host;
+    const words = stateOf(host).words;
     const body = /** @type {HTMLElement} */ (this.item.querySelector('.turn__body'));
     const form = element('form', 'tools__comment turn-edit');
     const label = element('label', 'tools__label', words.editLabel);
@@ -575,7 +578,7 @@ class EditControl {
     const field = element('textarea', 'tools__field');
     field.id = 'turn-edit-field';
     field.rows = 3;
-    field.maxLength = panel.input.maxLength;
+    field.maxLength = host.input.maxLength;
     field.value = body.textContent;
     const send = button(PRIMARY_TOOL, words.editSend);
     send.type = 'submit';
@@ -608,35 +611,35 @@ class EditControl {
   // The edited question and its new answer replace the old pair
   // (POST …/messages/{user message id}/edit, docs/protocol.md).
   async submit() {
-    const panel = this.panel;
-    const strings = panel.strings;
+    const host = this.host;
+    const strings = host.strings;
     const text = this.form.field.value;
     if (!text.trim()) return;
-    if (panel.current?.inProgress) {
-      panel.showAlert(strings.busy);
+    if (host.currentRun()?.inProgress) {
+      host.showAlert(strings.busy);
       return;
     }
     // A question sent in this page has no message id here yet: the history has it.
     let messageId;
     try {
-      messageId = (await panel.client.history()).findLast((m) => m.role === 'user')?.message_id;
+      messageId = (await host.client.history()).findLast((m) => m.role === 'user')?.message_id;
       if (!messageId) throw Object.assign(new Error('no message to edit'), { code: 'lost' });
     } catch (error) {
-      panel.showAlert(format(strings.sendFailed, { reason: await reasonFor(panel, error) }));
+      host.showAlert(format(strings.sendFailed, { reason: await reasonFor(host, error) }));
       return;
     }
     const answer = this.item.nextElementSibling;
-    panel.input.focus(); // as after any send (A8)
+    host.input.focus(); // as after any send (A8)
     this.item.remove();
     answer?.remove();
-    panel.addUserTurn(text);
-    panel.scrollToEnd();
+    host.addUserTurn(text);
+    host.scrollToEnd();
     const requestId = newRequestId();
-    panel.startRun({
+    host.startRun({
       request: {
         requestId,
         text,
-        url: `${panel.client.messageUrl(messageId)}/edit`,
+        url: `${host.client.messageUrl(messageId)}/edit`,
         body: { request_id: requestId, text },
       },
     });

@@ -12,7 +12,7 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 const stylesheetUrl = new URL('./attachments.css', import.meta.url).href;
 
@@ -52,12 +52,12 @@ const controllers = new WeakMap(); // panel → Attachments
 // first dragged over the panel: from then on this module follows the drag itself) or 'drop'
 // (`files` dropped before this module was there).
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {'choose' | 'drag' | 'drop' | 'paste'} how
  * @param {File[]} [files]
  */
-export async function use(panel, how, files = []) {
-  const attachments = await controllerOf(panel);
+export async function use(host, how, files = []) {
+  const attachments = await controllerOf(host);
   if (!attachments) return; // offline before the strings came: the next use tries again
   if (how === 'choose') attachments.choose();
   else if (how === 'paste') attachments.add(files, true);
@@ -67,53 +67,53 @@ export async function use(panel, how, files = []) {
 
 // chat.js restore() and submit(): a user turn's files, below its text.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {HTMLElement} item
  * @param {import('./client.js').Attachment[]} files
  */
-export async function showInTurn(panel, item, files) {
-  const attachments = await controllerOf(panel);
+export async function showInTurn(host, item, files) {
+  const attachments = await controllerOf(host);
   attachments?.showInTurn(item, files);
 }
 
-/** @param {ChatPanel} panel */
-async function controllerOf(panel) {
+/** @param {PanelHost} host */
+async function controllerOf(host) {
   const [strings] = await Promise.all([
-    lazyStrings(panel, 'attachments', 'attachments/'),
+    lazyStrings(host, 'attachments', 'attachments/'),
     linkStylesheet(stylesheetUrl),
   ]);
   if (!strings) return null;
-  if (!controllers.has(panel)) controllers.set(panel, new Attachments(panel, strings));
-  return controllers.get(panel);
+  if (!controllers.has(host)) controllers.set(host, new Attachments(host, strings));
+  return controllers.get(host);
 }
 
 class Attachments {
   /**
-   * @param {ChatPanel} panel
+   * @param {PanelHost} host
    * @param {Record<string, string>} strings
    */
-  constructor(panel, strings) {
-    this.panel = panel;
+  constructor(host, strings) {
+    this.host = host;
     this.strings = strings;
-    this.lang = panel.config.lang;
-    this.limits = panel.config.attachments;
+    this.lang = host.config.lang;
+    this.limits = host.config.attachments;
     this.rows = [];
     this.pasted = 0;
-    this.attachButton = panel.root.querySelector('[data-chat-attach]');
+    this.attachButton = host.root.querySelector('[data-chat-attach]');
     this.list = element('ul', 'chat-files');
     this.list.setAttribute('aria-label', strings.listLabel);
     this.list.hidden = true;
-    panel.form.append(this.list);
-    panel.attachments = this; // chat.js submit() takes the ready files
+    host.form.append(this.list);
+    host.provide({ attachments: this }); // chat.js submit() takes the ready files
     this.bindDrops();
     // Start over (conversation-tools.js): the files belonged to the old conversation.
-    panel.root.addEventListener('chatwidget:conversation', () => {
+    host.on('conversation', () => {
       for (const row of [...this.rows]) this.drop(row);
     });
     // The message that carries the files was accepted (its answer started): they are sent.
-    panel.root.addEventListener('chatwidget:event', (event) => {
+    host.on('event', (event) => {
       if (event.detail.type !== 'message.started' || event.detail.outcome !== 'applied') return;
-      this.sent(panel.current?.request?.body?.attachments);
+      this.sent(host.currentRun()?.request?.body?.attachments);
     });
   }
 
@@ -126,7 +126,7 @@ class Attachments {
     const focusInList = this.list.contains(document.activeElement);
     for (const row of [...this.rows])
       if (ids.has(row.attachment?.attachment_id) || row.state === 'refused') this.drop(row);
-    if (focusInList) this.panel.input.focus();
+    if (focusInList) this.host.input.focus();
   }
 
   // -- adding ------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ class Attachments {
         this.add([...picker.files]);
         picker.value = ''; // the same file again is a change
       });
-      this.panel.form.append(picker);
+      this.host.form.append(picker);
       this.picker = picker;
     }
     this.picker.click();
@@ -191,7 +191,7 @@ class Attachments {
         this.upload(row);
       }
     }
-    if (refusals.length) this.panel.showAlert(refusals.join(' '));
+    if (refusals.length) this.host.showAlert(refusals.join(' '));
   }
 
   tooBig(row) {
@@ -276,7 +276,7 @@ class Attachments {
   refuse(row, text, announce = true) {
     this.setState(row, 'refused', text);
     row.status.classList.add('chat-file__status--error');
-    if (announce) this.panel.showAlert(text);
+    if (announce) this.host.showAlert(text);
   }
 
   // Remove: focus goes to the next row's Remove, else the previous row's, else Attach.
@@ -284,11 +284,11 @@ class Attachments {
     const index = this.rows.indexOf(row);
     this.drop(row);
     const next = this.rows[index] || this.rows[index - 1];
-    (next ? next.remove : this.attachButton || this.panel.input).focus();
+    (next ? next.remove : this.attachButton || this.host.input).focus();
     // Uploaded but never sent: the server frees its bytes (best effort; it expires with
     // the conversation anyway).
     const id = row.attachment?.attachment_id;
-    if (id) this.panel.client.deleteAttachment(id).catch(() => {});
+    if (id) this.host.client.deleteAttachment(id).catch(() => {});
   }
 
   drop(row) {
@@ -304,7 +304,7 @@ class Attachments {
   // live region hears the start and the end only, never each percent (docs/accessibility.md A95).
   async upload(row) {
     const strings = this.strings;
-    const panel = this.panel;
+    const host = this.host;
     this.setState(row, 'uploading', '');
     row.status.classList.remove('chat-file__status--error');
     const bar = element('div', 'chat-file__progress');
@@ -331,7 +331,7 @@ class Attachments {
     };
     show(0);
     row.status.append(bar);
-    panel.announcer.cue(format(strings.uploading, { name: row.name }));
+    host.announcer.cue(format(strings.uploading, { name: row.name }));
     let body;
     try {
       await this.conversation();
@@ -348,12 +348,12 @@ class Attachments {
     row.remove.setAttribute('aria-label', format(strings.removeLabel, { name: body.name }));
     this.describe(row);
     this.setState(row, 'ready', strings.readyState);
-    panel.announcer.cue(format(strings.ready, { name: body.name }));
+    host.announcer.cue(format(strings.ready, { name: body.name }));
   }
 
   // Files added together upload together: the first one's conversation is theirs too.
   conversation() {
-    this.creating ||= this.panel.ensureConversation().finally(() => {
+    this.creating ||= this.host.ensureConversation().finally(() => {
       this.creating = null;
     });
     return this.creating;
@@ -365,7 +365,7 @@ class Attachments {
     const upload = new AbortController();
     row.request = upload;
     try {
-      return await this.panel.client.uploadAttachment(row.file, row.name, row.key, {
+      return await this.host.client.uploadAttachment(row.file, row.name, row.key, {
         onProgress: show,
         signal: upload.signal,
       });
@@ -383,7 +383,7 @@ class Attachments {
     else if (error.code === 'attachment_type') text = this.wrongType(row.name);
     else {
       // No answer at all: said as an upload's, not in the words for a message (refusals.js).
-      const reason = error.status ? await reasonFor(this.panel, error) : strings.network;
+      const reason = error.status ? await reasonFor(this.host, error) : strings.network;
       text = format(strings.refused, { name: row.name, reason });
     }
     this.refuse(row, text);
@@ -407,7 +407,7 @@ class Attachments {
     const ready = this.rows.filter((row) => row.state === 'ready');
     const busy = this.rows.some((row) => row.state === 'uploading');
     if (busy || (ready.length && !navigator.onLine)) {
-      this.panel.showAlert(busy ? this.strings.wait : this.strings.offline);
+      this.host.showAlert(busy ? this.strings.wait : this.strings.offline);
       return null;
     }
     return ready.map((row) => {
@@ -450,7 +450,7 @@ class Attachments {
     let blob = file.file;
     if (!blob) {
       try {
-        blob = await this.panel.client.attachmentBlob(file.attachment_id);
+        blob = await this.host.client.attachmentBlob(file.attachment_id);
       } catch {
         return; // gone (deleted, expired), or offline: the name and size still say what it was
       }
@@ -463,7 +463,7 @@ class Attachments {
   // A visible hint covers the panel while files are dragged over it, said once per drag.
   // dragenter and dragleave fire for every element crossed: a count says when it really left.
   bindDrops() {
-    const root = this.panel.root;
+    const root = this.host.root;
     this.hint = element('div', 'chat-drop', this.strings.dropHint);
     this.hint.setAttribute('aria-hidden', 'true'); // announced through the status region
     this.hint.hidden = true;
@@ -500,7 +500,7 @@ class Attachments {
     this.depth++;
     if (this.hint.hidden) {
       this.hint.hidden = false;
-      this.panel.announcer.cue(this.strings.dropHint);
+      this.host.announcer.cue(this.strings.dropHint);
     }
   }
 }

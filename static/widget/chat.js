@@ -58,93 +58,19 @@ const SLICE_CHARS = 2048;
 /** @typedef {import('./client.js').SendRequest} SendRequest */
 /** @typedef {import('./model.js').AnswerError} AnswerError */
 
-/**
- * A hand-off going on when the panel was loaded (web.py `_handoff`): its state (queued or
- * assigned) and the newest event's `seq`, so a reloaded panel resumes it (handoff.js).
- * @typedef {import('./client.js').HandoffState & { conversation_id: string }} HandoffResume
- */
-
-/**
- * The panel's configuration, as the server writes it into #chat-config (widget_server/web.py
- * `_render_panel`).
- * @typedef {object} PanelConfig
- * @property {string} lang
- * @property {Record<string, any>} strings The panel's strings (static/widget/i18n/<lang>.json)
- *   but the lazy parts' groups (web.py LAZY_STRING_GROUPS: lazy-parts.js fetches those).
- * @property {string} apiBase
- * @property {boolean} standalone
- * @property {string} hostOrigin The host page's origin, when the server vetted it ('' if not).
- * @property {string[]} hostOrigins
- * @property {string} [faults]
- * @property {number} retryMs
- * @property {number} maxBackoffMs
- * @property {number} stallTimeoutMs
- * @property {number} incompleteAfterMs
- * @property {number} announceIntervalMs
- * @property {number} turnHeadingLevel
- * @property {number} feedbackCommentMaxChars
- * @property {boolean} reducedMotion
- * @property {{ conversation_id: string, token: string } | null} conversation The conversation
- *   the panel's cookie remembers.
- * @property {'sentence' | 'complete' | 'off'} announceMode
- * @property {string[]} starters
- * @property {string} greeting
- * @property {string[]} warnings
- * @property {boolean | HandoffResume} handoff Whether people take conversations; or the
- *   remembered conversation's hand-off, to resume.
- * @property {Record<string, any>} attachments The upload limits (attachments.js).
- */
-
-/**
- * One answer's run (the class AnswerRun below), for the modules that get one from the panel
- * (`panel.current`, `startRun()`); only the panel makes one, so chat.js exports the type alone
- * (tests/e2e/test_client_modules.py checks its exports).
- * @typedef {AnswerRun} Run
- */
-
-/**
- * A file of a message the visitor sends (attachments.js take()): the stored attachment, its
- * description, the file and how the message carries it (`ref`).
- * @typedef {Attachment & { file?: File, ref: AttachmentRef }} SentFile
- */
-
-/**
- * An answer's turn in the transcript: its item, the rendered text, the status line and the
- * buttons under it; with its run while one follows it, or the history's message.
- * @typedef {object} AssistantTurn
- * @property {HTMLLIElement} item
- * @property {HTMLDivElement} body
- * @property {HTMLParagraphElement} status
- * @property {HTMLDivElement} actions
- * @property {AnswerRun} [run]
- * @property {HistoryMessage} [message]
- */
-
-// -- the host interface: what the lazily loaded parts hang on the panel (null until then) ---
-
-/**
- * attachments.js: the composer's files (chat.js submit() takes the ready ones).
- * @typedef {object} AttachmentsHook
- * @property {() => (SentFile[] | null)} take The ready files; null while one uploads, or offline.
- * @property {(refs: AttachmentRef[] | undefined) => void} sent An accepted message's files.
- */
-
-/**
- * handoff.js: while a person has the conversation, a message goes to them.
- * @typedef {object} HandoffHook
- * @property {(text: string, files?: SentFile[]) => boolean} send false: no hand-off is active.
- */
-
-/**
- * outbox.js: keeps a message that cannot go now (offline); true when it did.
- * @typedef {(item: HTMLElement, request: SendRequest) => boolean} HoldHook
- */
+/** @typedef {import('./host.js').PanelConfig} PanelConfig */
+/** @typedef {import('./host.js').HandoffResume} HandoffResume */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
+/** @typedef {import('./host.js').AssistantTurn} AssistantTurn */
+/** @typedef {import('./host.js').AttachmentsHook} AttachmentsHook */
+/** @typedef {import('./host.js').HandoffHook} HandoffHook */
+/** @typedef {import('./host.js').HoldHook} HoldHook */
 
 /**
  * The panel: the DOM, the client, the announcer and the current answer. The lazily loaded parts
  * (outbox.js, tab-sync.js, scroll-follow.js, handoff.js, attachments.js, answer-tools.js,
- * conversation-tools.js, actions.js, refusals.js) get it as `panel` and use its fields and
- * methods below; they hang their hooks on it.
+ * conversation-tools.js, actions.js, refusals.js) never get it: they get its `host`, the
+ * interface host.js lists (makeHost), and hang their hooks on it through `host.provide`.
  */
 export class ChatPanel {
   /**
@@ -165,7 +91,10 @@ export class ChatPanel {
     this.sendButton = /** @type {HTMLButtonElement} */ (required(root, '[data-chat-send]'));
     this.stopButton = /** @type {HTMLButtonElement} */ (required(root, '[data-chat-stop]'));
     this.alert = required(root, '[data-chat-alert]');
-    this.client = new ChatClient({ apiBase: config.apiBase, faults: config.faults || '' });
+    this.client = new ChatClient({
+      apiBase: config.apiBase,
+      faults: config.faults || '',
+    });
     this.announcer = new Announcer(required(root, '[data-chat-announcer]'), {
       lang: config.lang,
       minIntervalMs: config.announceIntervalMs,
@@ -180,17 +109,66 @@ export class ChatPanel {
     this.handoff = null;
     /** @type {HoldHook | null} */
     this.hold = null;
+    /** @type {PanelHost} all that the lazily loaded parts see of the panel */
+    this.host = this.makeHost();
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
     // A hand-off only when there is one to resume (web.py puts it in the config): the
     // hand-off's module stays out of the first open otherwise (tests/test_budgets.py).
     root.addEventListener('chatwidget:ready', () => {
       const parts = ['outbox', 'tab-sync', 'scroll-follow'];
       if (/** @type {HandoffResume} */ (config.handoff)?.conversation_id) parts.push('handoff');
-      for (const name of parts) import(`./${name}.js`).then((m) => m.init(this));
+      for (const name of parts) import(`./${name}.js`).then((m) => m.init(this.host));
     });
     // data-starters / data-greeting the server ignored
     for (const warning of config.warnings || []) console.warn('chat widget:', warning);
     this.bind();
+  }
+
+  // The one door of the lazily loaded parts into the panel: each member's why is in host.js.
+  /** @returns {PanelHost} */
+  makeHost() {
+    const panel = this;
+    return {
+      config: this.config,
+      strings: this.strings,
+      announcer: this.announcer,
+      client: this.client,
+      root: this.root,
+      transcript: this.transcript,
+      scroller: this.scroller,
+      form: this.form,
+      input: this.input,
+      storageKey: this.storageKey(),
+      get following() {
+        return panel.following;
+      },
+      set following(following) {
+        panel.following = following;
+      },
+      currentRun: () => this.current,
+      startRun: (options) => this.startRun(options),
+      addUserTurn: (text, files) => this.addUserTurn(text, files),
+      whoSaid: (label, heading) => this.who(label, heading),
+      addToTranscript: (item) => this.addToTranscript(item),
+      atBottom: () => this.atBottom(),
+      scrollToEnd: () => this.scrollToEnd(),
+      viewOptions: () => this.viewOptions(),
+      showAlert: (text) => this.showAlert(text),
+      emit: (name, detail) => this.emit(name, detail),
+      on: (name, listener) => {
+        const type = `chatwidget:${name}`;
+        this.root.addEventListener(type, listener);
+        return () => this.root.removeEventListener(type, listener);
+      },
+      ensureConversation: () => this.ensureConversation(),
+      notifyHost: () => this.notifyHost(),
+      remember: (conversation) => this.remember(conversation),
+      forget: () => this.forget(),
+      clearTranscript: () => this.clearTranscript(),
+      redraw: () => this.redraw(),
+      provide: (hooks) => Object.assign(this, hooks),
+      filesSent: (refs) => this.attachments?.sent(refs),
+    };
   }
 
   // Documented DOM events (docs/events.md), namespaced `chatwidget:`, bubbling
@@ -205,7 +183,11 @@ export class ChatPanel {
    */
   emit(name, detail) {
     return this.root.dispatchEvent(
-      new CustomEvent(`chatwidget:${name}`, { bubbles: true, cancelable: true, detail }),
+      new CustomEvent(`chatwidget:${name}`, {
+        bubbles: true,
+        cancelable: true,
+        detail,
+      }),
     );
   }
 
@@ -233,7 +215,7 @@ export class ChatPanel {
       attaching = attaching
         .catch(() => {})
         .then(attachments)
-        .then((module) => module.use(this, how, files));
+        .then((module) => module.use(this.host, how, files));
     };
     this.root
       .querySelector('[data-chat-attach]')
@@ -261,7 +243,7 @@ export class ChatPanel {
       this.root.querySelectorAll('[data-chat-tool]')
     ))
       button.addEventListener('click', () =>
-        import('./conversation-tools.js').then((tools) => tools.use(this, button)),
+        import('./conversation-tools.js').then((tools) => tools.use(this.host, button)),
       );
     this.empty.addEventListener('click', (event) => {
       const starter = /** @type {Element} */ (event.target).closest('[data-chat-starters] button');
@@ -354,7 +336,7 @@ export class ChatPanel {
       if (message.role === 'user') {
         this.addUserTurn(message.text, message.attachments);
       } else if (message.role !== 'assistant') {
-        await (await import('./handoff.js')).restoreTurn(this, message); // agent, visitor
+        await (await import('./handoff.js')).restoreTurn(this.host, message); // agent, visitor
       } else if (message.state === 'completed') {
         const turn = this.addAssistantTurn();
         turn.item.dataset.messageId = message.message_id; // its actions are restored by id
@@ -372,7 +354,7 @@ export class ChatPanel {
     const completed = (message) => message.role === 'assistant' && message.state === 'completed';
     if (messages.some(completed)) {
       await loadActions().then(
-        (actions) => actions.restoreActions(this),
+        (actions) => actions.restoreActions(this.host),
         () => {},
       );
     }
@@ -388,19 +370,50 @@ export class ChatPanel {
     }
   }
 
+  /**
+   * This conversation from now on, kept across a reload.
+   * @param {{ conversation_id: string, token: string }} conversation
+   */
+  remember(conversation) {
+    this.client.conversationId = conversation.conversation_id;
+    this.client.token = conversation.token;
+    try {
+      localStorage.setItem(this.storageKey(), JSON.stringify(conversation));
+    } catch {
+      /* storage unavailable: the conversation lasts as long as the page */
+    }
+  }
+
+  // Another tab replaced turns (tab-sync.js): the conversation drawn again from the server's
+  // history, its running answer resumed quietly, as after a reload.
+  redraw() {
+    this.current = null;
+    this.setStreaming(false);
+    this.transcript.textContent = '';
+    this.config.conversation = {
+      conversation_id: this.client.conversationId,
+      token: this.client.token,
+    };
+    return this.restore();
+  }
+
+  // A start-over, here (conversation-tools.js) or in another tab (tab-sync.js).
+  clearTranscript() {
+    this.current = null;
+    this.setStreaming(false);
+    this.transcript.textContent = '';
+    this.alert.textContent = '';
+    this.empty.hidden = false;
+    this.scroller.scrollTop = 0;
+  }
+
   // One creation at a time: the composer's first input, Enter and an upload (attachments.js)
   // share the request in flight.
   ensureConversation() {
     if (this.client.conversationId) return Promise.resolve();
     this.creating ||= this.client
       .createConversation()
-      .then((body) => {
-        try {
-          localStorage.setItem(this.storageKey(), JSON.stringify(body));
-        } catch {
-          /* storage unavailable: the conversation lasts as long as the page */
-        }
-      })
+      .then((body) => this.remember(body))
       .finally(() => {
         this.creating = null;
       });
@@ -457,7 +470,7 @@ export class ChatPanel {
     );
     // The visitor's words take their own direction (docs/accessibility.md A66).
     /** @type {HTMLElement} */ (item.lastChild).dir = 'auto';
-    if (files?.length) attachments().then((module) => module.showInTurn(this, item, files));
+    if (files?.length) attachments().then((module) => module.showInTurn(this.host, item, files));
     this.transcript.append(item);
     this.empty.hidden = true;
     return item;
@@ -474,6 +487,18 @@ export class ChatPanel {
     this.transcript.append(item);
     this.empty.hidden = true;
     return { item, body, status, actions };
+  }
+
+  /**
+   * A part's own line (handoff.js: an agent's turn, a notice): the end stays in view if the
+   * reader was there.
+   * @param {HTMLElement} item
+   */
+  addToTranscript(item) {
+    const follow = this.atBottom();
+    this.transcript.append(item);
+    this.empty.hidden = true;
+    if (follow) this.scrollToEnd();
   }
 
   // Follow a growing answer only if the reader is already at the bottom;
@@ -504,7 +529,7 @@ export class ChatPanel {
     turn.status.hidden = !statusText;
     // Copy, feedback, regenerate, edit: loaded once an answer ended (A21).
     if (/^(completed|cancelled|failed)$/.test(state))
-      import('./answer-tools.js').then((tools) => tools.attach(this, turn));
+      import('./answer-tools.js').then((tools) => tools.attach(this.host, turn));
     this.emit('state', { state, messageId: turn.item.dataset.messageId || '' });
   }
 
@@ -537,7 +562,11 @@ export class ChatPanel {
     requestAnimationFrame(() => this.scrollToEnd());
     const request = { requestId: newRequestId(), text };
     if (files.length)
-      request.body = { request_id: request.requestId, text, attachments: files.map((f) => f.ref) };
+      request.body = {
+        request_id: request.requestId,
+        text,
+        attachments: files.map((f) => f.ref),
+      };
     // Offline: outbox.js keeps it, to send once online.
     if (!this.hold?.(item, request)) this.startRun({ request });
   }
@@ -704,8 +733,27 @@ class AnswerRun {
     if (reason !== 'refused') return this.giveUp(); // offline, or no progress for too long
     const ending = this.endingRefusal(error);
     if (ending === 'lost') return this.fail({ code: 'lost' });
-    if (ending === 'handoff') return (await import('./handoff.js')).reroute(this.panel, this);
+    if (ending === 'handoff') return this.reroute();
     return this.failLocally(await this.refusal(error));
+  }
+
+  // Refused with 409 handoff_active: a person has the conversation (asked for in another tab or
+  // on another device). This answer's turn goes, the composer is free, and handoff.js joins the
+  // hand-off and sends the message (its text and files) to the person.
+  async reroute() {
+    const handoff = await import('./handoff.js');
+    const panel = this.panel;
+    this.phase = 'rerouted'; // no longer in progress
+    const question = this.turn.item.previousElementSibling;
+    this.turn.item.remove();
+    if (panel.current === this) panel.current = null;
+    panel.setStreaming(false);
+    const request = this.request;
+    return handoff.reroute(panel.host, {
+      text: request?.text ?? '',
+      refs: request?.body?.attachments || [],
+      question,
+    });
   }
 
   // How a refusal ends the answer, or '' when the read is tried again: network errors, stalls
@@ -733,7 +781,7 @@ class AnswerRun {
       });
     if (error.code === 'store_unavailable' || error.code === 'server_busy')
       return strings.errors.unavailable;
-    return (await import('./refusals.js')).reasonFor(this.panel, error);
+    return (await import('./refusals.js')).reasonFor(this.panel.host, error);
   }
 
   takeSnapshotWish() {
@@ -902,9 +950,13 @@ class AnswerRun {
         this.panel.announcer.finish(this.view, strings.complete);
         const offered = model.actionable; // only now: completed and verified
         if (offered.length)
-          (await loadActions()).offerActions(this.panel, this.turn, model.messageId, offered);
+          (await loadActions()).offerActions(this.panel.host, this.turn, model.messageId, offered);
       } else {
-        this.fail({ code: 'integrity', message: strings.errors.integrity, retryable: true });
+        this.fail({
+          code: 'integrity',
+          message: strings.errors.integrity,
+          retryable: true,
+        });
       }
     } else if (model.state === 'cancelled') {
       this.enterPhase('cancelled', strings.stateCancelled);
@@ -977,7 +1029,12 @@ class AnswerRun {
         actions.textContent = '';
         this.panel.input.focus();
         const request = { requestId: newRequestId(), text };
-        if (files) request.body = { request_id: request.requestId, text, attachments: files };
+        if (files)
+          request.body = {
+            request_id: request.requestId,
+            text,
+            attachments: files,
+          };
         this.panel.startRun({ request });
       });
       actions.append(again);

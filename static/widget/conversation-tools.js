@@ -11,7 +11,7 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 /** @type {('sentence' | 'complete' | 'off')[]} */
 const ANNOUNCE_MODES = ['sentence', 'complete', 'off'];
@@ -35,29 +35,29 @@ function keepEscape(node, onEscape) {
 const state = new WeakMap(); // panel → {dialog, options}
 
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {HTMLButtonElement} trigger
  */
-export async function use(panel, trigger) {
+export async function use(host, trigger) {
   const [strings] = await Promise.all([
-    lazyStrings(panel, 'conversationTools'),
+    lazyStrings(host, 'conversationTools'),
     linkStylesheet(stylesheetUrl),
   ]);
   if (!strings) return; // offline before the strings came: the next press tries again
-  let parts = state.get(panel);
+  let parts = state.get(host);
   if (!parts) {
     parts = {};
-    state.set(panel, parts);
+    state.set(host, parts);
   }
   if (trigger.dataset.chatTool === 'new') {
-    parts.dialog ||= buildDialog(panel, strings, trigger);
+    parts.dialog ||= buildDialog(host, strings, trigger);
     parts.dialog.showModal();
   } else {
     if (!parts.options) {
-      parts.options = buildOptions(panel, strings, trigger);
+      parts.options = buildOptions(host, strings, trigger);
       // "Talk to a person" (handoff.js), where the server hands conversations to people.
-      if (panel.config.handoff)
-        await (await import('./handoff.js')).addControl(panel, parts.options, () =>
+      if (host.config.handoff)
+        await (await import('./handoff.js')).addControl(host, parts.options, () =>
           toggleOptions(trigger, parts.options),
         );
     }
@@ -71,11 +71,11 @@ export async function use(panel, trigger) {
 // Focus starts on Cancel, the choice that changes nothing (WAI-ARIA APG, "Alert and Message
 // Dialogs"), and returns to the header button when the dialog closes without a change.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {Record<string, string>} strings
  * @param {HTMLButtonElement} trigger
  */
-function buildDialog(panel, strings, trigger) {
+function buildDialog(host, strings, trigger) {
   const dialog = element('dialog', 'chat-dialog');
   dialog.id = 'chat-new-conversation';
   dialog.setAttribute('aria-labelledby', 'chat-new-conversation-title');
@@ -90,7 +90,7 @@ function buildDialog(panel, strings, trigger) {
   const choose = (remove) => async () => {
     choosing = true;
     dialog.close();
-    if (!(await startOver(panel, strings, remove))) trigger.focus();
+    if (!(await startOver(host, strings, remove))) trigger.focus();
   };
   const cancel = button('button button--secondary', strings.cancel, () => dialog.close());
   cancel.autofocus = true;
@@ -121,24 +121,23 @@ function buildDialog(panel, strings, trigger) {
     if (!choosing) trigger.focus();
     choosing = false;
   });
-  panel.root.append(dialog);
+  host.root.append(dialog);
   return dialog;
 }
 
 // Ends the answer in progress, if any: its stream must not outlive its conversation.
-/** @param {ChatPanel} panel */
-async function stopRunning(panel) {
-  const run = panel.current;
+/** @param {PanelHost} host */
+async function stopRunning(host) {
+  const run = host.currentRun();
   if (!run?.inProgress) return;
   const ended = new Promise((resolve) => {
     const timer = setTimeout(resolve, CANCEL_WAIT_MS);
-    const onState = () => {
+    const stop = host.on('state', () => {
       if (run.inProgress || run.phase === 'verifying') return;
       clearTimeout(timer);
-      panel.root.removeEventListener('chatwidget:state', onState);
+      stop();
       resolve();
-    };
-    panel.root.addEventListener('chatwidget:state', onState);
+    });
   });
   await run.cancel();
   await ended;
@@ -147,13 +146,13 @@ async function stopRunning(panel) {
 // Start over; `remove`: also delete the conversation on the server. Returns whether the
 // panel changed (on an error nothing does, and the assertive region says why).
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {Record<string, string>} strings
  * @param {boolean} remove
  */
-async function startOver(panel, strings, remove) {
-  await stopRunning(panel);
-  const client = panel.client;
+async function startOver(host, strings, remove) {
+  await stopRunning(host);
+  const client = host.client;
   let fresh = null;
   try {
     if (remove && client.conversationId) {
@@ -162,31 +161,21 @@ async function startOver(panel, strings, remove) {
     } else if (client.conversationId) {
       // A new conversation at once: its response replaces the cookie that names the old
       // one, so a reload cannot bring the old conversation back.
-      fresh = await new ChatClient({ apiBase: panel.config.apiBase }).createConversation();
+      fresh = await new ChatClient({
+        apiBase: host.config.apiBase,
+      }).createConversation();
     }
   } catch (error) {
-    panel.showAlert(format(strings.failed, { reason: await reasonFor(panel, error) }));
+    host.showAlert(format(strings.failed, { reason: await reasonFor(host, error) }));
     return false;
   }
-  panel.forget();
-  if (fresh) {
-    client.conversationId = fresh.conversation_id;
-    client.token = fresh.token;
-    try {
-      localStorage.setItem(panel.storageKey(), JSON.stringify(fresh));
-    } catch {
-      /* storage blocked: the cookie names the new conversation */
-    }
-  }
-  panel.current = null;
-  panel.setStreaming(false);
-  panel.transcript.textContent = '';
-  panel.alert.textContent = '';
-  panel.empty.hidden = false;
-  panel.scroller.scrollTop = 0;
-  panel.announcer.interrupt(remove ? strings.deleted : strings.started);
-  panel.input.focus();
-  panel.emit('conversation', {
+  // Where storage is blocked, the new conversation's cookie names it.
+  if (fresh) host.remember(fresh);
+  else host.forget();
+  host.clearTranscript();
+  host.announcer.interrupt(remove ? strings.deleted : strings.started);
+  host.input.focus();
+  host.emit('conversation', {
     reason: remove ? 'deleted' : 'new',
     conversationId: client.conversationId,
   });
@@ -198,11 +187,11 @@ async function startOver(panel, strings, remove) {
 // A disclosure (WAI-ARIA APG, "Disclosure"): the button's aria-expanded says whether the
 // section below the header is shown; Escape inside it closes it and returns focus.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {Record<string, string>} strings
  * @param {HTMLButtonElement} trigger
  */
-function buildOptions(panel, strings, trigger) {
+function buildOptions(host, strings, trigger) {
   const section = element('section', 'chat-options');
   section.id = 'chat-options';
   section.setAttribute('aria-label', strings.settingsLabel);
@@ -220,14 +209,14 @@ function buildOptions(panel, strings, trigger) {
     radio.type = 'radio';
     radio.name = 'chat-announce';
     radio.value = mode;
-    radio.checked = panel.announcer.mode === mode;
-    radio.addEventListener('change', () => setAnnounceMode(panel, mode));
+    radio.checked = host.announcer.mode === mode;
+    radio.addEventListener('change', () => setAnnounceMode(host, mode));
     label.append(radio, ` ${labels[mode]}`);
     fieldset.append(label);
   }
   section.append(
     fieldset,
-    button('button button--secondary', strings.download, () => download(panel, strings)),
+    button('button button--secondary', strings.download, () => download(host, strings)),
   );
   keepEscape(section, () => {
     toggleOptions(trigger, section);
@@ -256,11 +245,11 @@ function toggleOptions(trigger, section) {
 // next panel's config (web.py), so even the first answer after a reload follows it
 // (docs/accessibility.md A34).
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {'sentence' | 'complete' | 'off'} mode
  */
-function setAnnounceMode(panel, mode) {
-  panel.announcer.mode = mode;
+function setAnnounceMode(host, mode) {
+  host.announcer.mode = mode;
   // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie the server reads (web.py); document.cookie sets it in both browsers tested.
   document.cookie = `${ANNOUNCE_COOKIE}=${mode}; Max-Age=${YEAR_SECONDS}; Path=/; Secure; SameSite=None; Partitioned`;
 }
@@ -299,28 +288,31 @@ export function transcriptMarkdown(title, date, messages, you, assistant, files 
 }
 
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {Record<string, string>} strings
  */
-async function download(panel, strings) {
+async function download(host, strings) {
   let markdown = '';
   try {
-    if (panel.client.conversationId) {
+    if (host.client.conversationId) {
       markdown = transcriptMarkdown(
         document.title,
         today(),
-        await panel.client.history(),
-        panel.strings.you,
-        panel.strings.assistant,
-        { label: strings.transcriptFiles, size: (bytes) => formatSize(bytes, panel.config.lang) },
+        await host.client.history(),
+        host.strings.you,
+        host.strings.assistant,
+        {
+          label: strings.transcriptFiles,
+          size: (bytes) => formatSize(bytes, host.config.lang),
+        },
       );
     }
   } catch (error) {
-    panel.showAlert(format(strings.downloadFailed, { reason: await reasonFor(panel, error) }));
+    host.showAlert(format(strings.downloadFailed, { reason: await reasonFor(host, error) }));
     return;
   }
   if (!markdown) {
-    panel.announcer.cue(strings.downloadEmpty);
+    host.announcer.cue(strings.downloadEmpty);
     return;
   }
   // A Blob and <a download>: no navigation, so the panel's CSP has nothing to allow.
@@ -333,5 +325,5 @@ async function download(panel, strings) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60000);
-  panel.announcer.cue(strings.downloaded);
+  host.announcer.cue(strings.downloaded);
 }

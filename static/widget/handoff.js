@@ -25,7 +25,7 @@ import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 // Position changes in the line are said at most this often (docs/accessibility.md A53: "at most
 // once every 30 seconds").
@@ -56,13 +56,13 @@ const sha256OfText = (text) => sha256Hex(new TextEncoder().encode(text));
 
 const handoffs = new WeakMap(); // panel → Handoff
 
-/** @param {ChatPanel} panel */
-function handoffOf(panel) {
-  let handoff = handoffs.get(panel);
+/** @param {PanelHost} host */
+function handoffOf(host) {
+  let handoff = handoffs.get(host);
   if (!handoff) {
-    handoff = new Handoff(panel);
-    handoffs.set(panel, handoff);
-    panel.handoff = handoff; // chat.js submit() asks it first
+    handoff = new Handoff(host);
+    handoffs.set(host, handoff);
+    host.provide({ handoff }); // chat.js submit() asks it first
   }
   return handoff;
 }
@@ -70,35 +70,36 @@ function handoffOf(panel) {
 // chat.js, once the panel is ready: resume a hand-off the page was in before a reload. The
 // server put its state in the panel's config (web.py, for the conversation its cookie names):
 // no request at all when there is none.
-/** @param {ChatPanel} panel */
-export async function init(panel) {
-  const handoff = handoffOf(panel);
+/** @param {PanelHost} host */
+export async function init(host) {
+  const handoff = handoffOf(host);
   // The hand-off to resume, or a boolean (whether people take conversations): none to resume.
-  const going = /** @type {import('./chat.js').HandoffResume} */ (panel.config.handoff);
-  if (going?.conversation_id && going.conversation_id === panel.client.conversationId)
+  const going = /** @type {import('./host.js').HandoffResume} */ (host.config.handoff);
+  if (going?.conversation_id && going.conversation_id === host.client.conversationId)
     await handoff.resume(going);
 }
 
 // chat.js: a message the assistant refused with 409 handoff_active (a hand-off asked for in
-// another tab or device) joins it and goes to the person.
+// another tab or device; its answer's turn already gone) joins it and goes to the person.
 /**
- * @param {ChatPanel} panel
- * @param {import('./chat.js').Run} run
+ * @param {PanelHost} host
+ * @param {{ text: string, refs: import('./client.js').AttachmentRef[], question: Element | null }} message
+ *   Its text and files, and the visitor's turn that showed it.
  */
-export function reroute(panel, run) {
-  return handoffOf(panel).reroute(run);
+export function reroute(host, message) {
+  return handoffOf(host).reroute(message);
 }
 
 // chat.js restore(): a hand-off message of the conversation's history, in its place.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {import('./client.js').HistoryMessage} message
  */
-export async function restoreTurn(panel, message) {
-  const handoff = handoffOf(panel);
+export async function restoreTurn(host, message) {
+  const handoff = handoffOf(host);
   handoff.seen.add(message.message_id);
   if (message.role !== 'agent') {
-    panel.addUserTurn(message.text, message.attachments).dataset.messageId = message.message_id;
+    host.addUserTurn(message.text, message.attachments).dataset.messageId = message.message_id;
     return;
   }
   await handoff.ready().catch(() => {}); // offline: the turn is drawn with the agent's name only
@@ -108,17 +109,17 @@ export async function restoreTurn(panel, message) {
 // conversation-tools.js: "Talk to a person" at the end of the Options section; `close`
 // hides the section (its button would otherwise keep focus in a hidden section).
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {HTMLElement} section
  * @param {() => void} close
  */
-export async function addControl(panel, section, close) {
-  const handoff = handoffOf(panel);
+export async function addControl(host, section, close) {
+  const handoff = handoffOf(host);
   const strings = await handoff.ready();
   section.append(
     button('button button--secondary handoff-talk', strings.talk, () => {
       close();
-      handoff.focus(panel.input);
+      handoff.focus(host.input);
       handoff.request();
     }),
   );
@@ -128,12 +129,12 @@ export async function addControl(panel, section, close) {
 // "Offering a person"): a "Talk to a person" button under that answer that asks exactly as the
 // Options control does. Said once, politely, as an action card is; silently after a reload.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {HTMLElement} container
  * @param {boolean} announce
  */
-export async function offer(panel, container, announce) {
-  const handoff = handoffOf(panel);
+export async function offer(host, container, announce) {
+  const handoff = handoffOf(host);
   let strings;
   try {
     strings = await handoff.ready();
@@ -142,17 +143,17 @@ export async function offer(panel, container, announce) {
   }
   container.append(
     button('button button--secondary handoff-offer', strings.talk, () => {
-      handoff.focus(panel.input);
+      handoff.focus(host.input);
       handoff.request();
     }),
   );
-  if (announce) panel.announcer.cue(strings.offered);
+  if (announce) host.announcer.cue(strings.offered);
 }
 
 class Handoff {
-  /** @param {ChatPanel} panel */
-  constructor(panel) {
-    this.panel = panel;
+  /** @param {PanelHost} host */
+  constructor(host) {
+    this.host = host;
     /** @type {Record<string, any> | null} the hand-off's strings, once fetched (ready()) */
     this.strings = null;
     /** @type {'none' | 'requesting' | 'queued' | 'assigned'} */
@@ -181,7 +182,7 @@ class Handoff {
     this.typingTimer = 0;
     this.focusedAt = 0;
     this.bar = null;
-    panel.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
+    host.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
     // Back online: resume at once rather than waiting out a backoff (as chat.js does for answers).
     window.addEventListener('online', () => this.follower?.wake());
   }
@@ -196,8 +197,8 @@ class Handoff {
 
   say(text) {
     const wait = this.focusedAt + FOCUS_SETTLE_MS - Date.now();
-    if (wait > 0) setTimeout(() => this.panel.announcer.cue(text), wait);
-    else this.panel.announcer.cue(text);
+    if (wait > 0) setTimeout(() => this.host.announcer.cue(text), wait);
+    else this.host.announcer.cue(text);
   }
 
   get active() {
@@ -208,7 +209,7 @@ class Handoff {
   async ready() {
     if (!this.strings) {
       const [strings] = await Promise.all([
-        lazyStrings(this.panel, 'handoff'),
+        lazyStrings(this.host, 'handoff'),
         linkStylesheet(stylesheetUrl),
       ]);
       if (!strings) throw new Error('the hand-off strings could not be fetched');
@@ -224,19 +225,19 @@ class Handoff {
   // -- requesting and resuming -------------------------------------------------------------
 
   async request() {
-    const panel = this.panel;
+    const host = this.host;
     await this.ready();
     if (this.active || this.state === 'requesting') return;
     this.removeForm();
     this.state = 'requesting';
     let body;
     try {
-      await panel.ensureConversation();
+      await host.ensureConversation();
       this.bindConversation();
       body = await this.api.requestHandoff(newRequestId());
     } catch (error) {
       this.state = 'none';
-      panel.showAlert(format(this.strings.failed, { reason: await reasonFor(panel, error) }));
+      host.showAlert(format(this.strings.failed, { reason: await reasonFor(host, error) }));
       return;
     }
     this.state = 'none';
@@ -266,7 +267,7 @@ class Handoff {
   }
 
   bindConversation() {
-    const client = this.panel.client;
+    const client = this.host.client;
     if (this.conversationId !== client.conversationId) {
       this.conversationId = client.conversationId;
       this.lastSeq = 0;
@@ -303,7 +304,7 @@ class Handoff {
       position: this.position,
     };
     if (reason) detail.reason = reason;
-    this.panel.emit('handoff', detail);
+    this.host.emit('handoff', detail);
   }
 
   setPosition(position, sayNow) {
@@ -375,10 +376,10 @@ class Handoff {
     try {
       await this.api.cancelHandoff();
     } catch (error) {
-      this.panel.showAlert(format(strings.failed, { reason: await reasonFor(this.panel, error) }));
+      this.host.showAlert(format(strings.failed, { reason: await reasonFor(this.host, error) }));
       return;
     }
-    this.focus(this.panel.input);
+    this.focus(this.host.input);
     this.finish(this.state === 'assigned' ? this.agent : '', 'visitor');
   }
 
@@ -410,7 +411,7 @@ class Handoff {
   read() {
     if (this.reading) return;
     this.reading = true;
-    const config = this.panel.config;
+    const config = this.host.config;
     const stop = new AbortController();
     this.stop = stop;
     const follower = follow({
@@ -529,7 +530,7 @@ class Handoff {
   // The text is exactly what was sent (its SHA-256, as an answer's; docs/design.md).
   async verified(data) {
     if ((await sha256OfText(data.text)) === data.sha256) return true;
-    this.panel.showAlert(this.strings.integrity);
+    this.host.showAlert(this.strings.integrity);
     return false;
   }
 
@@ -540,11 +541,11 @@ class Handoff {
       this.hideTyping();
       this.addAgentTurn(data);
       if (!say) return;
-      this.panel.notifyHost(); // the launcher's unread count (A81)
+      this.host.notifyHost(); // the launcher's unread count (A81)
       const agent = this.agentName(data.agent);
       // Announced whole, once, like a completed answer (A55); with announcements off
       // (Options, A35) a short cue instead.
-      const off = this.panel.announcer.mode === 'off';
+      const off = this.host.announcer.mode === 'off';
       this.say(
         format(off ? this.strings.agentMessageCue : this.strings.agentMessage, {
           agent,
@@ -559,36 +560,29 @@ class Handoff {
       this.pendingSends.splice(pending, 1)[0].item.dataset.messageId = data.message_id;
       return;
     }
-    const item = this.panel.addUserTurn(data.text, data.attachments);
+    const item = this.host.addUserTurn(data.text, data.attachments);
     item.dataset.messageId = data.message_id;
-    this.panel.scrollToEnd();
+    this.host.scrollToEnd();
   }
 
   addAgentTurn(message) {
-    const panel = this.panel;
+    const host = this.host;
     const agent = this.agentName(message.agent);
     const item = element('li', 'turn turn--agent');
     item.dataset.messageId = message.message_id;
     item.append(
-      ...panel.who(agent, this.strings ? format(this.strings.agentSaid, { agent }) : agent),
+      ...host.whoSaid(agent, this.strings ? format(this.strings.agentSaid, { agent }) : agent),
       element('p', 'turn__body turn__body--plain', message.text),
     );
     // The person's words take their own direction (A68).
     /** @type {HTMLElement} */ (item.lastChild).dir = 'auto';
-    const follow = panel.atBottom();
-    panel.transcript.append(item);
-    panel.empty.hidden = true;
-    if (follow) panel.scrollToEnd();
+    this.host.addToTranscript(item);
     return item;
   }
 
   // A line in the transcript that is no one's turn: joined, left.
   addNotice(text, name) {
-    const panel = this.panel;
-    const follow = panel.atBottom();
-    panel.transcript.append(isolateName(element('li', 'handoff-notice', text), name));
-    panel.empty.hidden = true;
-    if (follow) panel.scrollToEnd();
+    this.host.addToTranscript(isolateName(element('li', 'handoff-notice', text), name));
   }
 
   // Shown, never announced (A54): typing is not news, the message is.
@@ -611,7 +605,7 @@ class Handoff {
   // -- the bar above the composer: who the visitor is talking to, and the way back -------
 
   drawBar() {
-    const panel = this.panel;
+    const host = this.host;
     const strings = this.strings;
     if (!this.active) {
       if (this.bar) this.bar.root.hidden = true;
@@ -624,7 +618,7 @@ class Handoff {
       typing.hidden = true;
       const leave = button('button button--secondary handoff-bar__leave', '', () => this.cancel());
       root.append(status, typing, leave);
-      panel.form.before(root);
+      host.form.before(root);
       this.bar = { root, status, typing, leave };
     }
     const bar = this.bar;
@@ -645,20 +639,12 @@ class Handoff {
   // -- the visitor's messages to the person --------------------------------------------------
 
   // chat.js: the assistant refused a message with 409 handoff_active — a hand-off this panel
-  // did not know of (asked for in another tab or on another device). The answer's turn goes;
-  // the panel joins the hand-off (a request while one is going on only says where it is) and
-  // the message goes to the person.
-  async reroute(run) {
-    const panel = this.panel;
-    run.phase = 'rerouted'; // no longer in progress: the composer is free
-    const question = run.turn.item.previousElementSibling;
-    run.turn.item.remove();
-    if (panel.current === run) panel.current = null;
-    panel.setStreaming(false);
+  // did not know of (asked for in another tab or on another device). The answer's turn is gone
+  // (chat.js AnswerRun.reroute); the panel joins the hand-off (a request while one is going on
+  // only says where it is) and the message goes to the person, with the files it carried
+  // (attachments.js: its turn shows them).
+  async reroute({ text, refs, question }) {
     await this.request();
-    const text = run.request?.text ?? '';
-    // The files it carried go to the person with it (attachments.js: its turn shows them).
-    const refs = run.request?.body?.attachments || [];
     if ((!text && !refs.length) || !this.active) return;
     if (question?.classList.contains('turn--user')) {
       const pending = { text, item: question, refs };
@@ -674,10 +660,10 @@ class Handoff {
   // answers).
   send(text, files = []) {
     if (!this.active) return false;
-    const panel = this.panel;
-    panel.input.value = '';
-    const item = panel.addUserTurn(text, files);
-    panel.scrollToEnd();
+    const host = this.host;
+    host.input.value = '';
+    const item = host.addUserTurn(text, files);
+    host.scrollToEnd();
     const pending = { text, item, refs: files.map((file) => file.ref) };
     this.pendingSends.push(pending);
     this.post(text, pending);
@@ -685,7 +671,7 @@ class Handoff {
   }
 
   async post(text, pending) {
-    const panel = this.panel;
+    const host = this.host;
     let body;
     try {
       // Network errors and 5xx are retried with the same request id: sent once (idempotent).
@@ -701,25 +687,29 @@ class Handoff {
       this.finish(this.agent, 'ended');
       const request = { requestId: newRequestId(), text };
       if (pending.refs?.length)
-        request.body = { request_id: request.requestId, text, attachments: pending.refs };
-      panel.startRun({ request });
+        request.body = {
+          request_id: request.requestId,
+          text,
+          attachments: pending.refs,
+        };
+      host.startRun({ request });
       return;
     }
     this.seen.add(body.message_id);
     pending.item.dataset.messageId = body.message_id;
     const index = this.pendingSends.indexOf(pending);
     if (index >= 0) this.pendingSends.splice(index, 1);
-    panel.attachments?.sent(pending.refs); // sent to the person: they leave the list
+    host.filesSent(pending.refs); // sent to the person: they leave the list
     if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
-      panel.showAlert(this.strings.integrity);
+      host.showAlert(this.strings.integrity);
   }
 
   async sendFailed(pending, error) {
     const index = this.pendingSends.indexOf(pending);
     if (index >= 0) this.pendingSends.splice(index, 1);
     pending.item.dataset.state = 'failed';
-    const reason = await reasonFor(this.panel, error);
-    this.panel.showAlert(format(this.strings.sendFailed, { reason }));
+    const reason = await reasonFor(this.host, error);
+    this.host.showAlert(format(this.strings.sendFailed, { reason }));
   }
 
   // -- nobody available: leave a message -----------------------------------------------------
@@ -731,8 +721,11 @@ class Handoff {
     const strings = this.strings;
     const when = new Date(opensAt);
     if (!opensAt || Number.isNaN(when.getTime())) return strings.unavailable;
-    const lang = this.panel.config.lang;
-    const time = new Intl.DateTimeFormat(lang, { hour: 'numeric', minute: '2-digit' }).format(when);
+    const lang = this.host.config.lang;
+    const time = new Intl.DateTimeFormat(lang, {
+      hour: 'numeric',
+      minute: '2-digit',
+    }).format(when);
     const day = new Intl.DateTimeFormat(lang, { weekday: 'long' }).format(when);
     /** @type {(date: Date) => number} */
     const midnight = (date) =>
@@ -745,7 +738,7 @@ class Handoff {
   }
 
   showUnavailable(reason, opensAt) {
-    const panel = this.panel;
+    const host = this.host;
     const strings = this.strings;
     if (reason === 'disabled') {
       this.addNotice(strings.disabled);
@@ -772,7 +765,7 @@ class Handoff {
       submit,
       button('button button--secondary', strings.notNow, () => {
         this.removeForm();
-        panel.input.focus();
+        host.input.focus();
       }),
     );
     form.append(buttons);
@@ -781,10 +774,9 @@ class Handoff {
       this.leaveMessage(email, message, submit);
     });
     item.append(text, form);
-    panel.transcript.append(item);
-    panel.empty.hidden = true;
+    host.addToTranscript(item);
     this.form = item;
-    panel.scrollToEnd();
+    host.scrollToEnd();
     this.focus(email.input);
     this.say(said);
     this.emitState(reason === 'closed' ? 'closed' : 'unavailable');
@@ -801,7 +793,7 @@ class Handoff {
     input.name = name;
     if (name === 'text') {
       /** @type {HTMLTextAreaElement} */ (input).rows = 3;
-      input.maxLength = this.panel.input.maxLength;
+      input.maxLength = this.host.input.maxLength;
       input.required = true;
     }
     const error = element('p', 'handoff-form__error');
@@ -829,7 +821,7 @@ class Handoff {
   }
 
   async leaveMessage(email, message, submit) {
-    const panel = this.panel;
+    const host = this.host;
     const strings = this.strings;
     const address = email.input.value.trim();
     const text = message.input.value;
@@ -840,7 +832,7 @@ class Handoff {
     if (emailError || textError) {
       // Focus to the first field in error; the alert says every error once (A57).
       (emailError ? email : message).input.focus();
-      panel.showAlert([emailError, textError].filter(Boolean).join(' '));
+      host.showAlert([emailError, textError].filter(Boolean).join(' '));
       return;
     }
     submit.disabled = true;
@@ -848,7 +840,7 @@ class Handoff {
     const body = { request_id: this.leaveRequestId, text };
     if (address) body.email = address;
     try {
-      await panel.ensureConversation();
+      await host.ensureConversation();
       this.bindConversation();
       await this.api.leaveMessage(body);
     } catch (error) {
@@ -856,9 +848,9 @@ class Handoff {
       if (error.code === 'invalid_email') {
         this.setError(email, strings.emailInvalid);
         email.input.focus();
-        panel.showAlert(strings.emailInvalid);
+        host.showAlert(strings.emailInvalid);
       } else {
-        panel.showAlert(format(strings.leaveFailed, { reason: await reasonFor(panel, error) }));
+        host.showAlert(format(strings.leaveFailed, { reason: await reasonFor(host, error) }));
       }
       return;
     }
@@ -866,7 +858,7 @@ class Handoff {
     const thanks = address ? strings.leftWithEmail : strings.left;
     this.form.replaceChildren(element('p', 'handoff-leave__text', thanks));
     this.form = null;
-    this.focus(panel.input);
+    this.focus(host.input);
     this.say(thanks);
     this.emitState('left');
   }

@@ -5,7 +5,7 @@
 
 import { staticJson } from './client.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 // The UI strings of the panel's language, fetched once for every lazy part together: the
 // groups web.py leaves out of the panel's config (LAZY_STRING_GROUPS) come from the same
@@ -17,14 +17,14 @@ const filesOfStrings = new Map();
 
 // Resolves to the group's strings, or null when they cannot be had right now.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {string} group
  * @param {string} [folder]
  * @returns {Promise<Record<string, any> | null>}
  */
-export function lazyStrings(panel, group, folder = '') {
-  if (panel.strings[group]) return Promise.resolve(panel.strings[group]);
-  const url = new URL(`./i18n/${folder}${panel.config.lang}.json`, import.meta.url).href;
+export function lazyStrings(host, group, folder = '') {
+  if (host.strings[group]) return Promise.resolve(host.strings[group]);
+  const url = new URL(`./i18n/${folder}${host.config.lang}.json`, import.meta.url).href;
   if (!filesOfStrings.has(url))
     filesOfStrings.set(
       url,

@@ -19,41 +19,44 @@ const KEY = 'chatwidget_outbox';
 const MAX_AGE_SECONDS = 86400;
 // A cookie holds about 4 KiB; a longer outbox is kept for this page only (docs/design.md).
 const MAX_COOKIE_CHARS = 3500;
-const RUN_EVENTS = ['chatwidget:event', 'chatwidget:state'];
+/** @type {import('./host.js').HostEventName[]} */
+const RUN_EVENTS = ['event', 'state'];
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
-/** @typedef {import('./chat.js').Run} AnswerRun */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
+/** @typedef {import('./host.js').AnswerRunView} AnswerRun */
 /** @typedef {import('./client.js').SendRequest} SendRequest */
 
 // Resolves once `condition()` holds, checked now and at every run event and state change of
 // the panel; after `timeoutMs`, if given, whatever holds.
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {() => unknown} condition
  * @param {number} [timeoutMs]
  * @returns {Promise<void>}
  */
-export function until(panel, condition, timeoutMs = 0) {
+export function until(host, condition, timeoutMs = 0) {
   return new Promise((resolve) => {
     let timer = 0;
+    /** @type {(() => void)[]} */
+    let stops = [];
     const done = () => {
       clearTimeout(timer);
-      for (const name of RUN_EVENTS) panel.root.removeEventListener(name, check);
+      for (const stop of stops) stop();
       resolve();
     };
     const check = () => condition() && done();
     if (timeoutMs) timer = setTimeout(done, timeoutMs);
-    for (const name of RUN_EVENTS) panel.root.addEventListener(name, check);
+    stops = RUN_EVENTS.map((name) => host.on(name, check));
     check();
   });
 }
 
 /**
  * An answer has ended (not streaming, reconnecting or verifying).
- * @type {(panel: ChatPanel, run: AnswerRun, timeoutMs?: number) => Promise<void>}
+ * @type {(host: PanelHost, run: AnswerRun, timeoutMs?: number) => Promise<void>}
  */
-export const ended = (panel, run, timeoutMs) =>
-  until(panel, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
+export const ended = (host, run, timeoutMs) =>
+  until(host, () => !run.inProgress && run.phase !== 'verifying', timeoutMs);
 
 // Where the panel may keep something across a reload: localStorage where a third-party
 // iframe may use it (Firefox), and a partitioned cookie (CHIPS) where it may not (Debian's
@@ -91,16 +94,16 @@ function save(entries) {
   const encoded = encodeURIComponent(value);
   const keep = entries.length && encoded.length <= MAX_COOKIE_CHARS;
   // biome-ignore lint/suspicious/noDocumentCookie: a partitioned cookie needs document.cookie (Cookie Store API lacks it in Firefox).
-  document.cookie = `${KEY}=${keep ? encoded : ''}; Max-Age=${keep ? MAX_AGE_SECONDS : 0}; Path=/panel; Secure; SameSite=None; Partitioned`;
+  document.cookie = `${KEY}=${keep ? encoded : ''}; Max-Age=${keep ? MAX_AGE_SECONDS : 0}; Path=/host; Secure; SameSite=None; Partitioned`;
 }
 
 class Outbox {
   /**
-   * @param {ChatPanel} panel
+   * @param {PanelHost} host
    * @param {Record<string, string>} strings
    */
-  constructor(panel, strings) {
-    this.panel = panel;
+  constructor(host, strings) {
+    this.host = host;
     this.strings = strings;
     /** @type {{ item: HTMLElement, request: SendRequest }[]} oldest first */
     this.waiting = [];
@@ -127,7 +130,7 @@ class Outbox {
     status.textContent = this.strings.waiting;
     item.append(status);
     if (restored) return true;
-    this.panel.announcer.cue(this.strings.queued);
+    this.host.announcer.cue(this.strings.queued);
     if (navigator.onLine) this.send(); // others wait before it: it goes after them
     return true;
   }
@@ -152,25 +155,26 @@ class Outbox {
   async send() {
     if (this.sending) return;
     this.sending = true;
-    const panel = this.panel;
+    const host = this.host;
     try {
       while (this.waiting.length && navigator.onLine) {
-        if (panel.current) await ended(panel, panel.current);
+        const current = host.currentRun();
+        if (current) await ended(host, current);
         this.prune();
         if (!this.waiting.length) break;
         const { item, request } = this.waiting[0];
         delete item.dataset.state;
         item.querySelector('[data-chat-outbox]')?.remove();
-        const run = panel.startRun({ request });
+        const run = host.startRun({ request });
         item.after(run.turn.item); // its answer follows it, before messages still waiting
         // Kept until the server took it (its message id) or the run ended otherwise: a
         // reload before that sends it again, with the same request_id. A run cut short by
         // the page going away ends too: then it stays for the next load.
-        await until(panel, () => run.model.messageId || !run.inProgress);
+        await until(host, () => run.model.messageId || !run.inProgress);
         if (this.leaving) return;
         this.waiting.shift();
         this.save();
-        await ended(panel, run);
+        await ended(host, run);
       }
     } finally {
       this.sending = false;
@@ -178,31 +182,31 @@ class Outbox {
   }
 }
 
-/** @type {WeakMap<ChatPanel, Outbox>} */
+/** @type {WeakMap<PanelHost, Outbox>} */
 const outboxes = new WeakMap();
 
 /**
  * After a start-over followed from another tab (tab-sync.js).
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  */
-export const prune = (panel) => outboxes.get(panel)?.prune();
+export const prune = (host) => outboxes.get(host)?.prune();
 
-/** @param {ChatPanel} panel */
-export async function init(panel) {
-  const strings = await lazyStrings(panel, 'offlineOutbox');
+/** @param {PanelHost} host */
+export async function init(host) {
+  const strings = await lazyStrings(host, 'offlineOutbox');
   if (!strings) return; // the strings could not be fetched: no outbox this time, as before
-  const outbox = new Outbox(panel, strings);
-  outboxes.set(panel, outbox);
-  panel.hold = (item, request) => outbox.hold(item, request);
+  const outbox = new Outbox(host, strings);
+  outboxes.set(host, outbox);
+  host.provide({ hold: (item, request) => outbox.hold(item, request) });
   // New conversation here (conversation-tools.js) emptied the transcript.
-  panel.root.addEventListener('chatwidget:conversation', () => outbox.prune());
+  host.on('conversation', () => outbox.prune());
   window.addEventListener('online', () => outbox.send());
   window.addEventListener('pagehide', () => {
     outbox.leaving = true;
   });
   for (const entry of load()) {
     const request = { requestId: entry.request_id, text: entry.text };
-    outbox.hold(panel.addUserTurn(entry.text), request, true);
+    outbox.hold(host.addUserTurn(entry.text), request, true);
   }
   if (navigator.onLine) outbox.send();
 }

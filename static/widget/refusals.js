@@ -17,17 +17,17 @@
 import { format, plural } from './i18n.js';
 import { lazyStrings } from './lazy-parts.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {import('./client.js').ApiError} error
  * @returns {Promise<string>}
  */
-export async function reasonFor(panel, error) {
-  const strings = panel.strings;
+export async function reasonFor(host, error) {
+  const strings = host.strings;
   const errors = strings.errors;
-  const lang = panel.config.lang;
+  const lang = host.config.lang;
   const code = error?.code || '';
   /** @type {Record<string, string>} */
   const values = {};
@@ -38,7 +38,7 @@ export async function reasonFor(panel, error) {
     store_unavailable: errors.unavailable,
     server_busy: errors.unavailable,
   };
-  const refusals = code ? await lazyStrings(panel, 'refusals', 'refusals/') : null;
+  const refusals = code ? await lazyStrings(host, 'refusals', 'refusals/') : null;
   for (const template of [refusals?.[code], panelTexts[code], errors[code]]) {
     const holes = template?.match(/\{\w+\}/g) || [];
     if (template && holes.every((hole) => hole.slice(1, -1) in values))

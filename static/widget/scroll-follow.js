@@ -6,7 +6,7 @@
 // sees every such change, wherever it comes from, so no end state is left below the fold (issue
 // 12: a refusal at once below a long answer kept its Retry button out of view). Following stops
 // only when the reader scrolls up (our own scrolls only go down) and resumes at the bottom or on
-// a send (ChatPanel.scrollToEnd).
+// a send (the host's scrollToEnd, host.js).
 //
 // Tab stops: the transcript, a code block and a table's box (markdown.js, data-label) are tab
 // stops exactly while they scroll, so keyboard users can scroll them then and nothing that
@@ -19,7 +19,7 @@
 // (panel.css), so 12 px: within it neither engine asks for a stop, past it both agree.
 const SCROLL_SLACK_PX = 12;
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 /** @param {HTMLElement} box */
 export function markScrollable(box) {
@@ -35,26 +35,26 @@ export function markScrollable(box) {
   }
 }
 
-/** @param {ChatPanel} panel */
-export function init(panel) {
-  const scroller = panel.scroller;
+/** @param {PanelHost} host */
+export function init(host) {
+  const scroller = host.scroller;
   let lastTop = scroller.scrollTop;
-  panel.following = true;
+  host.following = true;
   scroller.addEventListener('scroll', () => {
     const top = scroller.scrollTop;
-    panel.following = (panel.following && top >= lastTop) || panel.atBottom();
+    host.following = (host.following && top >= lastTop) || host.atBottom();
     lastTop = top;
   });
   const observer = new ResizeObserver(() => {
     for (const box of [
       scroller,
       .../** @type {NodeListOf<HTMLElement>} */ (
-        panel.transcript.querySelectorAll('pre, [data-label]')
+        host.transcript.querySelectorAll('pre, [data-label]')
       ),
     ])
       markScrollable(box);
-    if (!panel.following) return;
-    panel.scrollToEnd();
+    if (!host.following) return;
+    host.scrollToEnd();
     // A control the reader is using in the transcript stays in view (WCAG 2.2 2.4.11 Focus
     // Not Obscured): on a short screen the comment field that Helpful opens would otherwise
     // push Helpful itself out of view (tests/e2e/test_short_screens.py).
@@ -63,5 +63,5 @@ export function init(panel) {
       focused.scrollIntoView({ block: 'nearest' });
   });
   observer.observe(scroller);
-  observer.observe(panel.transcript);
+  observer.observe(host.transcript);
 }

@@ -16,69 +16,50 @@
 import { lazyStrings } from './lazy-parts.js';
 import { ended, prune } from './outbox.js';
 
-/** @typedef {import('./chat.js').ChatPanel} ChatPanel */
+/** @typedef {import('./host.js').PanelHost} PanelHost */
 
 // How long a start-over waits for the answer to end after its cancel (as conversation-tools.js).
 const CANCEL_WAIT_MS = 5000;
 
 /**
- * @param {ChatPanel} panel
+ * @param {PanelHost} host
  * @param {string} messageId
  */
-function known(panel, messageId) {
+function known(host, messageId) {
   return (
-    panel.current?.model.messageId === messageId ||
-    panel.transcript.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`) !== null
+    host.currentRun()?.model.messageId === messageId ||
+    host.transcript.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`) !== null
   );
 }
 
 // Another tab started over (New conversation, conversation-tools.js): this one follows,
 // moving no focus and saying so once, politely.
-/** @param {ChatPanel} panel */
-async function reset(panel, message) {
-  const run = panel.current;
+/** @param {PanelHost} host */
+async function reset(host, message) {
+  const run = host.currentRun();
   if (run?.inProgress) {
     // The other tab cancelled it before starting over; this cancel only makes sure.
     run.cancel();
-    await ended(panel, run, CANCEL_WAIT_MS);
+    await ended(host, run, CANCEL_WAIT_MS);
   }
-  const strings = await lazyStrings(panel, 'syncTabs');
-  const client = panel.client;
-  // Not panel.forget(): the stored conversation is shared with the other tab, which has
-  // already replaced it.
+  const strings = await lazyStrings(host, 'syncTabs');
+  const client = host.client;
+  // Not host.forget() nor host.remember(): the stored conversation is shared with the other
+  // tab, which has already replaced it.
   client.conversationId = message.conversation_id || '';
   client.token = message.token || '';
-  panel.current = null;
-  panel.setStreaming(false);
-  panel.transcript.textContent = '';
-  panel.alert.textContent = '';
-  panel.empty.hidden = false;
-  panel.scroller.scrollTop = 0;
-  prune(panel); // messages waiting here belonged to the conversation that ended
+  host.clearTranscript();
+  prune(host); // messages waiting here belonged to the conversation that ended
   // Without its strings (offline), the reset still happens, silently.
-  panel.announcer.interrupt(
+  host.announcer.interrupt(
     strings && (message.reason === 'deleted' ? strings.deleted : strings.reset),
   );
 }
 
-// Regenerate or edit in another tab replaced turns: draw the conversation again from the
-// server's history (its running answer resumes quietly, like after a reload).
-/** @param {ChatPanel} panel */
-async function redraw(panel) {
-  panel.current = null;
-  panel.setStreaming(false);
-  panel.transcript.textContent = '';
-  panel.config.conversation = {
-    conversation_id: panel.client.conversationId,
-    token: panel.client.token,
-  };
-  await panel.restore();
-}
-
-/** @param {ChatPanel} panel */
-async function receive(panel, message) {
-  if (message?.type === 'reset') return reset(panel, message);
-  const client = panel.client;
+/** @param {PanelHost} host */
+async function receive(host, message) {
+  if (message?.type === 'reset') return reset(host, message);
+  const client = host.client;
   if (client.conversationId !== message?.conversation_id) {
     // Two tabs that began at the same moment have two conversations: each keeps its own.
     if (client.conversationId || !message?.conversation_id) return;
@@ -86,29 +67,30 @@ async function receive(panel, message) {
     client.conversationId = message.conversation_id;
     client.token = message.token;
   }
-  if (message.type === 'changed') return redraw(panel);
-  if (message.type !== 'turn' || known(panel, message.message_id)) return;
-  const follow = panel.atBottom(); // as an answer does: never away from what someone re-reads
-  panel.addUserTurn(message.text);
-  if (follow) panel.scrollToEnd();
-  panel.startRun({ messageId: message.message_id });
+  // Regenerate or edit in another tab replaced turns: drawn again from the server's history.
+  if (message.type === 'changed') return host.redraw();
+  if (message.type !== 'turn' || known(host, message.message_id)) return;
+  const follow = host.atBottom(); // as an answer does: never away from what someone re-reads
+  host.addUserTurn(message.text);
+  if (follow) host.scrollToEnd();
+  host.startRun({ messageId: message.message_id });
 }
 
-/** @param {ChatPanel} panel */
-export function init(panel) {
-  const channel = new BroadcastChannel(panel.storageKey());
+/** @param {PanelHost} host */
+export function init(host) {
+  const channel = new BroadcastChannel(host.storageKey);
   // Same origin only: the token may travel with the conversation's id.
   const post = (message) =>
     channel.postMessage({
       ...message,
-      conversation_id: panel.client.conversationId,
-      token: panel.client.token,
+      conversation_id: host.client.conversationId,
+      token: host.client.token,
     });
-  channel.onmessage = ({ data }) => receive(panel, data);
+  channel.onmessage = ({ data }) => receive(host, data);
   // A run of this tab with a request (a send, regenerate or edit, not one followed from
   // another tab) posts once, at its first event: the server took it and named it.
-  panel.root.addEventListener('chatwidget:event', () => {
-    const run = panel.current;
+  host.on('event', () => {
+    const run = host.currentRun();
     if (!run?.request || run.shared || !run.model.messageId) return;
     run.shared = true;
     post({
@@ -118,7 +100,5 @@ export function init(panel) {
     });
   });
   // New conversation (conversation-tools.js) emits this; a reset followed here does not.
-  panel.root.addEventListener('chatwidget:conversation', ({ detail }) =>
-    post({ type: 'reset', reason: detail.reason }),
-  );
+  host.on('conversation', ({ detail }) => post({ type: 'reset', reason: detail.reason }));
 }
