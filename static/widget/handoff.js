@@ -13,6 +13,9 @@
 // meanwhile (chat.js submit() hands them here). Nobody available, or outside the opening
 // hours (said with when it opens): a form to leave a message (POST …/handoff/left-messages).
 //
+// What the events and answers make of the hand-off (its state, the order of the events, the
+// pace of place-in-line announcements) is handoff-state.js's, which knows no DOM nor network;
+// this module is its view: it follows the stream, checks messages, draws and speaks.
 // Every state is said once, politely, through the panel's one Announcer (A53): no second
 // live region. Loaded when the panel is ready (chat.js), so none of it is part of the
 // panel's first open (tests/test_budgets.py); its stylesheet and strings load on first use.
@@ -20,6 +23,7 @@
 import { ApiError, errorFrom, newRequestId } from './client.js';
 import { button, element } from './dom.js';
 import { follow } from './follow.js';
+import { HandoffState, leftMessageErrors, nextOpening } from './handoff-state.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
@@ -27,15 +31,11 @@ import { sha256Hex } from './sha256.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
-// Position changes in the line are said at most this often (docs/accessibility.md A53: "at most
-// once every 30 seconds").
-const POSITION_ANNOUNCE_MS = 30000;
 // "Is typing" is shown this long after the last typing event (the console sends one at most
 // every few seconds while the agent types).
 const TYPING_SHOWN_MS = 6000;
 // How long after moving focus a state waits to be said (Handoff.say).
 const FOCUS_SETTLE_MS = 1000;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 const stylesheetUrl = new URL('./handoff.css', import.meta.url).href;
 
@@ -97,7 +97,7 @@ export function reroute(host, message) {
  */
 export async function restoreTurn(host, message) {
   const handoff = handoffOf(host);
-  handoff.seen.add(message.message_id);
+  handoff.model.seen.add(message.message_id);
   if (message.role !== 'agent') {
     host.addUserTurn(message.text, message.attachments).dataset.messageId = message.message_id;
     return;
@@ -156,13 +156,9 @@ class Handoff {
     this.host = host;
     /** @type {Record<string, any> | null} the hand-off's strings, once fetched (ready()) */
     this.strings = null;
-    /** @type {'none' | 'requesting' | 'queued' | 'assigned'} */
-    this.state = 'none';
-    this.agent = '';
-    this.position = 0;
-    this.seen = new Set(); // message ids shown (restored, sent, received)
-    this.lastSeq = 0;
-    this.conversationId = '';
+    // What the stream and the answers made of the hand-off (handoff-state.js); this class shows
+    // it and says it.
+    this.model = new HandoffState();
     // client.js's, pinned to the conversation bound (bindConversation)
     /** @type {import('./client.js').ChatClient | null} */
     this.api = null;
@@ -171,18 +167,15 @@ class Handoff {
     /** @type {AbortController | null} aborts following */
     this.stop = null;
     this.reading = false;
-    this.catchUp = false; // the first read starts at 0: skip earlier hand-offs (foldBacklog)
+    /** @type {import('./handoff-state.js').ConversationEvent[]} the first read's, while catching up */
     this.backlog = [];
     /** @type {Promise<unknown>} events are applied one after the other */
     this.applying = Promise.resolve();
-    this.pendingSends = []; // {text, item}: sent here, their visitor.message not yet seen
-    this.positionSpokenAt = -Infinity;
-    this.positionSpoken = 0;
     this.positionTimer = 0;
     this.typingTimer = 0;
     this.focusedAt = 0;
     this.bar = null;
-    host.root.addEventListener('chatwidget:conversation', () => this.forgetConversation());
+    host.on('conversation', () => this.forgetConversation());
     // Back online: resume at once rather than waiting out a backoff (as chat.js does for answers).
     window.addEventListener('online', () => this.follower?.wake());
   }
@@ -202,7 +195,7 @@ class Handoff {
   }
 
   get active() {
-    return this.state === 'queued' || this.state === 'assigned';
+    return this.model.active;
   }
 
   // Its strings and stylesheet; rejects while the strings cannot be fetched (offline).
@@ -219,37 +212,35 @@ class Handoff {
   }
 
   agentName(name) {
-    return name || this.agent || this.strings?.agentFallback || '';
+    return name || this.model.agent || this.strings?.agentFallback || '';
   }
 
   // -- requesting and resuming -------------------------------------------------------------
 
   async request() {
     const host = this.host;
+    const model = this.model;
     await this.ready();
-    if (this.active || this.state === 'requesting') return;
+    if (this.active || model.state === 'requesting') return;
     this.removeForm();
-    this.state = 'requesting';
+    model.state = 'requesting';
     let body;
     try {
       await host.ensureConversation();
       this.bindConversation();
       body = await this.api.requestHandoff(newRequestId());
     } catch (error) {
-      this.state = 'none';
+      model.state = 'none';
       host.showAlert(format(this.strings.failed, { reason: await reasonFor(host, error) }));
       return;
     }
-    this.state = 'none';
+    model.state = 'none';
     if (body.state === 'unavailable') {
       this.showUnavailable(body.reason, body.opens_at);
       return;
     }
-    // The stream starts after the events this answer already reflects: its `seq` where the
-    // server gives one; else after the last hand-off that ended before (catchUp, below).
-    if (body.seq != null) this.lastSeq = Math.max(this.lastSeq, Number(body.seq));
-    else this.catchUp = !this.lastSeq;
-    this.enter(body, true);
+    model.requested(body);
+    this.show(model.enter(body), true);
     this.read();
   }
 
@@ -259,95 +250,79 @@ class Handoff {
     await this.ready();
     this.bindConversation();
     if (body.state !== 'queued' && body.state !== 'assigned') return;
-    this.lastSeq = Math.max(this.lastSeq, Number(body.seq) || 0);
-    this.enter(body, false);
-    this.positionSpokenAt = Date.now();
-    this.positionSpoken = this.position;
+    this.show(this.model.resume(body), false);
+    this.model.positionHeard(Date.now());
     this.read();
   }
 
   bindConversation() {
     const client = this.host.client;
-    if (this.conversationId !== client.conversationId) {
-      this.conversationId = client.conversationId;
-      this.lastSeq = 0;
-    }
+    this.model.bind(client.conversationId);
     this.api = client.pinned();
   }
 
-  // Enter a state from the server's word ({state, agent?, position?}); `say`: announce it.
-  enter(body, say) {
-    const strings = this.strings;
-    const before = this.state;
-    if (body.state === 'queued') {
-      this.state = 'queued';
-      this.setPosition(Number(body.position) || 1, say && before !== 'queued');
-    } else if (body.state === 'assigned') {
-      const changed = before !== 'assigned' || this.agent !== body.agent;
-      this.state = 'assigned';
-      this.agent = body.agent || this.agent;
-      if (changed && say) {
-        const text = format(strings.assigned, { agent: this.agentName() });
-        this.addNotice(text, this.agentName());
-        this.say(text);
-      }
+  // What a change of the state (handoff-state.js) shows and, with `say`, says.
+  /**
+   * @param {import('./handoff-state.js').HandoffChange} change
+   * @param {boolean} say
+   */
+  show(change, say) {
+    if (change.kind === 'entered') this.entered(change, say);
+    else if (change.kind === 'ended') this.ended(change.agent, change.reason);
+    else if (change.kind === 'lapsed') this.lapsed(change.agent);
+    else if (change.kind === 'typing') this.showTyping(change.agent);
+  }
+
+  entered({ before, state, joined, queuedAnew }, say) {
+    if (state === 'queued') this.setPosition(say && queuedAnew);
+    else if (state === 'assigned' && joined && say) {
+      const text = format(this.strings.assigned, { agent: this.agentName() });
+      this.addNotice(text, this.agentName());
+      this.say(text);
     }
     this.drawBar();
-    if (before !== this.state) this.emitState();
+    if (before !== state) this.emitState();
   }
 
   emitState(reason) {
+    const model = this.model;
     const detail = {
       // Never 'requesting': request() is back to 'none' before anything is said.
-      state: /** @type {'none' | 'queued' | 'assigned'} */ (this.state),
-      agent: this.agent,
-      position: this.position,
+      state: /** @type {'none' | 'queued' | 'assigned'} */ (model.state),
+      agent: model.agent,
+      position: model.position,
     };
     if (reason) detail.reason = reason;
     this.host.emit('handoff', detail);
   }
 
-  setPosition(position, sayNow) {
-    this.position = position;
+  // The bar shows the new position at once; it is said now, or the latest one once
+  // handoff-state.js allows (at most every 30 s).
+  setPosition(sayNow) {
     this.drawBar();
     clearTimeout(this.positionTimer);
-    if (sayNow || Date.now() - this.positionSpokenAt >= POSITION_ANNOUNCE_MS) {
-      this.sayPosition();
-      return;
-    }
-    // Said at most every 30 s: the latest position then, if it changed meanwhile.
-    this.positionTimer = setTimeout(
-      () => this.sayPosition(),
-      this.positionSpokenAt + POSITION_ANNOUNCE_MS - Date.now(),
-    );
+    const wait = this.model.positionWait(Date.now(), sayNow);
+    if (wait) this.positionTimer = setTimeout(() => this.sayPosition(), wait);
+    else this.sayPosition();
   }
 
   sayPosition() {
-    if (this.state !== 'queued' || this.positionSpoken === this.position) return;
-    this.positionSpoken = this.position;
     // When it is heard: say() may wait for a focus change to settle.
-    this.positionSpokenAt = Math.max(Date.now(), this.focusedAt + FOCUS_SETTLE_MS);
-    this.say(this.positionText());
+    const heardAt = Math.max(Date.now(), this.focusedAt + FOCUS_SETTLE_MS);
+    if (this.model.positionToSay(heardAt)) this.say(this.positionText());
   }
 
   positionText() {
     const strings = this.strings;
-    return this.position <= 1
-      ? strings.queuedNext
-      : format(strings.queued, { position: this.position });
+    const position = this.model.position;
+    return position <= 1 ? strings.queuedNext : format(strings.queued, { position });
   }
 
   // The hand-off is over: back with the assistant. Said once, whoever ended it.
-  finish(agent, reason) {
-    if (!this.active) return;
+  ended(name, reason) {
     const strings = this.strings;
-    const name = agent || this.agent;
     const text = name ? format(strings.ended, { agent: name }) : strings.endedQueue;
     this.stopReading();
-    this.state = 'none';
-    this.agent = '';
-    this.position = 0;
-    this.positionSpoken = 0;
     clearTimeout(this.positionTimer);
     this.hideTyping();
     this.drawBar();
@@ -358,11 +333,8 @@ class Handoff {
 
   // The agent's console was gone past the grace period: back in line, in the old place
   // (handoff.queued follows with the position, shown in the bar).
-  lapse(agent) {
-    if (this.state !== 'assigned') return;
+  lapsed(agent) {
     const text = format(this.strings.lapsed, { agent: this.agentName(agent) });
-    this.state = 'queued';
-    this.agent = '';
     this.hideTyping();
     this.drawBar();
     this.addNotice(text, this.agentName(agent));
@@ -380,19 +352,15 @@ class Handoff {
       return;
     }
     this.focus(this.host.input);
-    this.finish(this.state === 'assigned' ? this.agent : '', 'visitor');
+    const model = this.model;
+    this.show(model.finish(model.state === 'assigned' ? model.agent : '', 'visitor'), true);
   }
 
   // Start over (conversation-tools.js): the old conversation's hand-off ends with it.
   forgetConversation() {
     if (this.active) this.api.cancelHandoff().catch(() => {});
     this.stopReading();
-    this.state = 'none';
-    this.agent = '';
-    this.seen.clear();
-    this.pendingSends = [];
-    this.lastSeq = 0;
-    this.conversationId = '';
+    this.model.forget();
     clearTimeout(this.positionTimer);
     this.drawBar();
     this.removeForm();
@@ -412,12 +380,13 @@ class Handoff {
     if (this.reading) return;
     this.reading = true;
     const config = this.host.config;
+    const model = this.model;
     const stop = new AbortController();
     this.stop = stop;
     const follower = follow({
       request: ({ headers, signal }) =>
-        this.api.conversationEvents({ after: this.lastSeq, headers, signal }),
-      resumeId: () => (this.lastSeq ? `${this.conversationId}:${this.lastSeq}` : ''),
+        this.api.conversationEvents({ after: model.lastSeq, headers, signal }),
+      resumeId: () => (model.lastSeq ? `${model.conversationId}:${model.lastSeq}` : ''),
       signal: stop.signal,
       stallTimeoutMs: config.stallTimeoutMs,
       retryMs: config.retryMs,
@@ -429,18 +398,16 @@ class Handoff {
         !(error instanceof ApiError && error.status < 500 && error.status !== 429),
       ended: () => !this.reading || !this.active,
       onEvent: (event) => {
-        if (this.catchUp) {
+        if (model.catchUp) {
           this.backlog.push(event);
           return false;
         }
-        const applied = this.applying.then(() =>
-          this.apply(event.type, event.data, event.id, follower),
-        );
+        const applied = this.applying.then(() => this.apply(event, follower));
         this.applying = applied.catch((error) => console.error('chat widget:', error));
         return applied;
       },
       onChunk: () => {
-        if (this.catchUp && this.backlog.length) this.foldBacklog(follower);
+        if (model.catchUp && this.backlog.length) this.foldBacklog(follower);
       },
       settle: () => this.applying, // the last applied event's id is where the next read starts
     });
@@ -459,72 +426,50 @@ class Handoff {
   }
 
   // A stream read from 0 (no `seq` in the request's answer) replays the conversation's earlier
-  // hand-offs too: what came before the last one that ended (or found nobody) is past — shown
-  // then, or in the history — and only what follows is applied. The server writes what it
-  // has in one chunk (HandoffService.event_stream), so the first read holds it.
+  // hand-offs too (handoff-state.js foldBacklog keeps what follows the last one that ended).
+  // The server writes what it has in one chunk (HandoffService.event_stream), so the first
+  // read holds it.
   foldBacklog(follower) {
-    const events = this.backlog;
+    const events = this.model.foldBacklog(this.backlog);
     this.backlog = [];
-    this.catchUp = false;
-    let start = 0;
-    events.forEach((event, index) => {
-      const over =
-        event.type === 'handoff.unavailable' ||
-        (event.type === 'handoff.ended' && event.data.reason !== 'timeout');
-      if (over) start = index + 1;
-    });
-    if (start) this.lastSeq = Number(events[start - 1].data.seq) || this.lastSeq;
-    // Of this hand-off's state changes only the newest counts: the request's answer already
-    // said where it stands, so an older `handoff.queued` must not take an assigned one back.
-    const states = ['handoff.queued', 'handoff.assigned', 'handoff.ended'];
-    let newest = -1;
-    events.forEach((event, index) => {
-      if (index >= start && states.includes(event.type)) newest = index;
-    });
-    events.forEach((event, index) => {
-      if (index >= start && index < newest && states.includes(event.type)) event.type = 'replayed';
-    });
-    for (const event of events.slice(start))
+    for (const event of events)
       this.applying = this.applying
-        .then(() => this.apply(event.type, event.data, event.id, follower))
+        .then(() => this.apply(event, follower))
         .catch((error) => console.error('chat widget:', error));
   }
 
   // One event, in order. Returns whether it moved the state forward.
-  async apply(type, data, id, follower) {
-    const seq = Number(data.seq ?? String(id).split(':').pop()) || 0;
-    if (type !== 'conversation.snapshot') {
-      if (seq && seq <= this.lastSeq) return false; // already applied (a resume's overlap)
-      if (seq && seq > this.lastSeq + 1 && this.lastSeq) {
-        // A missing event: never guess; read again from the last applied one.
-        follower.resumeNow();
-        return false;
-      }
+  /**
+   * @param {import('./handoff-state.js').ConversationEvent} event
+   * @param {import('./follow.js').Follower} follower
+   */
+  async apply(event, follower) {
+    const model = this.model;
+    const { verdict, seq } = model.place(event);
+    if (verdict === 'duplicate') return false;
+    if (verdict === 'gap') {
+      follower.resumeNow(); // read again from the last applied one
+      return false;
     }
     if (!this.reading) return false;
+    const { type, data } = event;
     if (type === 'conversation.snapshot') await this.applySnapshot(data);
-    else if (type === 'handoff.queued')
-      this.enter({ state: 'queued', position: data.position }, true);
-    else if (type === 'handoff.assigned')
-      this.enter({ state: 'assigned', agent: data.agent }, true);
-    else if (type === 'agent.typing') this.showTyping(data.agent);
     else if (type === 'agent.message' || type === 'visitor.message') {
       if (!(await this.verified(data))) return false;
       this.showMessage(type === 'agent.message' ? 'agent' : 'visitor', data, true);
-    } else if (type === 'handoff.ended' && data.reason === 'timeout') this.lapse(data.agent);
-    else if (type === 'handoff.ended') this.finish(data.agent, data.reason);
-    if (seq) this.lastSeq = seq;
+    } else this.show(model.reduce(type, data), true);
+    model.applied(seq);
     return true;
   }
 
   // A resume from an evicted position: the whole state and every message so far.
   async applySnapshot(data) {
-    for (const message of data.messages || []) {
-      if (this.seen.has(message.message_id) || !(await this.verified(message))) continue;
+    const { messages, change } = this.model.snapshot(data);
+    for (const message of messages) {
+      if (!(await this.verified(message))) continue;
       this.showMessage(message.role, message, true);
     }
-    if (data.state === 'queued' || data.state === 'assigned') this.enter(data, true);
-    else this.finish(data.agent, 'ended');
+    this.show(change(), true);
   }
 
   // The text is exactly what was sent (its SHA-256, as an answer's; docs/design.md).
@@ -535,9 +480,8 @@ class Handoff {
   }
 
   showMessage(role, data, say) {
-    if (this.seen.has(data.message_id)) return;
-    this.seen.add(data.message_id);
-    if (role === 'agent') {
+    const shown = this.model.message(role, data);
+    if (shown.kind === 'agent') {
       this.hideTyping();
       this.addAgentTurn(data);
       if (!say) return;
@@ -552,17 +496,15 @@ class Handoff {
           text: data.text,
         }),
       );
-      return;
+    } else if (shown.kind === 'confirmed') {
+      // This tab's send: its turn is there.
+      shown.pending.item.dataset.messageId = data.message_id;
+    } else if (shown.kind === 'visitor') {
+      // Another tab's.
+      const item = this.host.addUserTurn(data.text, data.attachments);
+      item.dataset.messageId = data.message_id;
+      this.host.scrollToEnd();
     }
-    // The visitor's own message: this tab's send (its turn is there) or another tab's.
-    const pending = this.pendingSends.findIndex((send) => send.text === data.text);
-    if (pending >= 0) {
-      this.pendingSends.splice(pending, 1)[0].item.dataset.messageId = data.message_id;
-      return;
-    }
-    const item = this.host.addUserTurn(data.text, data.attachments);
-    item.dataset.messageId = data.message_id;
-    this.host.scrollToEnd();
   }
 
   addAgentTurn(message) {
@@ -587,7 +529,7 @@ class Handoff {
 
   // Shown, never announced (A54): typing is not news, the message is.
   showTyping(agent) {
-    if (this.state !== 'assigned' || !this.bar) return;
+    if (this.model.state !== 'assigned' || !this.bar) return;
     this.bar.typing.textContent = format(this.strings.typing, {
       agent: this.agentName(agent),
     });
@@ -623,8 +565,8 @@ class Handoff {
     }
     const bar = this.bar;
     bar.root.hidden = false;
-    bar.root.dataset.state = this.state;
-    if (this.state === 'queued') {
+    bar.root.dataset.state = this.model.state;
+    if (this.model.state === 'queued') {
       bar.status.textContent = this.positionText();
       bar.leave.textContent = strings.leaveQueue;
     } else {
@@ -648,7 +590,7 @@ class Handoff {
     if ((!text && !refs.length) || !this.active) return;
     if (question?.classList.contains('turn--user')) {
       const pending = { text, item: question, refs };
-      this.pendingSends.push(pending);
+      this.model.sending(pending);
       this.post(text, pending);
     } else {
       this.send(text);
@@ -665,7 +607,7 @@ class Handoff {
     const item = host.addUserTurn(text, files);
     host.scrollToEnd();
     const pending = { text, item, refs: files.map((file) => file.ref) };
-    this.pendingSends.push(pending);
+    this.model.sending(pending);
     this.post(text, pending);
     return true;
   }
@@ -683,8 +625,8 @@ class Handoff {
     } catch (error) {
       if (error.code !== 'handoff_not_active') return this.sendFailed(pending, error);
       // The person left meanwhile: the assistant answers this one, with its files.
-      this.pendingSends.splice(this.pendingSends.indexOf(pending), 1);
-      this.finish(this.agent, 'ended');
+      this.model.settled(pending);
+      this.show(this.model.finish(this.model.agent, 'ended'), true);
       const request = { requestId: newRequestId(), text };
       if (pending.refs?.length)
         request.body = {
@@ -695,18 +637,16 @@ class Handoff {
       host.startRun({ request });
       return;
     }
-    this.seen.add(body.message_id);
+    this.model.seen.add(body.message_id);
     pending.item.dataset.messageId = body.message_id;
-    const index = this.pendingSends.indexOf(pending);
-    if (index >= 0) this.pendingSends.splice(index, 1);
+    this.model.settled(pending);
     host.filesSent(pending.refs); // sent to the person: they leave the list
     if (body.sha256 && body.sha256 !== (await sha256OfText(text)))
       host.showAlert(this.strings.integrity);
   }
 
   async sendFailed(pending, error) {
-    const index = this.pendingSends.indexOf(pending);
-    if (index >= 0) this.pendingSends.splice(index, 1);
+    this.model.settled(pending);
     pending.item.dataset.state = 'failed';
     const reason = await reasonFor(this.host, error);
     this.host.showAlert(format(this.strings.sendFailed, { reason }));
@@ -719,19 +659,15 @@ class Handoff {
   // the weekday (it is never more than a week away). No usable `opens_at`: the plain words.
   closedText(opensAt) {
     const strings = this.strings;
-    const when = new Date(opensAt);
-    if (!opensAt || Number.isNaN(when.getTime())) return strings.unavailable;
+    const opening = nextOpening(opensAt, new Date());
+    if (!opening) return strings.unavailable;
+    const { when, days } = opening;
     const lang = this.host.config.lang;
     const time = new Intl.DateTimeFormat(lang, {
       hour: 'numeric',
       minute: '2-digit',
     }).format(when);
     const day = new Intl.DateTimeFormat(lang, { weekday: 'long' }).format(when);
-    /** @type {(date: Date) => number} */
-    const midnight = (date) =>
-      new Date(date.getFullYear(), date.getMonth(), date.getDate()).getTime();
-    // Rounded: a day across a daylight saving change is 23 or 25 hours long.
-    const days = Math.round((midnight(when) - midnight(new Date())) / 86400000);
     const template =
       days <= 0 ? strings.closedToday : days === 1 ? strings.closedTomorrow : strings.closedOn;
     return format(template, { day, time });
@@ -825,8 +761,9 @@ class Handoff {
     const strings = this.strings;
     const address = email.input.value.trim();
     const text = message.input.value;
-    const emailError = address && !EMAIL.test(address) ? strings.emailInvalid : '';
-    const textError = text.trim() ? '' : strings.textRequired;
+    const { emailInvalid, textMissing } = leftMessageErrors(address, text);
+    const emailError = emailInvalid ? strings.emailInvalid : '';
+    const textError = textMissing ? strings.textRequired : '';
     this.setError(email, emailError);
     this.setError(message, textError);
     if (emailError || textError) {
@@ -836,8 +773,8 @@ class Handoff {
       return;
     }
     submit.disabled = true;
-    this.leaveRequestId ||= newRequestId();
-    const body = { request_id: this.leaveRequestId, text };
+    this.model.leaveRequestId ||= newRequestId();
+    const body = { request_id: this.model.leaveRequestId, text };
     if (address) body.email = address;
     try {
       await host.ensureConversation();
@@ -854,7 +791,7 @@ class Handoff {
       }
       return;
     }
-    this.leaveRequestId = '';
+    this.model.leaveRequestId = '';
     const thanks = address ? strings.leftWithEmail : strings.left;
     this.form.replaceChildren(element('p', 'handoff-leave__text', thanks));
     this.form = null;
