@@ -88,6 +88,7 @@ def test_whole_widget_on_first_open_fits_its_budget(client):
         "/static/widget/sse.js",
         "/static/widget/panel.css",
         "/static/widget/embed.js",
+        "/static/widget/protocol.js",
     } <= set(assets)
     assert any(path.startswith("/panel/theme.css") for path in assets)
     assert "/static/widget/actions.js" not in assets

@@ -11,6 +11,7 @@
 
 import { element } from '../widget/dom.js';
 import { format, plural } from '../widget/i18n.js';
+import { CONVERSATION_EVENT, ERROR } from '../widget/protocol.js';
 import { sha256Hex } from '../widget/sha256.js';
 import { formatSize } from '../widget/sizes.js';
 import { AgentApi, ApiError, consoleStrings, followConversation, newRequestId } from './api.js';
@@ -335,7 +336,7 @@ class AgentConsole {
       await this.api.claim(id);
     } catch (error) {
       button.removeAttribute('aria-disabled');
-      if (error instanceof ApiError && error.code === 'already_claimed') {
+      if (error instanceof ApiError && error.code === ERROR.ALREADY_CLAIMED.code) {
         // The claim is decided once by the server (a compare-and-set): the loser is told who
         // won, in words, and the entry leaves the queue at once.
         const agent = error.details?.agent || error.details?.display_name;
@@ -504,7 +505,7 @@ class AgentConsole {
   onEvent(open, type, data) {
     if (this.open !== open) return;
     switch (type) {
-      case 'visitor.message': {
+      case CONVERSATION_EVENT.VISITOR_MESSAGE: {
         const item = this.addMessage({ ...data, role: 'visitor' });
         if (item) {
           const text = format(this.s.announceVisitorMessage, { text: data.text });
@@ -513,7 +514,7 @@ class AgentConsole {
         }
         break;
       }
-      case 'agent.message': {
+      case CONVERSATION_EVENT.AGENT_MESSAGE: {
         const pending = open.messages.get(data.message_id);
         if (pending && pending.dataset.pending === 'true') {
           delete pending.dataset.pending;
@@ -523,17 +524,17 @@ class AgentConsole {
         }
         break;
       }
-      case 'conversation.snapshot':
+      case CONVERSATION_EVENT.CONVERSATION_SNAPSHOT:
         for (const message of data.messages || []) this.addMessage(message);
         this.setState(open, data.state, null);
         break;
-      case 'handoff.queued':
+      case CONVERSATION_EVENT.HANDOFF_QUEUED:
         this.setState(open, 'queued', null);
         break;
-      case 'handoff.assigned':
+      case CONVERSATION_EVENT.HANDOFF_ASSIGNED:
         this.setState(open, 'assigned', null);
         break;
-      case 'handoff.ended':
+      case CONVERSATION_EVENT.HANDOFF_ENDED:
         this.setState(open, 'ended', data.reason);
         break;
       default:

@@ -13,6 +13,7 @@ import { follow } from './follow.js';
 import { format, markdownSummaries, plural } from './i18n.js';
 import { createMarkdownView } from './markdown.js';
 import { AnswerModel } from './model.js';
+import { ANSWER_EVENT, ANSWER_FAILURE, ERROR, MESSAGE_STATE } from './protocol.js';
 
 // Action cards (actions.js) load only when an answer offers an action or a
 // restored conversation may have some: not part of the first open
@@ -337,7 +338,7 @@ export class ChatPanel {
         this.addUserTurn(message.text, message.attachments);
       } else if (message.role !== 'assistant') {
         await (await import('./handoff.js')).restoreTurn(this.host, message); // agent, visitor
-      } else if (message.state === 'completed') {
+      } else if (message.state === MESSAGE_STATE.COMPLETED) {
         const turn = this.addAssistantTurn();
         turn.item.dataset.messageId = message.message_id; // its actions are restored by id
         turn.message = message;
@@ -351,7 +352,8 @@ export class ChatPanel {
         this.startRun({ messageId: message.message_id, restored: true });
       }
     }
-    const completed = (message) => message.role === 'assistant' && message.state === 'completed';
+    const completed = (message) =>
+      message.role === 'assistant' && message.state === MESSAGE_STATE.COMPLETED;
     if (messages.some(completed)) {
       await loadActions().then(
         (actions) => actions.restoreActions(this.host),
@@ -680,7 +682,7 @@ class AnswerRun {
     } catch (error) {
       // A bug of ours must still end the answer visibly, never leave it busy.
       console.error('chat widget:', error);
-      if (this.inProgress) this.fail({ code: 'internal' });
+      if (this.inProgress) this.fail({ code: ANSWER_FAILURE.INTERNAL.code });
     }
   }
 
@@ -766,7 +768,7 @@ class AnswerRun {
     // The answer is gone from the server (a store restarted without persistence): say so,
     // never show a raw 404.
     if (error.status === 404 && this.model.messageId) return 'lost';
-    if (error.code === 'handoff_active') return 'handoff'; // to the person (handoff.js)
+    if (error.code === ERROR.HANDOFF_ACTIVE.code) return 'handoff'; // to the person (handoff.js)
     return error.status < 500 && error.status !== 429 ? 'refused' : '';
   }
 
@@ -774,12 +776,12 @@ class AnswerRun {
   // for sending, else the reason in the panel's language (refusals.js, loaded on first use).
   async refusal(error) {
     const strings = this.strings;
-    if (error.code === 'too_many_running') return strings.busy;
-    if (error.code === 'rate_limited')
+    if (error.code === ERROR.TOO_MANY_RUNNING.code) return strings.busy;
+    if (error.code === ERROR.RATE_LIMITED.code)
       return format(strings.rateLimited, {
         seconds: plural(strings.seconds, error.retryAfter || 60, this.panel.config.lang),
       });
-    if (error.code === 'store_unavailable' || error.code === 'server_busy')
+    if (error.code === ERROR.STORE_UNAVAILABLE.code || error.code === ERROR.SERVER_BUSY.code)
       return strings.errors.unavailable;
     return (await import('./refusals.js')).reasonFor(this.panel.host, error);
   }
@@ -804,12 +806,12 @@ class AnswerRun {
     if (outcome !== 'applied') return false;
     this.turn.item.dataset.messageId = this.model.messageId;
     this.regainConnection();
-    if (this.stopRequested && type === 'message.started') this.sendCancel();
-    if (type === 'text.delta') {
+    if (this.stopRequested && type === ANSWER_EVENT.MESSAGE_STARTED) this.sendCancel();
+    if (type === ANSWER_EVENT.TEXT_DELTA) {
       this.pendingText += data.text;
       if (this.drawnOnce) this.scheduleRender();
       else this.render(false);
-    } else if (type === 'message.snapshot') {
+    } else if (type === ANSWER_EVENT.MESSAGE_SNAPSHOT) {
       this.render(true);
     }
     return this.model.lastSeq > seqBefore;
@@ -943,7 +945,7 @@ class AnswerRun {
     this.render(true); // the whole text, exactly as verified below
     await this.drawn(); // in slices, a frame at a time
     this.view.finish();
-    if (model.state === 'completed') {
+    if (model.state === MESSAGE_STATE.COMPLETED) {
       this.enterPhase('verifying');
       if (await model.verify()) {
         this.enterPhase('completed');
@@ -958,11 +960,11 @@ class AnswerRun {
           retryable: true,
         });
       }
-    } else if (model.state === 'cancelled') {
+    } else if (model.state === MESSAGE_STATE.CANCELLED) {
       this.enterPhase('cancelled', strings.stateCancelled);
       this.panel.announcer.interrupt(strings.cancelled);
     } else {
-      this.fail(model.error || { code: 'internal', retryable: true });
+      this.fail(model.error || ANSWER_FAILURE.INTERNAL);
     }
   }
 

@@ -11,6 +11,7 @@
 // treats idempotently.
 
 import { sleep } from './dom.js';
+import { ERROR, HTTP_ERROR_CODE } from './protocol.js';
 
 // -- the wire's shapes (docs/protocol.md), as this client resolves to them ------------------
 
@@ -115,7 +116,7 @@ export class ApiError extends Error {
     super(error.message || `HTTP ${status}`);
     this.name = 'ApiError';
     this.status = status;
-    this.code = error.code || 'http_error';
+    this.code = error.code || HTTP_ERROR_CODE;
     /** @type {Record<string, any>} the error's `details` ({} when it has none) */
     this.details = error.details || {};
     this.retryAfter = 0;
@@ -368,7 +369,7 @@ export class ChatClient {
       const body = await jsonOrNull(response);
       if (response.ok && body) return body;
       const error = body?.error;
-      const retryable = response.status >= 500 || error?.code === 'action_in_progress';
+      const retryable = response.status >= 500 || error?.code === ERROR.ACTION_IN_PROGRESS.code;
       if (retryable && attempt < RETRIES) {
         await sleep(retryDelay);
         continue;

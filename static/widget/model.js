@@ -6,9 +6,10 @@
 // snapshot; only `message.completed` completes, and its SHA-256 must match
 // the text we show (a mismatch is an error, never a silent success).
 
+import { ANSWER_EVENT, MESSAGE_STATE, TERMINAL_MESSAGE_STATES } from './protocol.js';
 import { sha256Hex } from './sha256.js';
 
-export const TERMINAL = new Set(['completed', 'cancelled', 'failed']);
+export const TERMINAL = new Set(TERMINAL_MESSAGE_STATES);
 
 /**
  * An answer event's data (docs/protocol.md, "Events"): every kind has `message_id` and `seq`;
@@ -38,7 +39,8 @@ export class AnswerModel {
     this.messageId = messageId;
     this.lastSeq = 0;
     this.text = '';
-    this.state = 'running'; // running | completed | cancelled | failed | incomplete
+    /** @type {string} running | completed | cancelled | failed | incomplete */
+    this.state = MESSAGE_STATE.RUNNING;
     /** @type {AnswerError | null} */
     this.error = null;
     /** @type {AnswerEventData | null} `message.completed`'s data */
@@ -63,7 +65,8 @@ export class AnswerModel {
   // whatever `action.proposed` events arrived before it ended.
   /** @returns {import('./client.js').Action[]} */
   get actionable() {
-    const listed = this.state === 'completed' && this.completion && this.completion.actions;
+    const listed =
+      this.state === MESSAGE_STATE.COMPLETED && this.completion && this.completion.actions;
     return Array.isArray(listed) ? listed : [];
   }
 
@@ -79,7 +82,7 @@ export class AnswerModel {
     if (!this.messageId) this.messageId = data.message_id;
     if (data.message_id !== this.messageId) return 'ignored';
     if (this.terminal) return 'duplicate';
-    if (type === 'message.snapshot') {
+    if (type === ANSWER_EVENT.MESSAGE_SNAPSHOT) {
       // A snapshot replaces everything up to its seq; an older one is stale.
       if (data.seq < this.lastSeq) return 'duplicate';
       this.text = data.text;
@@ -97,21 +100,21 @@ export class AnswerModel {
     }
     this.lastSeq = data.seq;
     switch (type) {
-      case 'text.delta':
+      case ANSWER_EVENT.TEXT_DELTA:
         this.text += data.text;
         break;
-      case 'message.completed':
+      case ANSWER_EVENT.MESSAGE_COMPLETED:
         this.completion = data;
-        this.state = 'completed';
+        this.state = MESSAGE_STATE.COMPLETED;
         break;
-      case 'message.failed':
+      case ANSWER_EVENT.MESSAGE_FAILED:
         this.error = data.error;
-        this.state = 'failed';
+        this.state = MESSAGE_STATE.FAILED;
         break;
-      case 'message.cancelled':
-        this.state = 'cancelled';
+      case ANSWER_EVENT.MESSAGE_CANCELLED:
+        this.state = MESSAGE_STATE.CANCELLED;
         break;
-      case 'action.proposed':
+      case ANSWER_EVENT.ACTION_PROPOSED:
         this.proposed.set(data.action_id, data);
         break;
       default:

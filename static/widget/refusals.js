@@ -16,6 +16,7 @@
 
 import { format, plural } from './i18n.js';
 import { lazyStrings } from './lazy-parts.js';
+import { ERROR } from './protocol.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
@@ -33,10 +34,10 @@ export async function reasonFor(host, error) {
   const values = {};
   if (error?.retryAfter > 0) values.seconds = plural(strings.seconds, error.retryAfter, lang);
   const panelTexts = {
-    too_many_running: strings.busy,
-    rate_limited: strings.rateLimited,
-    store_unavailable: errors.unavailable,
-    server_busy: errors.unavailable,
+    [ERROR.TOO_MANY_RUNNING.code]: strings.busy,
+    [ERROR.RATE_LIMITED.code]: strings.rateLimited,
+    [ERROR.STORE_UNAVAILABLE.code]: errors.unavailable,
+    [ERROR.SERVER_BUSY.code]: errors.unavailable,
   };
   const refusals = code ? await lazyStrings(host, 'refusals', 'refusals/') : null;
   for (const template of [refusals?.[code], panelTexts[code], errors[code]]) {

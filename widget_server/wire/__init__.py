@@ -3,5 +3,8 @@
 `errors.py`: every HTTP error code the server answers with, its status and whether the same
 request may succeed later. docs/protocol.md's error table and the OpenAPI document are
 checked against it (tests/test_docs.py, tests/test_protocol.py), and no module raises a code
-that is not in it (tests/test_architecture.py).
+that is not in it (tests/test_architecture.py). `events.py`: every event type of an answer's
+stream and of the conversation event stream, and an answer's states, gathered from where they
+are made. `javascript.py`: static/widget/protocol.js, the panel's copy of these names, written
+from them (`python -m widget_server.wire.javascript`).
 """
