@@ -22,24 +22,6 @@ from .test_architecture import js_code
 MODULE = REPO_ROOT / "static" / "widget" / "protocol.js"
 REGENERATE = ".venv/bin/python -m widget_server.wire.javascript"
 
-# Modules another change is restructuring, which still write these wire names by hand; each
-# entry goes once its module imports them from protocol.js (the test below fails until then).
-NOT_YET_SWITCHED: dict[str, set[str]] = {
-    "static/widget/attachments.js": {"message.started", "attachment_too_large", "attachment_type"},
-    "static/widget/handoff.js": {
-        "handoff.queued",
-        "handoff.assigned",
-        "handoff.ended",
-        "handoff.unavailable",
-        "agent.typing",
-        "agent.message",
-        "visitor.message",
-        "conversation.snapshot",
-        "handoff_not_active",
-        "invalid_email",
-    },
-}
-
 # The names static/ must take from protocol.js: every event, and every HTTP error code (message
 # states and answer-failure codes are left out: `completed` and `failed` are also the words of a
 # turn's phase and an action's status, `timeout` a hand-off's end reason).
@@ -149,8 +131,7 @@ def test_every_exported_error_code_is_used_by_static(code):
     family = "ANSWER_FAILURE" if code in {c.value for c in javascript.JS_ANSWER_FAILURES} else "ERROR"
     use = f"{family}.{javascript.constant_name(code)}."
     users = [path for path in static_sources() if use in js_code(path)]
-    pending = [path for path, names in NOT_YET_SWITCHED.items() if code in names]
-    assert users or pending, f"no module of static/ uses {use}code: take it out of widget_server/wire/javascript.py"
+    assert users, f"no module of static/ uses {use}code: take it out of widget_server/wire/javascript.py"
 
 
 def test_the_literal_finder_finds_wire_names_in_code_not_in_comments(tmp_path):
@@ -169,4 +150,4 @@ def test_static_takes_event_names_and_error_codes_from_protocol_js():
         for path in static_sources()
         if path != MODULE and (names := hand_written_wire_names(js_code(path)))
     }
-    assert found == NOT_YET_SWITCHED, "import them from static/widget/protocol.js (or trim NOT_YET_SWITCHED)"
+    assert found == {}, "import them from static/widget/protocol.js"

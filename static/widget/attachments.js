@@ -11,6 +11,7 @@ import { format, plural } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
+import { ANSWER_EVENT, ERROR } from './protocol.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
@@ -112,7 +113,7 @@ class Attachments {
     });
     // The message that carries the files was accepted (its answer started): they are sent.
     host.on('event', (event) => {
-      if (event.detail.type !== 'message.started' || event.detail.outcome !== 'applied') return;
+      if (event.detail.type !== ANSWER_EVENT.MESSAGE_STARTED || event.detail.outcome !== 'applied') return;
       this.sent(host.currentRun()?.request?.body?.attachments);
     });
   }
@@ -379,8 +380,8 @@ class Attachments {
   async uploadFailed(row, error) {
     const strings = this.strings;
     let text;
-    if (error.code === 'attachment_too_large') text = this.tooBig(row);
-    else if (error.code === 'attachment_type') text = this.wrongType(row.name);
+    if (error.code === ERROR.ATTACHMENT_TOO_LARGE.code) text = this.tooBig(row);
+    else if (error.code === ERROR.ATTACHMENT_TYPE.code) text = this.wrongType(row.name);
     else {
       // No answer at all: said as an upload's, not in the words for a message (refusals.js).
       const reason = error.status ? await reasonFor(this.host, error) : strings.network;

@@ -3,14 +3,20 @@
 // hand-off's API answers make of it. No DOM, no network, no timers: handoff.js reads the stream,
 // checks each message's SHA-256, and turns what this module reduces into the transcript, the
 // bar above the composer and what the announcer says (docs/accessibility.md A53–A58). Tested
-// directly in a page: tests/e2e/test_handoff_state.py.
+// directly in a page: tests/e2e/test_handoff_state.py. Its one import is the wire's names (protocol.js, data).
+
+import { CONVERSATION_EVENT } from './protocol.js';
 
 // Position changes in the line are said at most this often (docs/accessibility.md A53: "at most
 // once every 30 seconds").
 export const POSITION_ANNOUNCE_MS = 30000;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 // A hand-off's state changes, of which only the newest of a replayed backlog counts.
-const STATE_EVENTS = ['handoff.queued', 'handoff.assigned', 'handoff.ended'];
+const STATE_EVENTS = [
+  CONVERSATION_EVENT.HANDOFF_QUEUED,
+  CONVERSATION_EVENT.HANDOFF_ASSIGNED,
+  CONVERSATION_EVENT.HANDOFF_ENDED,
+];
 const DAY_MS = 86400000;
 
 /**
@@ -114,7 +120,7 @@ export class HandoffState {
    */
   place({ type, data, id }) {
     const seq = Number(data.seq ?? String(id).split(':').pop()) || 0;
-    if (type === 'conversation.snapshot' || !seq) return { verdict: 'apply', seq };
+    if (type === CONVERSATION_EVENT.CONVERSATION_SNAPSHOT || !seq) return { verdict: 'apply', seq };
     if (seq <= this.lastSeq) return { verdict: 'duplicate', seq };
     if (seq > this.lastSeq + 1 && this.lastSeq) return { verdict: 'gap', seq };
     return { verdict: 'apply', seq };
@@ -139,8 +145,8 @@ export class HandoffState {
     let start = 0;
     events.forEach((event, index) => {
       const over =
-        event.type === 'handoff.unavailable' ||
-        (event.type === 'handoff.ended' && event.data.reason !== 'timeout');
+        event.type === CONVERSATION_EVENT.HANDOFF_UNAVAILABLE ||
+        (event.type === CONVERSATION_EVENT.HANDOFF_ENDED && event.data.reason !== 'timeout');
       if (over) start = index + 1;
     });
     if (start) this.lastSeq = Number(events[start - 1].data.seq) || this.lastSeq;
@@ -166,12 +172,12 @@ export class HandoffState {
    * @returns {HandoffChange}
    */
   reduce(type, data) {
-    if (type === 'handoff.queued') return this.enter({ state: 'queued', position: data.position });
-    if (type === 'handoff.assigned') return this.enter({ state: 'assigned', agent: data.agent });
-    if (type === 'agent.typing')
+    if (type === CONVERSATION_EVENT.HANDOFF_QUEUED) return this.enter({ state: 'queued', position: data.position });
+    if (type === CONVERSATION_EVENT.HANDOFF_ASSIGNED) return this.enter({ state: 'assigned', agent: data.agent });
+    if (type === CONVERSATION_EVENT.AGENT_TYPING)
       return this.state === 'assigned' ? { kind: 'typing', agent: data.agent } : { kind: 'none' };
-    if (type === 'handoff.ended' && data.reason === 'timeout') return this.lapse(data.agent);
-    if (type === 'handoff.ended') return this.finish(data.agent, data.reason);
+    if (type === CONVERSATION_EVENT.HANDOFF_ENDED && data.reason === 'timeout') return this.lapse(data.agent);
+    if (type === CONVERSATION_EVENT.HANDOFF_ENDED) return this.finish(data.agent, data.reason);
     return { kind: 'none' };
   }
 

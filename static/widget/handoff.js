@@ -28,6 +28,7 @@ import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
+import { CONVERSATION_EVENT, ERROR } from './protocol.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
@@ -453,10 +454,10 @@ class Handoff {
     }
     if (!this.reading) return false;
     const { type, data } = event;
-    if (type === 'conversation.snapshot') await this.applySnapshot(data);
-    else if (type === 'agent.message' || type === 'visitor.message') {
+    if (type === CONVERSATION_EVENT.CONVERSATION_SNAPSHOT) await this.applySnapshot(data);
+    else if (type === CONVERSATION_EVENT.AGENT_MESSAGE || type === CONVERSATION_EVENT.VISITOR_MESSAGE) {
       if (!(await this.verified(data))) return false;
-      this.showMessage(type === 'agent.message' ? 'agent' : 'visitor', data, true);
+      this.showMessage(type === CONVERSATION_EVENT.AGENT_MESSAGE ? 'agent' : 'visitor', data, true);
     } else this.show(model.reduce(type, data), true);
     model.applied(seq);
     return true;
@@ -623,7 +624,7 @@ class Handoff {
         ...(pending.refs?.length ? { attachments: pending.refs } : {}),
       });
     } catch (error) {
-      if (error.code !== 'handoff_not_active') return this.sendFailed(pending, error);
+      if (error.code !== ERROR.HANDOFF_NOT_ACTIVE.code) return this.sendFailed(pending, error);
       // The person left meanwhile: the assistant answers this one, with its files.
       this.model.settled(pending);
       this.show(this.model.finish(this.model.agent, 'ended'), true);
@@ -782,7 +783,7 @@ class Handoff {
       await this.api.leaveMessage(body);
     } catch (error) {
       submit.disabled = false;
-      if (error.code === 'invalid_email') {
+      if (error.code === ERROR.INVALID_EMAIL.code) {
         this.setError(email, strings.emailInvalid);
         email.input.focus();
         host.showAlert(strings.emailInvalid);
