@@ -47,6 +47,8 @@ CONVERSATION_PREFIX = "c_"
 USER_MESSAGE_PREFIX = "u_"
 ASSISTANT_MESSAGE_PREFIX = "m_"
 ACTION_PREFIX = "a_"
+# An attachment's id (attachments/api.py makes them; wire/bodies.py checks a sent one).
+ATTACHMENT_PREFIX = "f_"
 _ID_RANDOM_BYTES = 12
 
 

@@ -14,7 +14,7 @@ import json
 import socket
 import tempfile
 from collections.abc import Callable
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, TypeVar
 
 from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import NotFound
@@ -29,7 +29,11 @@ from .services import SERVICES_KEY, Services
 from .settings import Settings
 from .stores.base import Conversation
 from .waiting import call_later
+from .wire.bodies import ATTACHMENTS_PER_MESSAGE, FEEDBACK_COMMENT_MAX_CHARS, MAX_TEXT_CHARS
 from .wire.errors import BODY_TIMEOUT, BODY_TOO_LARGE, INVALID_BODY, INVALID_JSON, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE
+from .wire.schema import Limit, WireType, parse_body
+
+BodyT = TypeVar("BodyT", bound=WireType)
 
 # `<conversation_id>.<token>`: set by the API when a conversation starts, read by the panel's
 # page to find it again (chat/api.py, web.py). The `__Host-` prefix makes the browser refuse the
@@ -144,6 +148,21 @@ def json_body() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise INVALID_BODY("The request body must be a JSON object.")
     return body
+
+
+def body_limits(values: Settings) -> dict[Limit, int]:
+    """What each configured bound of wire/bodies.py is on this server."""
+    return {
+        MAX_TEXT_CHARS: values.chat.max_text_chars,
+        ATTACHMENTS_PER_MESSAGE: values.attachments.per_message,
+        FEEDBACK_COMMENT_MAX_CHARS: values.chat.feedback_comment_max_chars,
+    }
+
+
+def parse_json(body_type: type[BodyT]) -> BodyT:
+    """The request's JSON body as a `body_type` of wire/bodies.py, checked by its rules (415, 400
+    `invalid_json` as json_body; then each field's own refusal: wire/schema.py)."""
+    return parse_body(body_type, json_body(), body_limits(settings()))
 
 
 # -- request bounds (docs/security.md, "Request bounds") ---------------------------------------

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..transport import authorize, chat_service, handoff_service, json_body, settings
-from ..wire.errors import UNKNOWN_FIELD
+from ..transport import authorize, chat_service, handoff_service, parse_json, settings
+from ..wire.bodies import ConfirmAction
 from . import service as actions
 
 bp = Blueprint("actions_api", __name__, url_prefix="/api/v1")
@@ -25,11 +25,7 @@ def _has_body() -> bool:
 def _idempotency_key() -> str:
     body_key = None
     if _has_body():
-        body = json_body()
-        unknown = sorted(set(body) - {"idempotency_key"})
-        if unknown:
-            raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only idempotency_key.")
-        body_key = body.get("idempotency_key")
+        body_key = parse_json(ConfirmAction).idempotency_key
     return actions.parse_idempotency_key(request.headers.get("Idempotency-Key"), body_key)
 
 

@@ -27,14 +27,22 @@ from urllib.parse import parse_qsl
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from ..attachments.api import ATTACHMENT_NOT_FOUND, ATTACHMENT_PREFIX, attachment_response
-from ..chat.api import new_answer_body, user_text
 from ..errors import ApiError
 from ..handoff.api import conversation_stream_response
 from ..handoff.service import INBOX_PAGE_MAX, HandoffService
 from ..i18n import accepted_languages, pick_language, text_direction
 from ..protocol import is_id
 from ..ratelimits import client_key, current_limits
-from ..transport import BODY_KEY, chat_service, content_security_policy, disconnect_probe, json_body, services
+from ..transport import (
+    BODY_KEY,
+    chat_service,
+    content_security_policy,
+    disconnect_probe,
+    json_body,
+    parse_json,
+    services,
+)
+from ..wire.bodies import AgentMessage
 from ..wire.errors import (
     CSRF_FAILED,
     INVALID_AFTER,
@@ -470,10 +478,8 @@ def get_events(conversation_id: str) -> Response:
 @bp.post("/agent/api/conversations/<conversation_id>/messages")
 def post_message(conversation_id: str) -> Response:
     found = current_agent()
-    body = new_answer_body("request_id", "text")
-    result = handoff().agent_message(
-        _conversation_id(conversation_id), found.agent.name, body["request_id"], user_text(body)
-    )
+    body = parse_json(AgentMessage)
+    result = handoff().agent_message(_conversation_id(conversation_id), found.agent.name, body.request_id, body.text)
     response = jsonify(result)
     response.status_code = 201
     return response
@@ -534,9 +540,9 @@ def reply_to_left(left_message_id: str) -> Response:
     found = current_agent()
     if not is_id(left_message_id):
         raise NOT_FOUND("No such left message.")
-    body = new_answer_body("request_id", "text")
+    body = parse_json(AgentMessage)
     result = handoff().reply_to_left(
-        left_message_id, found.agent.name, found.agent.display_name, body["request_id"], user_text(body)
+        left_message_id, found.agent.name, found.agent.display_name, body.request_id, body.text
     )
     response = jsonify(result)
     response.status_code = 201

@@ -28,7 +28,7 @@ from werkzeug.formparser import FormDataParser
 from werkzeug.wsgi import wrap_file
 
 from ..errors import CONVERSATION_NOT_FOUND, ApiError
-from ..protocol import CLIENT_KEY_RULE, is_client_key, new_id
+from ..protocol import ATTACHMENT_PREFIX, CLIENT_KEY_RULE, is_client_key, new_id
 from ..transport import (
     LARGE_BODY_ENDPOINTS,
     IdConverter,
@@ -59,7 +59,6 @@ from .store import AttachmentMeta, AttachmentStore, BudgetExceeded, Conversation
 
 bp = Blueprint("attachments", __name__, url_prefix="/api/v1")
 
-ATTACHMENT_PREFIX = "f_"
 ATTACHMENT_NOT_FOUND = "No such attachment in this conversation."
 # Room for the multipart framing around the file (boundaries, part headers, a request_id)
 # beyond ATTACHMENT_MAX_BYTES: the body's limit. The file's own size is checked after parsing.

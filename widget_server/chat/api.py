@@ -7,14 +7,12 @@ clear JSON error and changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from ..attachments.sending import sent_attachments
 from ..faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
-from ..messages import clean_text
-from ..protocol import CLIENT_KEY_RULE, is_client_key, parse_event_id
+from ..protocol import parse_event_id
 from ..ratelimits import current_limits
 from ..transport import (
     CONVERSATION_COOKIE,
@@ -22,22 +20,11 @@ from ..transport import (
     chat_service,
     disconnect_probe,
     handoff_service,
-    json_body,
+    parse_json,
     settings,
 )
-from ..wire.errors import (
-    EMPTY_TEXT,
-    FAULTS_DISABLED,
-    INVALID_FAULTS,
-    INVALID_LAST_EVENT_ID,
-    INVALID_REPORT,
-    INVALID_REQUEST_ID,
-    MISSING_REQUEST_ID,
-    MISSING_TEXT,
-    REPORT_EXCEEDS_MESSAGE,
-    TEXT_TOO_LONG,
-    UNKNOWN_FIELD,
-)
+from ..wire.bodies import ClientReport, NewMessage
+from ..wire.errors import FAULTS_DISABLED, INVALID_FAULTS, INVALID_LAST_EVENT_ID, REPORT_EXCEEDS_MESSAGE
 from .service import ChatService, EventStream
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -112,45 +99,6 @@ def get_conversation(conversation_id: str) -> Response:
     return jsonify({"conversation_id": conversation_id, "messages": messages})
 
 
-def new_answer_body(*fields: str) -> dict[str, Any]:
-    """The JSON body of a request that starts an answer (a send, a regenerate, an edit):
-    only `fields`, and a valid `request_id` (validated here, once for all of them)."""
-    body = json_body()
-    unknown = sorted(set(body) - set(fields))
-    if unknown:
-        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only {' and '.join(fields)}.")
-    request_id = body.get("request_id")
-    if not isinstance(request_id, str) or not request_id:
-        raise MISSING_REQUEST_ID("request_id is required: a string the client generates once per message.")
-    if not is_client_key(request_id):
-        raise INVALID_REQUEST_ID(f"request_id must be {CLIENT_KEY_RULE}.")
-    return body
-
-
-def user_text(body: dict[str, Any], *, may_be_empty: bool = False) -> str:
-    """The body's `text`, as a user message must be (a send's, an edit's). `may_be_empty`:
-    files come with it, so no words are needed (whitespace alone is then "")."""
-    text = body.get("text")
-    if not isinstance(text, str):
-        raise MISSING_TEXT("text is required: the message to answer, as a string.")
-    # JSON can carry lone surrogates ("\ud800"), which have no UTF-8 form (U+FFFD instead of
-    # a 500 when the text is hashed or sent back), and control characters, which would act on
-    # the terminal an export or a log is read in: cleaned before anything counts or stores it
-    # (docs/protocol.md, "Conventions"). Every typed text comes this way: sends, edits, hand-off
-    # and left messages, agents' messages and replies.
-    text = clean_text(text)
-    if not text.strip():
-        if may_be_empty:
-            return ""
-        raise EMPTY_TEXT("text is empty: type a message before sending.")
-    limit = settings().chat.max_text_chars
-    if len(text) > limit:
-        raise TEXT_TOO_LONG(
-            f"text is {len(text)} characters; the limit is {limit}. Shorten the message and send it again.",
-        )
-    return text
-
-
 def stream_new_answer(
     conversation_id: str, request_id: str, start: Callable[[ChatService, str], tuple[str, bool]]
 ) -> Response:
@@ -189,10 +137,9 @@ def stream_new_answer(
 @bp.post("/conversations/<conversation:conversation_id>/messages")
 def post_message(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text", "attachments")
-    # With files, the words are optional (docs/protocol.md, "Sending files with a message").
-    request_id, text = body["request_id"], user_text(body, may_be_empty=bool(body.get("attachments")))
-    attachments = sent_attachments(body, conversation_id)
+    body = parse_json(NewMessage)
+    request_id, text = body.request_id, body.text
+    attachments = sent_attachments(body.attachments, conversation_id)
     # While a person is asked for or handles the conversation, the visitor's messages go to
     # them (…/handoff/messages), never to the backend: 409 `handoff_active`.
     handoff_service().check_not_active(conversation_id)
@@ -235,11 +182,6 @@ def cancel_message(conversation_id: str, message_id: str) -> Response:
     return jsonify(chat.message_state(conversation_id, message_id))
 
 
-# The most one report may claim per field: a bound, so a single request
-# cannot push the counters anywhere it likes.
-MAX_REPORTED = 1_000_000
-
-
 @bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/report")
 def report_message(conversation_id: str, message_id: str) -> Response:
     """What the client saw and repaired on this message's streams (counted in
@@ -248,16 +190,8 @@ def report_message(conversation_id: str, message_id: str) -> Response:
     something was repaired. Counted once per message, each figure at most the
     message's event count."""
     authorize(conversation_id)
-    body = json_body()
-    unknown = sorted(set(body) - {"duplicates", "dropped"})
-    if unknown:
-        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only duplicates and dropped.")
-    counts: dict[str, int] = {}
-    for field in ("duplicates", "dropped"):
-        value = body.get(field, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED:
-            raise INVALID_REPORT(f"{field} must be a whole number from 0 to {MAX_REPORTED}.")
-        counts[field] = value
+    report = parse_json(ClientReport)
+    counts = {"duplicates": report.duplicates, "dropped": report.dropped}
     chat = chat_service()
     # 404 for another conversation's message; its events so far bound what a client can
     # have seen twice or missed (docs/protocol.md, "Client reports").

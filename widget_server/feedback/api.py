@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from ..transport import authorize, chat_service, json_body, settings
+from ..transport import authorize, chat_service, parse_json
+from ..wire.bodies import PutFeedback
 from . import service as feedback
 
 bp = Blueprint("feedback_api", __name__, url_prefix="/api/v1")
@@ -22,8 +23,8 @@ FEEDBACK_PATH = "/conversations/<conversation:conversation_id>/messages/<message
 @bp.put(FEEDBACK_PATH)
 def put_feedback(conversation_id: str, message_id: str) -> Response:
     authorize(conversation_id)
-    rating, comment = feedback.parse_body(json_body(), settings().chat.feedback_comment_max_chars)
-    _record, body = feedback.put(chat_service(), conversation_id, message_id, rating, comment)
+    rating = parse_json(PutFeedback)
+    _record, body = feedback.put(chat_service(), conversation_id, message_id, rating.rating, rating.comment)
     return jsonify(body)
 
 

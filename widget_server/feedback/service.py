@@ -1,6 +1,7 @@
 """Feedback on answers: a visitor rates an ended answer (up or down, with an optional comment).
 
-Transport-free, like chat/service.py: it raises ApiError for client mistakes; api.py is
+Transport-free, like chat/service.py: it raises ApiError for client mistakes (a body's own are
+wire/bodies.py's `PutFeedback`); api.py is
 the HTTP adapter and `widget-server feedback export` (cli.py) reads it back for the site's
 owner. One record per answer (message) and conversation, changeable and removable
 (docs/protocol.md, "Feedback"). Records live in the store with their
@@ -16,17 +17,9 @@ from datetime import time as day_time
 from typing import Any, Protocol
 
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
-from ..messages import clean_text
 from ..metrics import Metrics
 from ..stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
-from ..wire.errors import (
-    COMMENT_TOO_LONG,
-    INVALID_COMMENT,
-    INVALID_RATING,
-    MESSAGE_NOT_FINISHED,
-    NOT_FOUND,
-    UNKNOWN_FIELD,
-)
+from ..wire.errors import MESSAGE_NOT_FINISHED, NOT_FOUND
 
 
 class Answers(Protocol):
@@ -41,10 +34,6 @@ class Answers(Protocol):
     def reap_if_lost(self, info: MessageInfo) -> MessageInfo: ...
 
 
-RATINGS = ("up", "down")
-FIELDS = ("rating", "comment")
-
-
 def iso_time(seconds: float) -> str:
     """A unix time as ISO 8601 in UTC with a `Z`, to the millisecond."""
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -53,29 +42,6 @@ def iso_time(seconds: float) -> str:
 def record_json(record: FeedbackRecord) -> dict[str, Any]:
     """What the API says about a record (the history's `feedback`; PUT adds `message_id`)."""
     return {"rating": record.rating, "comment": record.comment, "updated_at": iso_time(record.updated_at)}
-
-
-def parse_body(body: dict[str, Any], max_comment_chars: int) -> tuple[str, str]:
-    """The rating and comment of a PUT body, or the ApiError that says what is wrong."""
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only rating and comment.")
-    rating = body.get("rating")
-    if rating not in RATINGS:
-        raise INVALID_RATING('rating is required: "up" (helpful) or "down" (not helpful).')
-    comment = body.get("comment")
-    if comment is None:
-        comment = ""
-    if not isinstance(comment, str):
-        raise INVALID_COMMENT("comment must be a string (or left out).")
-    # Cleaned as a message's text is (chat.api.user_text): lone surrogates have no UTF-8 form, and
-    # control characters would reach the terminal `widget-server feedback export` writes to.
-    comment = clean_text(comment)
-    if len(comment) > max_comment_chars:
-        raise COMMENT_TOO_LONG(
-            f"comment is {len(comment)} characters; the limit is {max_comment_chars}. Shorten it and send it again.",
-        )
-    return str(rating), comment
 
 
 def _answer_of(service: Answers, conversation_id: str, message_id: str) -> MessageInfo:

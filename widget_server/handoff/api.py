@@ -5,45 +5,26 @@ conversation route, rate-limited (ratelimits.py) and bounded (MAX_BODY_BYTES, MA
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from ..attachments.sending import sent_attachments
-from ..chat.api import STREAM_HEADERS, new_answer_body, user_text
+from ..chat.api import STREAM_HEADERS
 from ..chat.service import StreamSlot
 from ..protocol import parse_event_id
-from ..transport import authorize, chat_service, disconnect_probe, handoff_service
-from ..wire.errors import INVALID_AFTER, INVALID_EMAIL, INVALID_LAST_EVENT_ID, INVALID_REASON
+from ..transport import authorize, chat_service, disconnect_probe, handoff_service, parse_json
+from ..wire.bodies import HandoffMessage, HandoffRequest, LeftMessage
+from ..wire.errors import INVALID_AFTER, INVALID_LAST_EVENT_ID
 
 bp = Blueprint("handoff_visitor", __name__, url_prefix="/api/v1")
-
-# An address a person can write back to: one @, no spaces or controls, a dotted domain.
-# Deliverability is the mail server's to judge; this only refuses what cannot be one.
-_EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f]{1,64}@[^@\s\x00-\x1f\x7f.]+(\.[^@\s\x00-\x1f\x7f.]+)+")
-EMAIL_MAX_CHARS = 254  # RFC 5321 §4.5.3.1.3, a path's limit less its brackets
-REASON_MAX_CHARS = 200
-
-
-def _email(body: dict[str, Any]) -> str | None:
-    email = body.get("email")
-    if email is None or email == "":
-        return None
-    if not isinstance(email, str) or len(email) > EMAIL_MAX_CHARS or not _EMAIL.fullmatch(email.strip()):
-        raise INVALID_EMAIL("email is not an address we can write back to, such as name@example.com.")
-    return email.strip()
 
 
 @bp.post("/conversations/<conversation:conversation_id>/handoff")
 def request_handoff(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "reason")
-    reason = body.get("reason")
-    if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX_CHARS):
-        raise INVALID_REASON(f"reason, if given, is a string of at most {REASON_MAX_CHARS} characters.")
-    return jsonify(handoff_service().request(conversation_id, body["request_id"]))
+    body = parse_json(HandoffRequest)
+    return jsonify(handoff_service().request(conversation_id, body.request_id))
 
 
 @bp.delete("/conversations/<conversation:conversation_id>/handoff")
@@ -56,13 +37,12 @@ def cancel_handoff(conversation_id: str) -> Response:
 @bp.post("/conversations/<conversation:conversation_id>/handoff/messages")
 def post_handoff_message(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text", "attachments")
+    body = parse_json(HandoffMessage)
     # Files go to the person as they go to the assistant (docs/protocol.md, "Sending files with
     # a message"): checked first, then listed with the message for the console and the history.
-    text = user_text(body, may_be_empty=bool(body.get("attachments")))
-    sent = sent_attachments(body, conversation_id)
+    sent = sent_attachments(body.attachments, conversation_id)
     files = [found.to_json() for found in chat_service().turn_attachments(conversation_id, sent)]
-    response = jsonify(handoff_service().visitor_message(conversation_id, body["request_id"], text, files))
+    response = jsonify(handoff_service().visitor_message(conversation_id, body.request_id, body.text, files))
     response.status_code = 201
     return response
 
@@ -70,9 +50,8 @@ def post_handoff_message(conversation_id: str) -> Response:
 @bp.post("/conversations/<conversation:conversation_id>/handoff/left-messages")
 def post_left_message(conversation_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text", "email")
-    email = _email(body)
-    left = handoff_service().leave_message(conversation_id, body["request_id"], email, user_text(body))
+    body = parse_json(LeftMessage)
+    left = handoff_service().leave_message(conversation_id, body.request_id, body.email, body.text)
     response = jsonify(left)
     response.status_code = 201
     return response

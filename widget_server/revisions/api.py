@@ -2,8 +2,8 @@
 
 A thin adapter from HTTP to revisions/service.py. The checks run in this order and the
 first failing one answers: ids (404, while the URL is routed: transport.IdConverter) →
-token (404) → body (415, 413, 400: chat.api.new_answer_body, and for an edit the text rules of a
-send, chat.api.user_text) → the target (404, 409: revisions.check_target) → then exactly what a
+token (404) → body (415, 413, 400: wire/bodies.py's RegenerateMessage and EditMessage, whose
+text follows a send's rules) → the target (404, 409: revisions.check_target) → then exactly what a
 send does (chat.api.stream_new_answer: faults header, Last-Event-ID, running limit, stream slot,
 the claim). Rate limits count them as sends (ratelimits.py).
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from ..chat.api import new_answer_body, stream_new_answer, user_text
+from ..chat.api import stream_new_answer
 from ..stores.base import Revision
-from ..transport import authorize, chat_service
+from ..transport import authorize, chat_service, parse_json
+from ..wire.bodies import EditMessage, RegenerateMessage
 from . import service as revisions
 
 bp = Blueprint("revisions_api", __name__, url_prefix="/api/v1")
@@ -32,15 +33,15 @@ def _stream_revision(conversation_id: str, request_id: str, revision: Revision) 
 @bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/regenerate")
 def regenerate(conversation_id: str, message_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id")
-    return _stream_revision(conversation_id, body["request_id"], revisions.regeneration(message_id))
+    body = parse_json(RegenerateMessage)
+    return _stream_revision(conversation_id, body.request_id, revisions.regeneration(message_id))
 
 
 @bp.post("/conversations/<conversation:conversation_id>/messages/<message:message_id>/edit")
 def edit(conversation_id: str, message_id: str) -> Response:
     authorize(conversation_id)
-    body = new_answer_body("request_id", "text")
-    return _stream_revision(conversation_id, body["request_id"], revisions.edition(message_id, user_text(body)))
+    body = parse_json(EditMessage)
+    return _stream_revision(conversation_id, body.request_id, revisions.edition(message_id, body.text))
 
 
 @bp.after_request

@@ -7,4 +7,9 @@ that is not in it (tests/test_architecture.py). `events.py`: every event type of
 stream and of the conversation event stream, and an answer's states, gathered from where they
 are made. `javascript.py`: static/widget/protocol.js, the panel's copy of these names, written
 from them (`python -m widget_server.wire.javascript`).
+
+
+`bodies.py`: every JSON request body as a type whose fields carry their rules; `schema.py`
+checks a request's JSON against such a type (`parse_body`) and describes it as JSON Schema
+for the OpenAPI document (`json_schema`).
 """

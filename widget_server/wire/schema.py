@@ -1,0 +1,323 @@
+"""Wire types: a JSON shape declared once as a frozen dataclass, checked and described from it.
+
+Each field of a body (wire/bodies.py) carries a `Rule` in its metadata (`wired()`): its
+constraints, and the registered error (wire/errors.py) each breach is refused with, so a field
+that has its own code today (`text_too_long`) keeps it. `parse_body()` checks a request's JSON
+against the type and returns the typed value; `json_schema()` describes the same type for the
+OpenAPI document (openapi.py; OpenAPI 3.1 and later use JSON Schema 2020-12). Pure: no Flask.
+
+A field's annotation says its JSON type: `str`, `int`, `str | None`, or a tuple of another
+wire dataclass (an array of objects). A field without a default is required. A top-level body's
+fields are checked one after another, in the order they are declared (the first failing one
+answers); an item of an array has its shape (every field present and of its type) checked
+before any of its values (`attachments/sending.py` checked files that way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from ..errors import ApiError
+from ..messages import clean_text
+from .errors import INVALID_BODY, UNKNOWN_FIELD, HttpError
+
+# The metadata key of a field's Rule.
+RULE_KEY = "widget_server.wire"
+# How much of a refused value an error's details quote.
+_QUOTED_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A registered error and its message: a `str.format` template over the facts of the
+    refusal (`field`, `length`, `limit`, `count`, and the field's own name for its value, cut to
+    64 characters); `details` names the facts the error's `details` carry."""
+
+    error: HttpError
+    message: str
+    details: tuple[str, ...] = ()
+
+    def __call__(self, **facts: Any) -> ApiError:
+        details = {name: facts[name] for name in self.details}
+        return self.error(self.message.format(**facts), details=details or None)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A bound the server's settings choose (`setting`, docs/settings): its value comes with each
+    call of `parse_body`, so one declaration serves every configuration. `most` is the setting's
+    own upper bound, the only figure the document can promise."""
+
+    setting: str
+    most: int | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a field's value must be on the wire, and how each breach is refused.
+
+    The checks of a string run in this order: absent (`absent` values count as absent), type
+    (`wrong`), `clean` (messages.clean_text), blank (`blank`, unless the raw body's
+    `blank_allowed_with` field is truthy: then ""), `accepts` (on the value as sent), `strip`,
+    `pattern`, `enum`, length (`too_long`, else `wrong`)."""
+
+    # Not of the field's type, or absent when required.
+    wrong: Refusal
+    absent: tuple[object, ...] = ()
+    clean: bool = False
+    strip: bool = False
+    blank: Refusal | None = None
+    blank_allowed_with: str | None = None
+    # A check JSON Schema cannot say (refused with `invalid`, else `wrong`); the document
+    # says it in `description`.
+    accepts: Callable[[str], bool] | None = None
+    pattern: str | None = None
+    # Refused when `pattern` or `accepts` fails; `wrong` when not given.
+    invalid: Refusal | None = None
+    # The pattern is only documented: the route checks it with a header's value
+    # (an action confirm's Idempotency-Key, actions/service.py).
+    pattern_checked_by_route: bool = False
+    enum: tuple[str, ...] = ()
+    max_length: int | Limit | None = None
+    too_long: Refusal | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    max_items: int | Limit | None = None
+    too_many: Refusal | None = None
+    # Items of an array: the item field whose values must all differ.
+    unique: str | None = None
+    duplicate: Refusal | None = None
+    # Items of an array: a bare string stands for an item with only this field.
+    shorthand: str | None = None
+    description: str = ""
+
+
+def wired(rule: Rule, *, default: object = dataclasses.MISSING, **changes: Any) -> Any:
+    """A dataclass field checked by `rule` (with `changes`, such as its own `description`)."""
+    metadata = {RULE_KEY: dataclasses.replace(rule, **changes) if changes else rule}
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=metadata)
+    if isinstance(default, tuple | str | int) or default is None:
+        return dataclasses.field(default=default, metadata=metadata)
+    raise TypeError("a wire field's default is immutable: a str, an int, a tuple or None")
+
+
+class WireType(Protocol):
+    """A wire dataclass. An item type (one in an array) names the refusal of a malformed
+    item in `SHAPE`; a body refuses an unknown field with 400 `unknown_field`."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+
+BodyT = TypeVar("BodyT", bound=WireType)
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    rule: Rule
+    required: bool
+    default: object
+    kind: type  # str or int, or the item type of an array
+    array: bool
+
+
+@functools.cache
+def fields_of(wire_type: type) -> tuple[_Field, ...]:
+    """The type's fields, read once per type."""
+    hints = typing.get_type_hints(wire_type)
+    found = []
+    for field in dataclasses.fields(wire_type):
+        rule = field.metadata.get(RULE_KEY)
+        if not isinstance(rule, Rule):
+            raise TypeError(f"{wire_type.__name__}.{field.name} has no wire Rule")
+        hint = hints[field.name]
+        arguments = typing.get_args(hint)
+        array = typing.get_origin(hint) is tuple
+        if array:
+            kind = arguments[0]
+        elif type(None) in arguments:  # `str | None`: the value's type is the other one
+            (kind,) = [argument for argument in arguments if argument is not type(None)]
+        else:
+            kind = hint
+        if kind not in (str, int) and not dataclasses.is_dataclass(kind):
+            raise TypeError(f"{wire_type.__name__}.{field.name}: a wire field is a str, an int or wire items")
+        required = field.default is dataclasses.MISSING
+        found.append(_Field(field.name, rule, required, field.default, kind, array))
+    return tuple(found)
+
+
+_ABSENT = object()
+
+
+def parse_body(body_type: type[BodyT], value: object, limits: Mapping[Limit, int]) -> BodyT:
+    """`value` (a request's JSON) as a `body_type`, or the registered error of its first breach.
+    `limits` gives each `Limit` its configured value."""
+    if not isinstance(value, dict):
+        raise INVALID_BODY("The request body must be a JSON object.")
+    return _parse_object(body_type, value, limits, shape=None)
+
+
+def _parse_object(
+    wire_type: type[BodyT], value: dict[str, Any], limits: Mapping[Limit, int], shape: Refusal | None
+) -> BodyT:
+    declared = fields_of(wire_type)
+    unknown = sorted(set(value) - {field.name for field in declared})
+    if unknown:
+        if shape is not None:
+            raise shape()
+        names = " and ".join(field.name for field in declared)
+        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only {names}.")
+    # An item's shape first, all of it; a body's fields one by one.
+    shaped = {field.name: _present(field, value) for field in declared} if shape is not None else None
+    parsed: dict[str, object] = {}
+    for field in declared:
+        raw = shaped[field.name] if shaped is not None else _present(field, value)
+        parsed[field.name] = field.default if raw is _ABSENT else _checked(field, raw, value, limits)
+    make: Callable[..., BodyT] = wire_type
+    return make(**parsed)
+
+
+def _present(field: _Field, body: dict[str, Any]) -> object:
+    """The field's raw value, type-checked, or _ABSENT; refused if required and absent."""
+    raw = body.get(field.name, _ABSENT)
+    if (raw is None and None in field.rule.absent) or (raw == "" and "" in field.rule.absent):
+        raw = _ABSENT
+    if raw is _ABSENT:
+        if field.required:
+            raise field.rule.wrong(field=field.name)
+        return _ABSENT
+    if field.array:
+        wrong_type = not isinstance(raw, list)
+    elif field.kind is str:
+        wrong_type = not isinstance(raw, str)
+    else:  # JSON's true and false are no numbers, though Python's bool is an int
+        wrong_type = isinstance(raw, bool) or not isinstance(raw, int)
+    if wrong_type:
+        raise field.rule.wrong(field=field.name)
+    return raw
+
+
+def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[Limit, int]) -> object:
+    rule = field.rule
+    if field.array:
+        assert isinstance(raw, list)
+        return _checked_items(field, raw, limits)
+    if isinstance(raw, int):
+        if (rule.minimum is not None and raw < rule.minimum) or (rule.maximum is not None and raw > rule.maximum):
+            raise rule.wrong(field=field.name)
+        return raw
+    assert isinstance(raw, str)
+    text = clean_text(raw) if rule.clean else raw
+    if not text.strip() and (rule.blank is not None or rule.blank_allowed_with is not None):
+        if rule.blank_allowed_with is not None and body.get(rule.blank_allowed_with):
+            return ""
+        if rule.blank is not None:
+            raise rule.blank(field=field.name)
+    invalid = rule.invalid or rule.wrong
+    quoted = {"field": field.name, field.name: text[:_QUOTED_CHARS]}
+    if rule.accepts is not None and not rule.accepts(text):
+        raise invalid(**quoted)
+    if rule.strip:
+        text = text.strip()
+    if rule.pattern is not None and not rule.pattern_checked_by_route and re.fullmatch(rule.pattern, text) is None:
+        raise invalid(**quoted)
+    if rule.enum and text not in rule.enum:
+        raise rule.wrong(**quoted)
+    if rule.max_length is not None:
+        limit = _limit(rule.max_length, limits)
+        if len(text) > limit:
+            raise (rule.too_long or rule.wrong)(field=field.name, length=len(text), limit=limit)
+    return text
+
+
+def _checked_items(field: _Field, raw: list[Any], limits: Mapping[Limit, int]) -> tuple[object, ...]:
+    rule = field.rule
+    if rule.max_items is not None:
+        limit = _limit(rule.max_items, limits)
+        if len(raw) > limit:
+            raise (rule.too_many or rule.wrong)(field=field.name, count=len(raw), limit=limit)
+    item_type: type[WireType] = field.kind
+    shape: Refusal = getattr(item_type, "SHAPE", rule.wrong)
+    items = []
+    for item in raw:
+        if isinstance(item, str) and rule.shorthand is not None:
+            item = {rule.shorthand: item}
+        if not isinstance(item, dict):
+            raise shape()
+        items.append(_parse_object(item_type, item, limits, shape))
+    if rule.unique is not None:
+        keys = [getattr(item, rule.unique) for item in items]
+        if len(set(keys)) != len(keys):
+            raise (rule.duplicate or rule.wrong)(field=field.name)
+    return tuple(items)
+
+
+def _limit(bound: int | Limit, limits: Mapping[Limit, int]) -> int:
+    return limits[bound] if isinstance(bound, Limit) else bound
+
+
+# -- the same types as JSON Schema (2020-12, as OpenAPI 3.1 and 3.2 use it) ------------------
+
+
+def json_schema(wire_type: type, ref: Callable[[type], str] | None = None) -> dict[str, Any]:
+    """`wire_type` as a JSON Schema object: its fields' types and every constraint the schema
+    language can say (a configured `Limit` only as far as its `most`). `ref(item_type)` names
+    the component an array's item type is described by; without it, the item is inlined."""
+    properties: dict[str, Any] = {}
+    required = []
+    for field in fields_of(wire_type):
+        properties[field.name] = _field_schema(field, ref)
+        if field.required:
+            required.append(field.name)
+    schema: dict[str, Any] = {"type": "object"}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    schema["properties"] = properties
+    return schema
+
+
+def _field_schema(field: _Field, ref: Callable[[type], str] | None) -> dict[str, Any]:
+    rule = field.rule
+    schema: dict[str, Any]
+    if field.array:
+        item = {"$ref": ref(field.kind)} if ref is not None else json_schema(field.kind)
+        if rule.shorthand is not None:
+            shorthand = next(inner for inner in fields_of(field.kind) if inner.name == rule.shorthand)
+            item = {"oneOf": [_field_schema(shorthand, ref), item]}
+        schema = {"type": "array"}
+        most = _documented(rule.max_items)
+        if most is not None:
+            schema["maxItems"] = most
+        schema["items"] = item
+    elif rule.enum:
+        schema = {"enum": list(rule.enum)}
+    else:
+        json_type = "string" if field.kind is str else "integer"
+        # Null is on the wire wherever the server reads it as absent.
+        schema = {"type": [json_type, "null"] if None in rule.absent else json_type}
+        if rule.pattern is not None:
+            schema["pattern"] = rule.pattern
+        if rule.blank is not None and rule.blank_allowed_with is None:
+            schema["minLength"] = 1
+        most = _documented(rule.max_length)
+        if most is not None:
+            schema["maxLength"] = most
+        if rule.minimum is not None:
+            schema["minimum"] = rule.minimum
+        if rule.maximum is not None:
+            schema["maximum"] = rule.maximum
+    if rule.description:
+        schema["description"] = rule.description
+    return schema
+
+
+def _documented(bound: int | Limit | None) -> int | None:
+    return bound.most if isinstance(bound, Limit) else bound
