@@ -22,7 +22,7 @@ from widget_server.wire.bodies import (
     PutFeedback,
 )
 from widget_server.wire.errors import INVALID_BODY
-from widget_server.wire.schema import Limit, Refusal, Rule, json_schema, parse_body, wired
+from widget_server.wire.schema import Limit, Refusal, Rule, json_schema, parse_body, refusals_of, wired
 
 LIMITS = {MAX_TEXT_CHARS: 4000, ATTACHMENTS_PER_MESSAGE: 5, FEEDBACK_COMMENT_MAX_CHARS: 500}
 
@@ -131,3 +131,20 @@ def test_a_limit_documents_only_its_bound():
     assert json_schema(Bounded)["properties"]["name"] == {"type": "string", "maxLength": 9}
     with pytest.raises(ApiError):
         parse_body(Bounded, {"name": "abc"}, {Limit("SOME_SETTING", most=9): 2})
+
+
+def test_a_bodys_refusals_are_every_code_its_rules_name():
+    # What the document lists for a route that reads the body, items included.
+    assert [error.code for error in refusals_of(NewMessage)] == [
+        "missing_request_id",
+        "invalid_request_id",
+        "missing_text",
+        "empty_text",
+        "text_too_long",
+        "invalid_attachments",
+        "too_many_attachments",
+        "duplicate_attachment",
+        "attachment_not_found",
+        "description_too_long",
+    ]
+    assert [error.code for error in refusals_of(ClientReport)] == ["invalid_report"]

@@ -1,7 +1,10 @@
 """The OpenAPI 3.2 document for wire protocol v1, served at /openapi.json.
 
-Hand-written so it says exactly what the server promises (schemathesis
-checks every response against it). docs/protocol.md explains the events.
+Its request bodies and response records are the wire types the routes read and write
+(wire/bodies.py, wire/records.py), described by wire/schema.py: a rule is written once, for
+the check and the document alike. The paths and the events' data are written here.
+Schemathesis checks every response against it (tests/test_openapi_schemathesis.py).
+docs/protocol.md explains the events.
 
 OpenAPI 3.2 because it is the first version that can describe an event
 stream: `itemSchema` of `text/event-stream` describes each event (its
@@ -18,52 +21,53 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from .attachments.sniff import MEDIA_TYPES
-from .errors import ErrorCode
 from .handoff import events as handoff_events
 from .messages import EventKind, MessageState
 from .protocol import EVENT_ID_PATTERN, ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, LAST_EVENT_ID_PATTERN, REQUEST_ID_PATTERN
-from .stores.base import ActionStatus
+from .wire import bodies, records
 from .wire.errors import HTTP_ERROR_CODE, REGISTRY
+from .wire.schema import json_schema
 
 bp = Blueprint("openapi", __name__)
 
 _ID_SCHEMA = {"type": "string", "pattern": ID_PATTERN}
-# An attachment as the upload answers it and as a sent message lists it (SentAttachment adds
-# the description).
-_ATTACHMENT_PROPERTIES: dict[str, Any] = {
-    "attachment_id": _ID_SCHEMA,
-    "name": {"type": "string", "minLength": 1, "maxLength": 120},
-    "type": {"enum": list(MEDIA_TYPES)},
-    "size": {"type": "integer", "minimum": 1},
-    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-}
 _STATES = [state.value for state in MessageState]
 
-# A message's files (docs/protocol.md, "Sending files with a message"): to the assistant
-# (NewMessage) or to a person (HandoffMessage).
-_ATTACHMENTS_FIELD: dict[str, Any] = {
-    "type": "array",
-    "maxItems": 100,
-    "description": "Files of this conversation sent with the text: at most ATTACHMENTS_PER_MESSAGE (default 5), "
-    "each once; an id this conversation has no attachment under is 404 `attachment_not_found`.",
-    "items": {
-        "oneOf": [
-            _ID_SCHEMA,
-            {
-                "type": "object",
-                "required": ["attachment_id"],
-                "additionalProperties": False,
-                "properties": {
-                    "attachment_id": _ID_SCHEMA,
-                    "description": {
-                        "type": "string",
-                        "maxLength": 1000,
-                        "description": "The visitor's text alternative for the file.",
-                    },
-                },
-            },
-        ]
-    },
+# The JSON records the API answers with (wire/records.py), by their component's name.
+_RECORDS: dict[str, type] = {
+    "NewConversation": records.NewConversation,
+    "ConversationHistory": records.ConversationHistory,
+    "HistoryMessage": records.HistoryMessage,
+    "MessageState": records.MessageStateRecord,
+    "ErrorInfo": records.ErrorInfo,
+    "Attachment": records.AttachmentRecord,
+    "SentAttachment": records.SentAttachmentRecord,
+    "Feedback": records.FeedbackRecord,
+    "StoredFeedback": records.StoredFeedbackRecord,
+    "ActionProposal": records.ActionProposal,
+    "Action": records.ActionRecord,
+    "ActionList": records.ActionList,
+    "HandoffState": records.HandoffStateRecord,
+    "HandoffMessageCreated": records.HandoffMessageCreated,
+    "LeftMessageCreated": records.LeftMessageCreated,
+}
+_COMPONENT_OF = {record: f"#/components/schemas/{name}" for name, record in _RECORDS.items()}
+_RECORD_SCHEMAS = {name: json_schema(record, _COMPONENT_OF.get) for name, record in _RECORDS.items()}
+
+# Every JSON request body, described by the types the routes read it with (wire/bodies.py).
+_BODY_SCHEMAS: dict[str, Any] = {
+    body_type.__name__: json_schema(body_type)
+    for body_type in (
+        bodies.NewMessage,
+        bodies.RegenerateMessage,
+        bodies.EditMessage,
+        bodies.ClientReport,
+        bodies.PutFeedback,
+        bodies.ConfirmAction,
+        bodies.HandoffRequest,
+        bodies.HandoffMessage,
+        bodies.LeftMessage,
+    )
 }
 
 
@@ -199,53 +203,6 @@ def _action_errors(*statuses: int) -> dict[str, Any]:
     }
 
 
-_ACTION_SCHEMAS = {
-    "ActionProposal": {
-        "type": "object",
-        "required": ["action_id", "name", "label", "description", "arguments"],
-        "properties": {
-            "action_id": _ID_SCHEMA,
-            "name": {"type": "string", "description": "The installed action's name, e.g. `callback_request`."},
-            "label": {"type": "string", "description": 'What it does, briefly ("Request a call back").'},
-            "description": {"type": "string", "description": "One sentence saying exactly what confirming will do."},
-            "arguments": {"type": "object", "description": "The validated arguments it will run with."},
-        },
-    },
-    "Action": {
-        "allOf": [
-            {"$ref": "#/components/schemas/ActionProposal"},
-            {
-                "type": "object",
-                "required": ["message_id", "status"],
-                "properties": {
-                    "message_id": _ID_SCHEMA,
-                    "status": {"enum": list(ActionStatus.ALL)},
-                    "result": {"type": "object", "description": "What execute() returned (status `succeeded`)."},
-                    "error": {
-                        "type": "object",
-                        "required": ["code", "message"],
-                        "properties": {"code": {"const": "action_failed"}, "message": {"type": "string"}},
-                        "description": "Why it was not carried out (status `failed`; never retried).",
-                    },
-                },
-            },
-        ]
-    },
-    "ConfirmAction": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"idempotency_key": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}},
-    },
-    "ActionList": {
-        "type": "object",
-        "required": ["conversation_id", "actions"],
-        "properties": {
-            "conversation_id": _ID_SCHEMA,
-            "actions": {"type": "array", "items": {"$ref": "#/components/schemas/Action"}},
-        },
-    },
-}
-
 _ACTION_PATHS = {
     "/api/v1/conversations/{conversation_id}/actions": {
         "get": {
@@ -349,43 +306,6 @@ _LAST_EVENT_ID_HEADER = {
 
 # -- feedback on answers, and deleting a conversation (widget_server/feedback/) --
 
-_FEEDBACK_SCHEMAS = {
-    "Feedback": {
-        "description": "A visitor's rating of an answer: one per answer, changeable.",
-        "type": "object",
-        "required": ["rating", "comment", "updated_at"],
-        "properties": {
-            "rating": {"enum": ["up", "down"], "description": "`up`: helpful; `down`: not helpful."},
-            "comment": {"type": "string", "description": "The visitor's comment; empty when none."},
-            "updated_at": {
-                "type": "string",
-                "format": "date-time",
-                "pattern": "Z$",
-                "description": "When it was last set (UTC).",
-            },
-        },
-    },
-    "StoredFeedback": {
-        "allOf": [
-            {"$ref": "#/components/schemas/Feedback"},
-            {"type": "object", "required": ["message_id"], "properties": {"message_id": _ID_SCHEMA}},
-        ]
-    },
-    "PutFeedback": {
-        "type": "object",
-        "required": ["rating"],
-        "additionalProperties": False,
-        "properties": {
-            "rating": {"enum": ["up", "down"]},
-            "comment": {
-                "type": "string",
-                "description": "Optional; at most FEEDBACK_COMMENT_MAX_CHARS (default 500) code points, "
-                "longer is 413 `comment_too_long`.",
-            },
-        },
-    },
-}
-
 
 def _feedback_errors(*statuses: int) -> dict[str, Any]:
     descriptions = {
@@ -450,29 +370,6 @@ _DELETE_CONVERSATION = {
 
 
 # -- regenerate and edit the last turn (widget_server/revisions/) --
-
-_REVISION_SCHEMAS = {
-    "RegenerateMessage": {
-        "type": "object",
-        "required": ["request_id"],
-        "additionalProperties": False,
-        "properties": {"request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN}},
-    },
-    "EditMessage": {
-        "type": "object",
-        "required": ["request_id", "text"],
-        "additionalProperties": False,
-        "properties": {
-            "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-            "text": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The message's new text, under a send's rules: only whitespace is 400 `empty_text`, "
-                "longer than MAX_TEXT_CHARS (default 4000) is 413 `text_too_long`.",
-            },
-        },
-    },
-}
 
 
 def _revision_operation(operation_id: str, summary: str, description: str, body: str, conflicts: str) -> dict:
@@ -623,77 +520,6 @@ _HANDOFF_SCHEMAS.update(
                 }
                 for kind, (name, _, _) in _HANDOFF_DATA.items()
             ],
-        },
-        "HandoffRequest": {
-            "type": "object",
-            "required": ["request_id"],
-            "additionalProperties": False,
-            "properties": {
-                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                "reason": {
-                    "type": "string",
-                    "maxLength": 200,
-                    "description": "Optional; why (not shown to anyone yet).",
-                },
-            },
-        },
-        "HandoffState": {
-            "type": "object",
-            "required": ["state", "seq"],
-            "properties": {
-                "seq": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "The conversation event log's newest seq as of this answer (0 when empty): "
-                    "read the event stream from here (`?after=<seq>`).",
-                },
-                "state": {"enum": ["queued", "assigned", "unavailable"]},
-                "position": {"type": "integer", "minimum": 1, "description": "`queued`: the place in line, from 1."},
-                "agent": {"type": "string", "description": "`assigned`: the agent's display name."},
-                "reason": {
-                    "enum": list(handoff_events.UNAVAILABLE_REASONS),
-                    "description": "`unavailable`: nobody present (`no_agents`), hand-off off (`disabled`), "
-                    "outside the opening hours (`closed`, with `opens_at`), or `HANDOFF_QUEUE_MAX` waiting (`busy`).",
-                },
-                "opens_at": _OPENS_AT,
-            },
-        },
-        "HandoffMessage": {
-            "type": "object",
-            "required": ["request_id", "text"],
-            "additionalProperties": False,
-            "properties": {
-                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                "text": {
-                    "type": "string",
-                    "description": "Under a send's rules (MAX_TEXT_CHARS); may be empty when files come with it.",
-                },
-                "attachments": _ATTACHMENTS_FIELD,
-            },
-        },
-        "HandoffMessageCreated": {
-            "type": "object",
-            "required": ["message_id", "sha256"],
-            "properties": {"message_id": _ID_SCHEMA, "sha256": _SHA256},
-        },
-        "LeftMessage": {
-            "type": "object",
-            "required": ["request_id", "text"],
-            "additionalProperties": False,
-            "properties": {
-                "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                "text": {"type": "string", "minLength": 1, "description": "Under a send's rules (MAX_TEXT_CHARS)."},
-                "email": {
-                    "type": ["string", "null"],
-                    "maxLength": 254,
-                    "description": "Optional: where a reply may be sent; not an address is 400 `invalid_email`.",
-                },
-            },
-        },
-        "LeftMessageCreated": {
-            "type": "object",
-            "required": ["left_message_id"],
-            "properties": {"left_message_id": _ID_SCHEMA},
         },
     }
 )
@@ -1118,39 +944,6 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                 },
             },
             "schemas": {
-                "Attachment": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["attachment_id", "name", "type", "size", "sha256"],
-                    "properties": _ATTACHMENT_PROPERTIES,
-                },
-                "SentAttachment": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["attachment_id", "name", "type", "size", "sha256"],
-                    "properties": {
-                        **_ATTACHMENT_PROPERTIES,
-                        "description": {"type": "string", "minLength": 1, "maxLength": 1000},
-                    },
-                },
-                "ClientReport": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "duplicates": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": 1_000_000,
-                            "description": "Events received again and ignored.",
-                        },
-                        "dropped": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": 1_000_000,
-                            "description": "Sequence numbers never received (gaps repaired by a snapshot).",
-                        },
-                    },
-                },
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -1171,15 +964,6 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         }
                     },
                 },
-                "ErrorInfo": {
-                    "type": "object",
-                    "required": ["code", "message", "retryable"],
-                    "properties": {
-                        "code": {"enum": [code.value for code in ErrorCode]},
-                        "message": {"type": "string"},
-                        "retryable": {"type": "boolean"},
-                    },
-                },
                 "Health": {
                     "type": "object",
                     "required": ["status"],
@@ -1190,73 +974,11 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                         "store": {"enum": ["ok", "unavailable"]},
                     },
                 },
-                "NewConversation": {
-                    "type": "object",
-                    "required": ["conversation_id", "token"],
-                    "properties": {"conversation_id": _ID_SCHEMA, "token": {"type": "string", "minLength": 32}},
-                },
-                "NewMessage": {
-                    "type": "object",
-                    "required": ["request_id", "text"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "request_id": {"type": "string", "pattern": REQUEST_ID_PATTERN},
-                        "text": {
-                            "type": "string",
-                            "description": "The user's message. Text of only whitespace is refused (400 `empty_text`) "
-                            "unless files come with it; text longer than the server's MAX_TEXT_CHARS (default 4000) "
-                            "gets 413.",
-                        },
-                        "attachments": _ATTACHMENTS_FIELD,
-                    },
-                },
-                "HistoryMessage": {
-                    "type": "object",
-                    "required": ["message_id", "role", "text", "state"],
-                    "properties": {
-                        "message_id": _ID_SCHEMA,
-                        "role": {
-                            "enum": ["user", "assistant", "visitor", "agent"],
-                            "description": "`visitor` and `agent`: messages of a hand-off to a person.",
-                        },
-                        "text": {"type": "string"},
-                        "state": {"enum": _STATES},
-                        "agent": {"type": "string", "description": "`agent` entries: the agent's display name."},
-                        "attachments": {
-                            "type": "array",
-                            "description": "User entries whose turn carried files: each file, in order.",
-                            "items": {"$ref": "#/components/schemas/SentAttachment"},
-                        },
-                        "feedback": {
-                            "description": "Assistant entries only: the visitor's feedback on the answer, or null.",
-                            "oneOf": [{"$ref": "#/components/schemas/Feedback"}, {"type": "null"}],
-                        },
-                    },
-                },
-                "ConversationHistory": {
-                    "type": "object",
-                    "required": ["conversation_id", "messages"],
-                    "properties": {
-                        "conversation_id": _ID_SCHEMA,
-                        "messages": {"type": "array", "items": {"$ref": "#/components/schemas/HistoryMessage"}},
-                    },
-                },
                 "StreamEvent": _STREAM_EVENT,
                 **_EVENT_DATA_SCHEMAS,
-                **_ACTION_SCHEMAS,
-                **_FEEDBACK_SCHEMAS,
-                **_REVISION_SCHEMAS,
+                **_RECORD_SCHEMAS,
+                **_BODY_SCHEMAS,
                 **_HANDOFF_SCHEMAS,
-                "MessageState": {
-                    "type": "object",
-                    "required": ["message_id", "state", "last_seq"],
-                    "properties": {
-                        "message_id": _ID_SCHEMA,
-                        "state": {"enum": _STATES},
-                        "last_seq": {"type": "integer", "minimum": 0},
-                        "error": {"$ref": "#/components/schemas/ErrorInfo"},
-                    },
-                },
             },
         },
     }

@@ -16,6 +16,9 @@ from typing import Any
 from ..errors import ErrorInfo
 from ..messages import MessageState, StreamEvent
 
+# An action's statuses are the wire's (wire/records.py); the stores keep them by these names.
+from ..wire.records import ActionStatus as ActionStatus
+
 
 @dataclass(frozen=True)
 class Conversation:
@@ -72,17 +75,6 @@ class Claim:
     exchange: Exchange
     created: bool
     history: list[tuple[str, str]] = field(default_factory=list)
-
-
-class ActionStatus:
-    """An action's life: proposed → executing → succeeded | failed; proposed → dismissed."""
-
-    PROPOSED = "proposed"
-    EXECUTING = "executing"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    DISMISSED = "dismissed"
-    ALL = (PROPOSED, EXECUTING, SUCCEEDED, FAILED, DISMISSED)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ are made. `javascript.py`: static/widget/protocol.js, the panel's copy of these 
 from them (`python -m widget_server.wire.javascript`).
 
 
-`bodies.py`: every JSON request body as a type whose fields carry their rules; `schema.py`
+`bodies.py`: every JSON request body as a type whose fields carry their rules; `records.py`:
+the JSON records the API answers with; `schema.py`
 checks a request's JSON against such a type (`parse_body`) and describes it as JSON Schema
 for the OpenAPI document (`json_schema`).
 """

@@ -67,8 +67,8 @@ class Rule:
     `blank_allowed_with` field is truthy: then ""), `accepts` (on the value as sent), `strip`,
     `pattern`, `enum`, length (`too_long`, else `wrong`)."""
 
-    # Not of the field's type, or absent when required.
-    wrong: Refusal
+    # Not of the field's type, or absent when required. None: a response's field, never read.
+    wrong: Refusal | None = None
     absent: tuple[object, ...] = ()
     clean: bool = False
     strip: bool = False
@@ -84,6 +84,7 @@ class Rule:
     # (an action confirm's Idempotency-Key, actions/service.py).
     pattern_checked_by_route: bool = False
     enum: tuple[str, ...] = ()
+    min_length: int | None = None
     max_length: int | Limit | None = None
     too_long: Refusal | None = None
     minimum: int | None = None
@@ -95,7 +96,17 @@ class Rule:
     duplicate: Refusal | None = None
     # Items of an array: a bare string stands for an item with only this field.
     shorthand: str | None = None
+    # Documented only (the server writes these values): JSON Schema's `format`, and whether
+    # null is a value of the field (a body's field is also nullable where null counts as absent).
+    format: str | None = None
+    nullable: bool = False
     description: str = ""
+
+    def refuse(self, **facts: Any) -> ApiError:
+        """The field's `wrong` refusal; a response's field has none, and is never parsed."""
+        if self.wrong is None:
+            raise TypeError(f"{facts.get('field')} is a response's field: no request carries it")
+        return self.wrong(**facts)
 
 
 def wired(rule: Rule, *, default: object = dataclasses.MISSING, **changes: Any) -> Any:
@@ -146,8 +157,10 @@ def fields_of(wire_type: type) -> tuple[_Field, ...]:
             (kind,) = [argument for argument in arguments if argument is not type(None)]
         else:
             kind = hint
-        if kind not in (str, int) and not dataclasses.is_dataclass(kind):
-            raise TypeError(f"{wire_type.__name__}.{field.name}: a wire field is a str, an int or wire items")
+        if typing.get_origin(kind) is dict:
+            kind = dict  # a JSON object the type says nothing more of (an action's arguments)
+        if kind not in (str, int, bool, dict) and not dataclasses.is_dataclass(kind):
+            raise TypeError(f"{wire_type.__name__}.{field.name}: a wire field is a str, an int, a bool or wire types")
         required = field.default is dataclasses.MISSING
         found.append(_Field(field.name, rule, required, field.default, kind, array))
     return tuple(found)
@@ -191,7 +204,7 @@ def _present(field: _Field, body: dict[str, Any]) -> object:
         raw = _ABSENT
     if raw is _ABSENT:
         if field.required:
-            raise field.rule.wrong(field=field.name)
+            raise field.rule.refuse(field=field.name)
         return _ABSENT
     if field.array:
         wrong_type = not isinstance(raw, list)
@@ -200,7 +213,7 @@ def _present(field: _Field, body: dict[str, Any]) -> object:
     else:  # JSON's true and false are no numbers, though Python's bool is an int
         wrong_type = isinstance(raw, bool) or not isinstance(raw, int)
     if wrong_type:
-        raise field.rule.wrong(field=field.name)
+        raise field.rule.refuse(field=field.name)
     return raw
 
 
@@ -211,7 +224,7 @@ def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[L
         return _checked_items(field, raw, limits)
     if isinstance(raw, int):
         if (rule.minimum is not None and raw < rule.minimum) or (rule.maximum is not None and raw > rule.maximum):
-            raise rule.wrong(field=field.name)
+            raise rule.refuse(field=field.name)
         return raw
     assert isinstance(raw, str)
     text = clean_text(raw) if rule.clean else raw
@@ -220,20 +233,19 @@ def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[L
             return ""
         if rule.blank is not None:
             raise rule.blank(field=field.name)
-    invalid = rule.invalid or rule.wrong
     quoted = {"field": field.name, field.name: text[:_QUOTED_CHARS]}
     if rule.accepts is not None and not rule.accepts(text):
-        raise invalid(**quoted)
+        raise (rule.invalid or rule.refuse)(**quoted)
     if rule.strip:
         text = text.strip()
     if rule.pattern is not None and not rule.pattern_checked_by_route and re.fullmatch(rule.pattern, text) is None:
-        raise invalid(**quoted)
+        raise (rule.invalid or rule.refuse)(**quoted)
     if rule.enum and text not in rule.enum:
-        raise rule.wrong(**quoted)
+        raise rule.refuse(**quoted)
     if rule.max_length is not None:
         limit = _limit(rule.max_length, limits)
         if len(text) > limit:
-            raise (rule.too_long or rule.wrong)(field=field.name, length=len(text), limit=limit)
+            raise (rule.too_long or rule.refuse)(field=field.name, length=len(text), limit=limit)
     return text
 
 
@@ -242,9 +254,11 @@ def _checked_items(field: _Field, raw: list[Any], limits: Mapping[Limit, int]) -
     if rule.max_items is not None:
         limit = _limit(rule.max_items, limits)
         if len(raw) > limit:
-            raise (rule.too_many or rule.wrong)(field=field.name, count=len(raw), limit=limit)
+            raise (rule.too_many or rule.refuse)(field=field.name, count=len(raw), limit=limit)
     item_type: type[WireType] = field.kind
-    shape: Refusal = getattr(item_type, "SHAPE", rule.wrong)
+    shape: Refusal | None = getattr(item_type, "SHAPE", rule.wrong)
+    if shape is None:
+        raise TypeError(f"{field.name} is a response's field: no request carries it")
     items = []
     for item in raw:
         if isinstance(item, str) and rule.shorthand is not None:
@@ -255,8 +269,25 @@ def _checked_items(field: _Field, raw: list[Any], limits: Mapping[Limit, int]) -
     if rule.unique is not None:
         keys = [getattr(item, rule.unique) for item in items]
         if len(set(keys)) != len(keys):
-            raise (rule.duplicate or rule.wrong)(field=field.name)
+            raise (rule.duplicate or rule.refuse)(field=field.name)
     return tuple(items)
+
+
+def refusals_of(wire_type: type) -> list[HttpError]:
+    """Every registered error a body of `wire_type` may be refused with, in the order its
+    fields declare them (an array's items included): what the document lists for its route."""
+    found: list[HttpError] = []
+    shape: Refusal | None = getattr(wire_type, "SHAPE", None)
+    if shape is not None:
+        found.append(shape.error)
+    for field in fields_of(wire_type):
+        rule = field.rule
+        for refusal in (rule.wrong, rule.blank, rule.invalid, rule.too_long, rule.too_many, rule.duplicate):
+            if refusal is not None:
+                found.append(refusal.error)
+        if dataclasses.is_dataclass(field.kind):
+            found += refusals_of(field.kind)
+    return list(dict.fromkeys(found))
 
 
 def _limit(bound: int | Limit, limits: Mapping[Limit, int]) -> int:
@@ -266,10 +297,13 @@ def _limit(bound: int | Limit, limits: Mapping[Limit, int]) -> int:
 # -- the same types as JSON Schema (2020-12, as OpenAPI 3.1 and 3.2 use it) ------------------
 
 
-def json_schema(wire_type: type, ref: Callable[[type], str] | None = None) -> dict[str, Any]:
+def json_schema(wire_type: type, ref: Callable[[type], str | None] | None = None) -> dict[str, Any]:
     """`wire_type` as a JSON Schema object: its fields' types and every constraint the schema
-    language can say (a configured `Limit` only as far as its `most`). `ref(item_type)` names
-    the component an array's item type is described by; without it, the item is inlined."""
+    language can say (a configured `Limit` only as far as its `most`). `ref(nested_type)` names
+    the component a nested type is described by (None, or no `ref`: described in place).
+
+    A body admits no other field; a response record (`RECORD = True`) may gain fields, which
+    clients ignore, unless it says `CLOSED = True`."""
     properties: dict[str, Any] = {}
     required = []
     for field in fields_of(wire_type):
@@ -277,18 +311,28 @@ def json_schema(wire_type: type, ref: Callable[[type], str] | None = None) -> di
         if field.required:
             required.append(field.name)
     schema: dict[str, Any] = {"type": "object"}
+    description = getattr(wire_type, "DESCRIPTION", "")
+    if description:
+        schema["description"] = description
     if required:
         schema["required"] = required
-    schema["additionalProperties"] = False
+    if getattr(wire_type, "CLOSED", not getattr(wire_type, "RECORD", False)):
+        schema["additionalProperties"] = False
     schema["properties"] = properties
     return schema
 
 
-def _field_schema(field: _Field, ref: Callable[[type], str] | None) -> dict[str, Any]:
+def _nested(nested_type: type, ref: Callable[[type], str | None] | None) -> dict[str, Any]:
+    name = ref(nested_type) if ref is not None else None
+    return {"$ref": name} if name is not None else json_schema(nested_type, ref)
+
+
+def _field_schema(field: _Field, ref: Callable[[type], str | None] | None) -> dict[str, Any]:
     rule = field.rule
+    nullable = rule.nullable or None in rule.absent
     schema: dict[str, Any]
     if field.array:
-        item = {"$ref": ref(field.kind)} if ref is not None else json_schema(field.kind)
+        item = _nested(field.kind, ref)
         if rule.shorthand is not None:
             shorthand = next(inner for inner in fields_of(field.kind) if inner.name == rule.shorthand)
             item = {"oneOf": [_field_schema(shorthand, ref), item]}
@@ -297,16 +341,29 @@ def _field_schema(field: _Field, ref: Callable[[type], str] | None) -> dict[str,
         if most is not None:
             schema["maxItems"] = most
         schema["items"] = item
+    elif dataclasses.is_dataclass(field.kind):
+        schema = _nested(field.kind, ref)
+        if nullable:
+            schema = {"oneOf": [schema, {"type": "null"}]}
     elif rule.enum:
         schema = {"enum": list(rule.enum)}
     else:
-        json_type = "string" if field.kind is str else "integer"
-        # Null is on the wire wherever the server reads it as absent.
-        schema = {"type": [json_type, "null"] if None in rule.absent else json_type}
+        json_type = {str: "string", int: "integer", bool: "boolean", dict: "object"}[field.kind]
+        # Null is on the wire wherever the server reads it as absent, or writes it.
+        schema = {"type": [json_type, "null"] if nullable else json_type}
+        if rule.format is not None:
+            schema["format"] = rule.format
         if rule.pattern is not None:
             schema["pattern"] = rule.pattern
-        if rule.blank is not None and rule.blank_allowed_with is None:
-            schema["minLength"] = 1
+        least = (
+            rule.min_length
+            if rule.min_length is not None
+            else 1
+            if rule.blank and not rule.blank_allowed_with
+            else None
+        )
+        if least is not None:
+            schema["minLength"] = least
         most = _documented(rule.max_length)
         if most is not None:
             schema["maxLength"] = most
