@@ -10,7 +10,8 @@ from them (`python -m widget_server.wire.javascript`).
 
 
 `bodies.py`: every JSON request body as a type whose fields carry their rules; `records.py`:
-the JSON records the API answers with; `schema.py`
+the JSON records the API answers with; `routes.py`: every operation of the API, its body,
+answer and errors, from which openapi.py builds the document's paths; `schema.py`
 checks a request's JSON against such a type (`parse_body`) and describes it as JSON Schema
 for the OpenAPI document (`json_schema`).
 """
