@@ -20,6 +20,7 @@ from widget_server.wire.bodies import (
     ClientReport,
     ConfirmAction,
     EditMessage,
+    EndHandoff,
     HandoffMessage,
     HandoffRequest,
     LeftMessage,
@@ -257,3 +258,14 @@ def test_bodies_are_frozen():
     body = parse_body(RegenerateMessage, {"request_id": "r"}, LIMITS)
     with pytest.raises(dataclasses.FrozenInstanceError):
         body.request_id = "other"  # type: ignore[misc]
+
+
+def test_an_agent_ends_a_handoff_or_returns_it():
+    assert parse_body(EndHandoff, {}, LIMITS).reason == "ended"
+    assert parse_body(EndHandoff, {"reason": "returned"}, LIMITS).reason == "returned"
+    for reason in (None, "timeout", 1):
+        assert refusal(EndHandoff, {"reason": reason})[:2] == (
+            "invalid_reason",
+            "reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant).",
+        )
+    assert refusal(EndHandoff, {"why": "x"})[1] == "Unknown field(s): why. Send only reason."

@@ -505,10 +505,9 @@ def conversation_actions(store: Store, conversation_id: str) -> list[ActionRecor
     return found
 
 
-def parse_idempotency_key(header: str | None, body_key: Any) -> str:
-    """The key from the `Idempotency-Key` header or the body's `idempotency_key`."""
-    if body_key is not None and not isinstance(body_key, str):
-        raise INVALID_IDEMPOTENCY_KEY("idempotency_key must be a string.")
+def parse_idempotency_key(header: str | None, body_key: str | None) -> str:
+    """The key from the `Idempotency-Key` header or the body's `idempotency_key` (a string or
+    None: wire/bodies.py's ConfirmAction checked its type)."""
     if header is not None and body_key is not None and header != body_key:
         raise IDEMPOTENCY_KEY_MISMATCH(
             "The Idempotency-Key header and the body's idempotency_key differ; send one.",

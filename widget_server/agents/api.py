@@ -42,14 +42,13 @@ from ..transport import (
     parse_json,
     services,
 )
-from ..wire.bodies import AgentMessage
+from ..wire.bodies import AgentMessage, EndHandoff
 from ..wire.errors import (
     CSRF_FAILED,
     INVALID_AFTER,
     INVALID_CURSOR,
     INVALID_LAST_EVENT_ID,
     INVALID_LIMIT,
-    INVALID_REASON,
     NOT_FOUND,
     NOT_SIGNED_IN,
     NOT_YOUR_CONVERSATION,
@@ -493,20 +492,11 @@ def typing(conversation_id: str) -> Response:
     return Response(status=204)
 
 
-END_REASONS = ("ended", "returned")
-
-
 @bp.post("/agent/api/conversations/<conversation_id>/end")
 def end(conversation_id: str) -> Response:
     found = current_agent()
-    body = json_body() if request.environ.get(BODY_KEY) else {}
-    unknown = sorted(set(body) - {"reason"})
-    if unknown:
-        raise UNKNOWN_FIELD(f"Unknown field(s): {', '.join(unknown)}. Send only reason.")
-    reason = body.get("reason", "ended")
-    if reason not in END_REASONS:
-        raise INVALID_REASON("reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant).")
-    handoff().end(_conversation_id(conversation_id), found.agent.name, reason)
+    body = parse_json(EndHandoff) if request.environ.get(BODY_KEY) else EndHandoff()
+    handoff().end(_conversation_id(conversation_id), found.agent.name, body.reason)
     return Response(status=204)
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..handoff.events import AGENT_END_REASONS
 from ..protocol import (
     ATTACHMENT_PREFIX,
     CLIENT_KEY_RULE,
@@ -305,3 +306,19 @@ class AgentMessage:
 
     request_id: str = wired(REQUEST_ID)
     text: str = wired(TEXT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndHandoff:
+    """The agent console's end of a hand-off (agents/api.py; its body is optional): over, or
+    back to the assistant."""
+
+    reason: str = wired(
+        Rule(
+            wrong=Refusal(
+                INVALID_REASON, "reason must be 'ended' (end the hand-off) or 'returned' (back to the assistant)."
+            ),
+            enum=AGENT_END_REASONS,
+        ),
+        default="ended",
+    )
