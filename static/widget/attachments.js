@@ -9,9 +9,9 @@ import { newRequestId } from './client.js';
 import { button, element } from './dom.js';
 import { format, plural } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { ANSWER_EVENT, ERROR } from './protocol.js';
 import { reasonFor } from './refusals.js';
 import { formatSize } from './sizes.js';
-import { ANSWER_EVENT, ERROR } from './protocol.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
@@ -113,7 +113,8 @@ class Attachments {
     });
     // The message that carries the files was accepted (its answer started): they are sent.
     host.on('event', (event) => {
-      if (event.detail.type !== ANSWER_EVENT.MESSAGE_STARTED || event.detail.outcome !== 'applied') return;
+      if (event.detail.type !== ANSWER_EVENT.MESSAGE_STARTED || event.detail.outcome !== 'applied')
+        return;
       this.sent(host.currentRun()?.request?.body?.attachments);
     });
   }

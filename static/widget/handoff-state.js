@@ -12,6 +12,7 @@ import { CONVERSATION_EVENT } from './protocol.js';
 export const POSITION_ANNOUNCE_MS = 30000;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 // A hand-off's state changes, of which only the newest of a replayed backlog counts.
+/** @type {string[]} */
 const STATE_EVENTS = [
   CONVERSATION_EVENT.HANDOFF_QUEUED,
   CONVERSATION_EVENT.HANDOFF_ASSIGNED,
@@ -172,11 +173,14 @@ export class HandoffState {
    * @returns {HandoffChange}
    */
   reduce(type, data) {
-    if (type === CONVERSATION_EVENT.HANDOFF_QUEUED) return this.enter({ state: 'queued', position: data.position });
-    if (type === CONVERSATION_EVENT.HANDOFF_ASSIGNED) return this.enter({ state: 'assigned', agent: data.agent });
+    if (type === CONVERSATION_EVENT.HANDOFF_QUEUED)
+      return this.enter({ state: 'queued', position: data.position });
+    if (type === CONVERSATION_EVENT.HANDOFF_ASSIGNED)
+      return this.enter({ state: 'assigned', agent: data.agent });
     if (type === CONVERSATION_EVENT.AGENT_TYPING)
       return this.state === 'assigned' ? { kind: 'typing', agent: data.agent } : { kind: 'none' };
-    if (type === CONVERSATION_EVENT.HANDOFF_ENDED && data.reason === 'timeout') return this.lapse(data.agent);
+    if (type === CONVERSATION_EVENT.HANDOFF_ENDED && data.reason === 'timeout')
+      return this.lapse(data.agent);
     if (type === CONVERSATION_EVENT.HANDOFF_ENDED) return this.finish(data.agent, data.reason);
     return { kind: 'none' };
   }
@@ -262,7 +266,10 @@ export class HandoffState {
     if (role === 'agent') return { kind: 'agent' };
     const pending = this.pendingSends.findIndex((send) => send.text === data.text);
     if (pending < 0) return { kind: 'visitor' };
-    return { kind: 'confirmed', pending: this.pendingSends.splice(pending, 1)[0] };
+    return {
+      kind: 'confirmed',
+      pending: this.pendingSends.splice(pending, 1)[0],
+    };
   }
 
   /** @param {PendingSend} pending */

@@ -26,9 +26,9 @@ import { follow } from './follow.js';
 import { HandoffState, leftMessageErrors, nextOpening } from './handoff-state.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
+import { CONVERSATION_EVENT, ERROR } from './protocol.js';
 import { reasonFor } from './refusals.js';
 import { sha256Hex } from './sha256.js';
-import { CONVERSATION_EVENT, ERROR } from './protocol.js';
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
 
@@ -455,7 +455,10 @@ class Handoff {
     if (!this.reading) return false;
     const { type, data } = event;
     if (type === CONVERSATION_EVENT.CONVERSATION_SNAPSHOT) await this.applySnapshot(data);
-    else if (type === CONVERSATION_EVENT.AGENT_MESSAGE || type === CONVERSATION_EVENT.VISITOR_MESSAGE) {
+    else if (
+      type === CONVERSATION_EVENT.AGENT_MESSAGE ||
+      type === CONVERSATION_EVENT.VISITOR_MESSAGE
+    ) {
       if (!(await this.verified(data))) return false;
       this.showMessage(type === CONVERSATION_EVENT.AGENT_MESSAGE ? 'agent' : 'visitor', data, true);
     } else this.show(model.reduce(type, data), true);

@@ -8,7 +8,6 @@ stream and of the conversation event stream, and an answer's states, gathered fr
 are made. `javascript.py`: static/widget/protocol.js, the panel's copy of these names, written
 from them (`python -m widget_server.wire.javascript`).
 
-
 `bodies.py`: every JSON request body as a type whose fields carry their rules; `records.py`:
 the JSON records the API answers with; `routes.py`: every operation of the API, its body,
 answer and errors, from which openapi.py builds the document's paths; `schema.py`
