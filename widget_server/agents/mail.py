@@ -26,6 +26,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
+from ..handoff.store import LeftMessageRecord, LeftReply
 from ..metrics import NO_METRICS, Metrics
 from ..settings.areas import MailSettings
 
@@ -114,7 +115,7 @@ class Mailer:
     # The hand-off service's hooks (HandoffService `on_left_message`, `on_left_reply`): its
     # inbox entries as they are stored (handoff/service.py).
 
-    def mail_left_message(self, entry: dict[str, Any]) -> None:
+    def mail_left_message(self, entry: LeftMessageRecord) -> None:
         self.left_message(
             conversation_id=entry["conversation_id"],
             email=entry.get("email"),
@@ -122,7 +123,7 @@ class Mailer:
             created_at=entry.get("created_at", ""),
         )
 
-    def mail_left_reply(self, entry: dict[str, Any], reply: dict[str, Any]) -> None:
+    def mail_left_reply(self, entry: LeftMessageRecord, reply: LeftReply) -> None:
         self.left_reply(email=entry.get("email"), agent=reply["agent"], text=reply["text"], original=entry["text"])
 
     # -- sending ---------------------------------------------------------------------------

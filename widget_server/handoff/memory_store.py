@@ -26,10 +26,20 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from .events import ACTIVE_STATES
-from .store import CONVERSATION_PREFIX, Commit, HandoffStore, HandoffStoreFull, InboxPage, inbox_score, left_key
+from .store import (
+    CONVERSATION_PREFIX,
+    Commit,
+    HandoffRecord,
+    HandoffStore,
+    HandoffStoreFull,
+    InboxPage,
+    StoredRecord,
+    as_record,
+    inbox_score,
+    left_key,
+)
 
 # How often expired records are looked for (at a commit).
 _PURGE_SECONDS = 60.0
@@ -95,9 +105,9 @@ class MemoryHandoffStore(HandoffStore):
         self._unreplied: set[str] = set()
         self._inbox_expired = 0
 
-    def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
+    def load(self, keys: list[str]) -> dict[str, tuple[int, StoredRecord | None]]:
         now = time.time()
-        found: dict[str, tuple[int, dict[str, Any] | None]] = {}
+        found: dict[str, tuple[int, StoredRecord | None]] = {}
         with self._lock:
             held = {key: self._records.get(key) for key in keys}
         for key, record in held.items():
@@ -137,16 +147,16 @@ class MemoryHandoffStore(HandoffStore):
             for key, text in texts.items():
                 self._drop_record(key)
                 if text is not None:
-                    value = change.writes[key]
-                    assert value is not None
-                    conversation = key.startswith(CONVERSATION_PREFIX)
+                    handoff = (
+                        as_record(HandoffRecord, change.writes[key]) if key.startswith(CONVERSATION_PREFIX) else None
+                    )
                     record = _Record(
                         # Version 0 is "absent": a re-created record continues from 1.
                         version=change.expected.get(key, 0) + 1,
                         text=text,
                         expires=now + self.ttl,
-                        active=conversation and value.get("state") in ACTIVE_STATES,
-                        seq=int(value.get("seq", 0)) if conversation else 0,
+                        active=handoff is not None and handoff["state"] in ACTIVE_STATES,
+                        seq=handoff["seq"] if handoff is not None else 0,
                         stored_bytes=_record_bytes(key, text),
                     )
                     self._records[key] = record

@@ -40,7 +40,17 @@ from typing import Any, cast
 from ..stores.lua import load_script
 from ..stores.redis import unavailable_on_connection_errors
 from ..stores.script_batches import ScriptBatches
-from .store import DESK, LEFT_PREFIX, LEGACY_INBOX, Commit, HandoffStore, InboxPage, inbox_score, left_key
+from .store import (
+    DESK,
+    LEFT_PREFIX,
+    LEGACY_INBOX,
+    Commit,
+    HandoffStore,
+    InboxPage,
+    StoredRecord,
+    inbox_score,
+    left_key,
+)
 
 # The scripts, in handoff/lua/ (each file says what its KEYS and ARGV are and what it returns):
 # load.lua reads records, commit.lua is every hand-off transition, inbox_page.lua pages the inbox.
@@ -87,8 +97,8 @@ class RedisHandoffStore(HandoffStore):
     def close(self) -> None:
         self._tail.close()
 
-    def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
-        found: dict[str, tuple[int, dict[str, Any] | None]] = {}
+    def load(self, keys: list[str]) -> dict[str, tuple[int, StoredRecord | None]]:
+        found: dict[str, tuple[int, StoredRecord | None]] = {}
         if not keys:
             return found
         records = self._load_batches([_record_key(self._prefix, key) for key in keys], [])

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ApiError
 from ..messages import clean_text
@@ -49,15 +49,30 @@ from .metrics import HandoffMetrics
 from .store import (
     DESK,
     LEGACY_INBOX,
+    Claim,
     Commit,
+    DeskRecord,
+    HandoffMessageRecord,
+    HandoffRecord,
     HandoffStore,
     HandoffStoreFull,
+    KnownRequest,
+    LeftMessageRecord,
+    LeftReply,
+    LegacyInbox,
+    QueueEntry,
+    RepliedLeftMessage,
+    StoredRecord,
+    as_record,
     conversation_key,
     inbox_score,
     left_key,
 )
 
 log = logging.getLogger(__name__)
+
+# What a transition's change returns, and so its transaction (HandoffService._transact).
+ResultT = TypeVar("ResultT")
 
 # Ids of hand-off messages (visitor's and agent's) and of left messages.
 VISITOR_MESSAGE_PREFIX = "hv_"
@@ -84,24 +99,23 @@ def _fingerprint(kind: str, **fields: Any) -> str:
     return json.dumps({"kind": kind, **fields}, ensure_ascii=False, sort_keys=True)
 
 
-def new_record() -> dict[str, Any]:
-    """A conversation's hand-off record before any request."""
+def new_record() -> HandoffRecord:
+    """A conversation's hand-off record before any request (store.py says each field)."""
     return {
         "state": ev.NONE,
-        "agent": "",  # the claiming agent's name
+        "agent": "",
         "agent_display": "",
         "queued_at": 0.0,
         "assigned_at": 0.0,
-        "replied": False,  # the claiming agent has sent a message (time to first reply)
+        "replied": False,
         "typing_at": 0.0,
-        "seq": 0,  # the newest event's seq
-        "messages": [],  # the hand-off messages, in order
-        "requests": {},  # request_id → {"fingerprint", "result"}
+        "seq": 0,
+        "messages": [],
+        "requests": {},
     }
 
 
-def new_desk() -> dict[str, Any]:
-    # queue: [{"conversation_id", "since"}], oldest first; assigned: cid → {"agent", "display", "since"}
+def new_desk() -> DeskRecord:
     return {"queue": [], "assigned": {}}
 
 
@@ -112,7 +126,7 @@ class _Transaction:
     def __init__(self, store: HandoffStore) -> None:
         self.store = store
         self.versions: dict[str, int] = {}
-        self.values: dict[str, dict[str, Any] | None] = {}
+        self.values: dict[str, StoredRecord | None] = {}
         self.written: set[str] = set()
         self.events: dict[str, list[ConversationEvent]] = {}
         self.drop_logs: list[str] = []
@@ -126,7 +140,7 @@ class _Transaction:
         self.inbox_replied: list[str] = []
         self.inbox_remove: list[str] = []
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> StoredRecord | None:
         if key not in self.values:
             version, value = self.store.load([key])[key]
             self.versions[key], self.values[key] = version, value
@@ -138,26 +152,38 @@ class _Transaction:
         for key, (version, value) in (self.store.load(missing) if missing else {}).items():
             self.versions[key], self.values[key] = version, value
 
-    def put(self, key: str, value: dict[str, Any] | None) -> None:
+    def put(self, key: str, value: StoredRecord | None) -> None:
         self.get(key)
         self.values[key] = value
         self.written.add(key)
 
-    def conversation(self, conversation_id: str) -> dict[str, Any]:
-        key = conversation_key(conversation_id)
-        record = self.get(key)
+    # Each kind of record read through its own accessor, under its own kind of name (store.py,
+    # `as_record`): the records are typed from here on.
+
+    def existing_conversation(self, conversation_id: str) -> HandoffRecord | None:
+        return as_record(HandoffRecord, self.get(conversation_key(conversation_id)))
+
+    def conversation(self, conversation_id: str) -> HandoffRecord:
+        record = self.existing_conversation(conversation_id)
         if record is None:
             record = new_record()
-            self.values[key] = record
+            self.values[conversation_key(conversation_id)] = record
         return record
 
-    def desk(self) -> dict[str, Any]:
-        desk = self.get(DESK)
+    def desk(self) -> DeskRecord:
+        desk = as_record(DeskRecord, self.get(DESK))
         if desk is None:
-            desk = self.values[DESK] = new_desk()
+            desk = new_desk()
+            self.values[DESK] = desk
         if self.positions_before is None:
             self.positions_before = positions(desk)
         return desk
+
+    def left_message(self, left_message_id: str) -> LeftMessageRecord | None:
+        return as_record(LeftMessageRecord, self.get(left_key(left_message_id)))
+
+    def legacy_inbox(self) -> LegacyInbox | None:
+        return as_record(LegacyInbox, self.get(LEGACY_INBOX))
 
     def emit(self, conversation_id: str, kind: str, payload: dict[str, Any]) -> ConversationEvent:
         record = self.conversation(conversation_id)
@@ -186,13 +212,13 @@ class _Transaction:
         )
 
 
-def positions(desk: dict[str, Any]) -> dict[str, int]:
+def positions(desk: DeskRecord) -> dict[str, int]:
     """Each queued conversation's place in line, from 1."""
     return {entry["conversation_id"]: index + 1 for index, entry in enumerate(desk["queue"])}
 
 
 def merge_history(
-    chat_entries: list[dict[str, Any]], exchange_index: dict[str, int], handoff: list[dict[str, Any]]
+    chat_entries: list[dict[str, Any]], exchange_index: dict[str, int], handoff: list[HandoffMessageRecord]
 ) -> list[dict[str, Any]]:
     """The history with the hand-off messages in place (docs/protocol.md, "History").
 
@@ -211,8 +237,8 @@ def merge_history(
     return merged
 
 
-def history_entry(message: dict[str, Any]) -> dict[str, Any]:
-    entry = {
+def history_entry(message: HandoffMessageRecord) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "message_id": message["message_id"],
         "role": message["role"],
         "text": message["text"],
@@ -261,8 +287,8 @@ class HandoffService:
         *,
         now: Callable[[], float] = time.time,
         has_agents: Callable[[], bool] = _nobody,
-        on_left_message: Callable[[dict[str, Any]], None] | None = None,
-        on_left_reply: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        on_left_message: Callable[[LeftMessageRecord], None] | None = None,
+        on_left_reply: Callable[[RepliedLeftMessage, LeftReply], None] | None = None,
         stopping: threading.Event | None = None,
         turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = _no_files,
     ) -> None:
@@ -302,7 +328,7 @@ class HandoffService:
 
     # -- transactions ----------------------------------------------------------
 
-    def _transact(self, change: Callable[[_Transaction], Any]) -> Any:
+    def _transact(self, change: Callable[[_Transaction], ResultT]) -> ResultT:
         for attempt in range(MAX_ATTEMPTS):
             tx = _Transaction(self.store)
             result = change(tx)
@@ -332,8 +358,7 @@ class HandoffService:
         `handoff.queued` with its new position (and only one)."""
         if tx.positions_before is None or DESK not in tx.written:
             return
-        desk = tx.values[DESK]
-        assert desk is not None
+        desk = tx.desk()
         moved = {
             conversation_id: position
             for conversation_id, position in positions(desk).items()
@@ -349,7 +374,7 @@ class HandoffService:
     # -- the visitor's side ----------------------------------------------------
 
     @staticmethod
-    def _known_request(record: dict[str, Any], request_id: str, fingerprint: str) -> dict[str, Any] | None:
+    def _known_request(record: HandoffRecord, request_id: str, fingerprint: str) -> dict[str, Any] | None:
         known = record["requests"].get(request_id)
         if known is None:
             return None
@@ -358,8 +383,7 @@ class HandoffService:
                 "This request_id was already used with a different request. "
                 "Generate a new request_id for a new one; reuse one only to retry the same request.",
             )
-        result: dict[str, Any] = known["result"]
-        return result
+        return known["result"]
 
     def _current(self, tx: _Transaction, conversation_id: str) -> dict[str, Any]:
         record = tx.conversation(conversation_id)
@@ -391,7 +415,7 @@ class HandoffService:
             if record["state"] in ev.ACTIVE_STATES:
                 result = {**self._current(tx, conversation_id), "seq": record["seq"]}
                 if known is None:
-                    record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+                    record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
                     tx.put(conversation_key(conversation_id), record)
                 return result
             if known is not None:
@@ -418,20 +442,20 @@ class HandoffService:
                 tx.after += [lambda: self.metrics.requested("unavailable"), lambda: self.metrics.unavailable(reason)]
             else:
                 desk = tx.desk()
-                desk["queue"].append({"conversation_id": conversation_id, "since": now})
+                desk["queue"].append(QueueEntry(conversation_id=conversation_id, since=now))
                 tx.put(DESK, desk)
-                record.update(state=ev.STATE_QUEUED, agent="", agent_display="", queued_at=now, replied=False)
+                record["state"], record["agent"], record["agent_display"] = ev.STATE_QUEUED, "", ""
+                record["queued_at"], record["replied"] = now, False
                 position = len(desk["queue"])
                 tx.emit(conversation_id, ev.QUEUED, {"position": position})
                 result = {"state": ev.STATE_QUEUED, "position": position}
                 tx.after.append(lambda: self.metrics.requested("queued"))
             result["seq"] = record["seq"]  # after this request's own event (emit counted it)
-            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             tx.put(conversation_key(conversation_id), record)
             return result
 
-        result: dict[str, Any] = self._transact(change)
-        return result
+        return self._transact(change)
 
     def _leave(self, tx: _Transaction, conversation_id: str, reason: str) -> None:
         """End the conversation's hand-off (queued or assigned) with `reason`."""
@@ -441,7 +465,7 @@ class HandoffService:
         desk["assigned"].pop(conversation_id, None)
         tx.put(DESK, desk)
         agent = record["agent_display"]
-        record.update(state=ev.STATE_ENDED, agent="", agent_display="")
+        record["state"], record["agent"], record["agent_display"] = ev.STATE_ENDED, "", ""
         tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
 
     def cancel(self, conversation_id: str) -> None:
@@ -457,7 +481,7 @@ class HandoffService:
     def check_not_active(self, conversation_id: str) -> None:
         """409 `handoff_active` while a person is asked for or handles the conversation: the
         visitor's messages then go to the person (…/handoff/messages), never to the backend."""
-        record = self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1]
+        record = self._stored_record(conversation_id)
         if record is not None and record["state"] in ev.ACTIVE_STATES:
             raise HANDOFF_ACTIVE(
                 "A person is handling this conversation: send messages to its hand-off "
@@ -492,24 +516,23 @@ class HandoffService:
                     "or send the message to the assistant.",
                 )
             tx.needs_room = True  # a new message: refused (503) when the memory store is full
-            message = {
-                "message_id": new_id(VISITOR_MESSAGE_PREFIX),
-                "role": "visitor",
-                "text": text,
-                "sha256": text_sha256(text),
-                "after_exchanges": after_exchanges,
-            }
-            event = {"message_id": message["message_id"], "text": text, "sha256": message["sha256"]}
+            message = HandoffMessageRecord(
+                message_id=new_id(VISITOR_MESSAGE_PREFIX),
+                role="visitor",
+                text=text,
+                sha256=text_sha256(text),
+                after_exchanges=after_exchanges,
+            )
+            event: dict[str, Any] = {"message_id": message["message_id"], "text": text, "sha256": message["sha256"]}
             if files:
                 message["attachments"] = event["attachments"] = files
             record["messages"].append(message)
             tx.emit(conversation_id, ev.VISITOR_MESSAGE, event)
             result = {"message_id": message["message_id"], "sha256": message["sha256"]}
-            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             return result
 
-        result: dict[str, Any] = self._transact(change)
-        return result
+        return self._transact(change)
 
     def leave_message(self, conversation_id: str, request_id: str, email: str | None, text: str) -> dict[str, Any]:
         """A message for the site's team when nobody is there: a record of its own in the inbox;
@@ -521,7 +544,7 @@ class HandoffService:
         text = clean_text(text)
         fingerprint = _fingerprint("left", text=text, email=email or "")
         most = self.settings.handoff.left_messages_max
-        to_mail: list[dict[str, Any]] = []
+        to_mail: list[LeftMessageRecord] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
             to_mail.clear()
@@ -536,9 +559,9 @@ class HandoffService:
                     details={"state": record["state"]},
                 )
             # The conversation's left messages still kept (the inbox lets old ones go).
-            earlier = [left_key(left_id) for left_id in record.get("left", [])]
-            tx.prefetch(earlier)
-            kept = [entry for entry in (tx.get(key) for key in earlier) if entry is not None]
+            earlier = record.get("left", [])
+            tx.prefetch([left_key(left_id) for left_id in earlier])
+            kept = [entry for entry in map(tx.left_message, earlier) if entry is not None]
             waiting = sum(1 for entry in kept if not entry["replied"])
             if waiting >= most:
                 raise TOO_MANY_LEFT_MESSAGES(
@@ -549,19 +572,19 @@ class HandoffService:
             tx.needs_room = True  # a new left message: refused (503) when the memory store is full
             now = time.time()
             left_message_id = new_id(LEFT_MESSAGE_PREFIX)
-            entry = {
-                "left_message_id": left_message_id,
-                "conversation_id": conversation_id,
-                "email": email,
-                "text": text,
-                "created_at": iso(now),
-                "replied": False,
-            }
+            entry = LeftMessageRecord(
+                left_message_id=left_message_id,
+                conversation_id=conversation_id,
+                email=email,
+                text=text,
+                created_at=iso(now),
+                replied=False,
+            )
             tx.put(left_key(left_message_id), entry)
             tx.inbox_add.append((left_message_id, inbox_score(now)))
             record["left"] = [*(e["left_message_id"] for e in kept), left_message_id]
             result = {"left_message_id": left_message_id}
-            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             tx.put(conversation_key(conversation_id), record)
             if waiting == 0:
                 to_mail.append(entry)
@@ -570,7 +593,7 @@ class HandoffService:
 
         result: dict[str, Any] = self._transact(change)
         if to_mail and self.on_left_message is not None:
-            self._call_hook("on_left_message", self.on_left_message, dict(to_mail[0]))
+            self._call_hook("on_left_message", self.on_left_message, LeftMessageRecord(**to_mail[0]))
         return result
 
     @staticmethod
@@ -583,20 +606,18 @@ class HandoffService:
 
     # -- the agents' side --------------------------------------------------------
 
-    def _last_visitor_message(self, record: dict[str, Any] | None) -> str | None:
+    def _last_visitor_message(self, record: HandoffRecord | None) -> str | None:
         if record is None:
             return None
         for message in reversed(record["messages"]):
             if message["role"] == "visitor":
-                text: str = message["text"]
-                return text
+                return message["text"]
         return None
 
     def queue(self) -> list[dict[str, Any]]:
         """The conversations waiting for a person, oldest first."""
-        desk = self.store.load([DESK])[DESK][1] or new_desk()
-        keys = [conversation_key(entry["conversation_id"]) for entry in desk["queue"]]
-        records = self.store.load(keys) if keys else {}
+        desk = self._stored_desk()
+        records = self._stored_records([entry["conversation_id"] for entry in desk["queue"]])
         now = time.time()
         return [
             {
@@ -604,27 +625,26 @@ class HandoffService:
                 "waiting_since": iso(entry["since"]),
                 "waiting_seconds": max(0, int(now - entry["since"])),
                 "position": index + 1,
-                "last_visitor_message": self._last_visitor_message(records[key][1]),
+                "last_visitor_message": self._last_visitor_message(records[entry["conversation_id"]]),
             }
-            for index, (entry, key) in enumerate(zip(desk["queue"], keys, strict=True))
+            for index, entry in enumerate(desk["queue"])
         ]
 
     def claimed_by(self, agent_name: str) -> list[dict[str, Any]]:
         """The conversations this agent holds, oldest claim first."""
-        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        desk = self._stored_desk()
         held = sorted(
             ((cid, claim) for cid, claim in desk["assigned"].items() if claim["agent"] == agent_name),
             key=lambda item: item[1]["since"],
         )
-        keys = [conversation_key(cid) for cid, _ in held]
-        records = self.store.load(keys) if keys else {}
+        records = self._stored_records([cid for cid, _ in held])
         return [
             {
                 "conversation_id": cid,
                 "claimed_at": iso(claim["since"]),
-                "last_visitor_message": self._last_visitor_message(records[key][1]),
+                "last_visitor_message": self._last_visitor_message(records[cid]),
             }
-            for (cid, claim), key in zip(held, keys, strict=True)
+            for cid, claim in held
         ]
 
     def claim(self, conversation_id: str, agent_name: str, display_name: str) -> dict[str, Any]:
@@ -646,20 +666,20 @@ class HandoffService:
                 raise HANDOFF_NOT_ACTIVE("This conversation is not waiting for a person.")
             now = time.time()
             desk["queue"] = [entry for entry in desk["queue"] if entry["conversation_id"] != conversation_id]
-            desk["assigned"][conversation_id] = {"agent": agent_name, "display": display_name, "since": now}
+            desk["assigned"][conversation_id] = Claim(agent=agent_name, display=display_name, since=now)
             tx.put(DESK, desk)
             record = tx.conversation(conversation_id)
             waited = now - record["queued_at"]
-            record.update(state=ev.STATE_ASSIGNED, agent=agent_name, agent_display=display_name, assigned_at=now)
+            record["state"], record["agent"], record["agent_display"] = ev.STATE_ASSIGNED, agent_name, display_name
+            record["assigned_at"] = now
             tx.emit(conversation_id, ev.ASSIGNED, {"agent": display_name})
             tx.after.append(lambda: self.metrics.time_in_queue(waited))
             return {"conversation_id": conversation_id, "agent": display_name}
 
-        result: dict[str, Any] = self._transact(change)
-        return result
+        return self._transact(change)
 
     @staticmethod
-    def _authorize_agent_write(record: dict[str, Any], agent_name: str, *, needs_claim: bool) -> None:
+    def _authorize_agent_write(record: HandoffRecord, agent_name: str, *, needs_claim: bool) -> None:
         """The one rule for every agent's write into a conversation, checked inside the write's
         transaction (docs/security.md, "Who can reach what"): while a hand-off is assigned, only
         the agent who holds it writes there (403 `not_your_conversation`); while it is queued,
@@ -705,24 +725,23 @@ class HandoffService:
                 record["replied"] = True
                 waited = time.time() - record["queued_at"]
                 tx.after.append(lambda: self.metrics.first_reply(waited))
-            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             return result
 
-        result: dict[str, Any] = self._transact(change)
-        return result
+        return self._transact(change)
 
     def _append_agent_message(
         self, tx: _Transaction, conversation_id: str, display_name: str, text: str, after_exchanges: int
     ) -> dict[str, Any]:
         record = tx.conversation(conversation_id)
-        message = {
-            "message_id": new_id(AGENT_MESSAGE_PREFIX),
-            "role": "agent",
-            "text": text,
-            "sha256": text_sha256(text),
-            "agent": display_name,
-            "after_exchanges": after_exchanges,
-        }
+        message = HandoffMessageRecord(
+            message_id=new_id(AGENT_MESSAGE_PREFIX),
+            role="agent",
+            text=text,
+            sha256=text_sha256(text),
+            agent=display_name,
+            after_exchanges=after_exchanges,
+        )
         record["messages"].append(message)
         tx.emit(
             conversation_id,
@@ -765,7 +784,7 @@ class HandoffService:
         conversations either moved."""
         horizon = time.time() - self.settings.handoff.agent_grace_seconds
         presence = self.store.presence()
-        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        desk = self._stored_desk()
         lapsed = [
             cid for cid, claim in desk["assigned"].items() if presence.get(claim["agent"], claim["since"]) < horizon
         ]
@@ -779,11 +798,11 @@ class HandoffService:
                     return False  # ended, or released by another worker, or the agent is back
                 record = tx.conversation(conversation_id)
                 self._leave(tx, conversation_id, "timeout")
-                entry = {"conversation_id": conversation_id, "since": record["queued_at"] or time.time()}
+                entry = QueueEntry(conversation_id=conversation_id, since=record["queued_at"] or time.time())
                 queue = [*tx.desk()["queue"], entry]
                 queue.sort(key=lambda item: item["since"])
                 desk["queue"] = queue
-                record.update(state=ev.STATE_QUEUED, replied=False)
+                record["state"], record["replied"] = ev.STATE_QUEUED, False
                 tx.put(DESK, desk)
                 return True
 
@@ -809,13 +828,13 @@ class HandoffService:
         if idle <= 0:
             return 0
         marks = self.store.visitors_seen()  # read before the desk: a mark made after is kept
-        desk = self.store.load([DESK])[DESK][1] or new_desk()
+        desk = self._stored_desk()
         going_on = positions(desk).keys() | desk["assigned"].keys()
         over = [conversation_id for conversation_id in marks if conversation_id not in going_on]
         if over:
             self.store.forget_visitors(over)
 
-        def gone(entries: list[dict[str, Any]], seen: dict[str, float]) -> list[str]:
+        def gone(entries: list[QueueEntry], seen: dict[str, float]) -> list[str]:
             horizon = time.time() - idle
             return [
                 entry["conversation_id"]
@@ -856,7 +875,11 @@ class HandoffService:
         page = self.store.inbox_page(limit, before)
         keys = [left_key(left_message_id) for _, left_message_id in page.entries]
         records = self.store.load(keys) if keys else {}
-        messages = [dict(value) for key in keys if (value := records[key][1]) is not None]
+        messages = [
+            LeftMessageRecord(**value)
+            for key in keys
+            if (value := as_record(LeftMessageRecord, records[key][1])) is not None
+        ]
         full = limit > 0 and len(page.entries) == limit
         return {
             "messages": messages,
@@ -872,7 +895,7 @@ class HandoffService:
             return
 
         def change(tx: _Transaction) -> None:
-            legacy = tx.get(LEGACY_INBOX)
+            legacy = tx.legacy_inbox()
             if legacy is None:
                 return  # another worker moved it
             entries = legacy.get("messages", [])
@@ -900,11 +923,11 @@ class HandoffService:
         (`_authorize_agent_write`): not while another agent holds it, nor while it waits."""
         text = clean_text(text)
         fingerprint = _fingerprint("reply", text=text, left=left_message_id)
-        replied: list[dict[str, Any]] = []
+        replied: list[RepliedLeftMessage] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
             replied.clear()
-            entry = tx.get(left_key(left_message_id))
+            entry = tx.left_message(left_message_id)
             if entry is None:
                 raise NOT_FOUND("No such left message.")
             conversation_id = entry["conversation_id"]
@@ -916,11 +939,12 @@ class HandoffService:
             after_exchanges = len(self.chat_store.exchanges(conversation_id))
             tx.needs_room = True  # a new message: refused (503) when the memory store is full
             result = self._append_agent_message(tx, conversation_id, display_name, text, after_exchanges)
-            record["requests"][request_id] = {"fingerprint": fingerprint, "result": result}
+            record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             entry["replied"] = True
             tx.put(left_key(left_message_id), entry)
             tx.inbox_replied.append(left_message_id)
-            replied.append({**entry, "reply": {**result, "text": text, "agent": display_name}})
+            reply = LeftReply(message_id=result["message_id"], sha256=result["sha256"], text=text, agent=display_name)
+            replied.append(RepliedLeftMessage(**entry, reply=reply))
             return result
 
         result: dict[str, Any] = self._transact(change)
@@ -930,32 +954,44 @@ class HandoffService:
 
     # -- reading -------------------------------------------------------------------
 
-    def _record(self, conversation_id: str) -> dict[str, Any]:
-        return (
-            self.store.load([conversation_key(conversation_id)])[conversation_key(conversation_id)][1] or new_record()
-        )
+    def _stored_record(self, conversation_id: str) -> HandoffRecord | None:
+        key = conversation_key(conversation_id)
+        return as_record(HandoffRecord, self.store.load([key])[key][1])
 
-    def state(self, conversation_id: str, record: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _record(self, conversation_id: str) -> HandoffRecord:
+        return self._stored_record(conversation_id) or new_record()
+
+    def _stored_records(self, conversation_ids: list[str]) -> dict[str, HandoffRecord | None]:
+        """Each conversation's hand-off record (None: none), in one read."""
+        keys = [conversation_key(conversation_id) for conversation_id in conversation_ids]
+        found = self.store.load(keys) if keys else {}
+        return {
+            conversation_id: as_record(HandoffRecord, found[key][1])
+            for conversation_id, key in zip(conversation_ids, keys, strict=True)
+        }
+
+    def _stored_desk(self) -> DeskRecord:
+        return as_record(DeskRecord, self.store.load([DESK])[DESK][1]) or new_desk()
+
+    def state(self, conversation_id: str, record: HandoffRecord | None = None) -> dict[str, Any]:
         record = self._record(conversation_id) if record is None else record
         body: dict[str, Any] = {"state": record["state"]}
         if record["state"] == ev.STATE_ASSIGNED:
             body["agent"] = record["agent_display"]
         elif record["state"] == ev.STATE_QUEUED:
-            desk = self.store.load([DESK])[DESK][1] or new_desk()
+            desk = self._stored_desk()
             body["position"] = positions(desk).get(conversation_id, 1)
         return body
 
     def last_seq(self, conversation_id: str) -> int:
-        seq: int = self._record(conversation_id)["seq"]
-        return seq
+        return self._record(conversation_id)["seq"]
 
-    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+    def messages(self, conversation_id: str) -> list[HandoffMessageRecord]:
         """The hand-off messages, in order (as stored, with `after_exchanges`)."""
-        found: list[dict[str, Any]] = self._record(conversation_id)["messages"]
-        return found
+        return self._record(conversation_id)["messages"]
 
     def history(
-        self, conversation_id: str, chat_entries: list[dict[str, Any]], record: dict[str, Any] | None = None
+        self, conversation_id: str, chat_entries: list[dict[str, Any]], record: HandoffRecord | None = None
     ) -> list[dict[str, Any]]:
         """The chat history (ChatService.history) with the hand-off messages in place (those of
         `record`, the hand-off record already read, when given)."""
@@ -977,7 +1013,7 @@ class HandoffService:
             "last_seq": record["seq"],
         }
 
-    def transcript(self, conversation_id: str, record: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def transcript(self, conversation_id: str, record: HandoffRecord | None = None) -> list[dict[str, Any]]:
         """For the console: completed turns, the visitor's messages and the agents', in order."""
         store = self.chat_store
         entries: list[dict[str, Any]] = []
@@ -1015,11 +1051,16 @@ class HandoffService:
         if record["state"] == ev.STATE_ASSIGNED:
             payload["agent"] = record["agent_display"]
         elif record["state"] == ev.STATE_QUEUED:
-            desk = self.store.load([DESK])[DESK][1] or new_desk()
+            desk = self._stored_desk()
             payload["position"] = positions(desk).get(conversation_id, 1)
         messages = []
         for message in record["messages"]:
-            item = {k: message[k] for k in ("message_id", "role", "text", "sha256")}
+            item: dict[str, Any] = {
+                "message_id": message["message_id"],
+                "role": message["role"],
+                "text": message["text"],
+                "sha256": message["sha256"],
+            }
             if message["role"] == "agent":
                 item["agent"] = message["agent"]
             if message.get("attachments"):
@@ -1099,14 +1140,13 @@ class HandoffService:
         place in the queue or its claim, and its left messages (DELETE /conversations/{cid})."""
 
         def change(tx: _Transaction) -> None:
-            key = conversation_key(conversation_id)
-            record = tx.get(key)
+            record = tx.existing_conversation(conversation_id)
             if record is not None:
                 for left_message_id in record.get("left", []):
-                    if tx.get(left_key(left_message_id)) is not None:
+                    if tx.left_message(left_message_id) is not None:
                         tx.put(left_key(left_message_id), None)
                     tx.inbox_remove.append(left_message_id)
-                tx.put(key, None)
+                tx.put(conversation_key(conversation_id), None)
             desk = tx.desk()
             if conversation_id in positions(desk) or conversation_id in desk["assigned"]:
                 desk["queue"] = [e for e in desk["queue"] if e["conversation_id"] != conversation_id]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 # A record's name for a conversation's hand-off, the shared desk, and a left message.
 DESK = "desk"
@@ -41,6 +41,119 @@ DESK = "desk"
 LEGACY_INBOX = "inbox"
 CONVERSATION_PREFIX = "conv:"
 LEFT_PREFIX = "left:"
+
+
+# -- the records, as their JSON is stored ------------------------------------------------------
+# Storage shapes: what the service keeps between requests, not what it answers (the answers'
+# shapes are wire/records.py's). TypedDicts, so a record is the same JSON object as ever, and
+# the memory and Redis stores write it byte for byte as before.
+
+
+class KnownRequest(TypedDict):
+    """A request already answered, by its request_id: a retry with the same fingerprint gets
+    the same `result` (an answer of wire/records.py: HandoffStateRecord, HandoffMessageCreated,
+    LeftMessageCreated); another fingerprint is a 409."""
+
+    fingerprint: str
+    result: dict[str, Any]
+
+
+class HandoffMessageRecord(TypedDict):
+    """A hand-off message (the visitor's or an agent's), in its conversation's record.
+    `after_exchanges`: how many exchanges the conversation had when it was sent, its place
+    in the history (service.merge_history)."""
+
+    message_id: str
+    role: str  # "visitor" or "agent"
+    text: str
+    sha256: str
+    after_exchanges: int
+    agent: NotRequired[str]  # an agent's message: the agent's display name
+    # Files sent with it, as the history lists them (TurnAttachment.to_json).
+    attachments: NotRequired[list[dict[str, Any]]]
+
+
+class HandoffRecord(TypedDict):
+    """A conversation's hand-off (`conv:<cid>`): its state, the agent holding it, its messages,
+    the newest event's seq and the requests it answered."""
+
+    state: str  # events.NONE, STATE_QUEUED, STATE_ASSIGNED or STATE_ENDED
+    agent: str  # the claiming agent's name ("" when none)
+    agent_display: str
+    queued_at: float
+    assigned_at: float
+    replied: bool  # the claiming agent has sent a message (time to first reply)
+    typing_at: float
+    seq: int  # the newest event's seq
+    messages: list[HandoffMessageRecord]
+    requests: dict[str, KnownRequest]
+    # The ids of its left messages still kept; absent until the first one.
+    left: NotRequired[list[str]]
+
+
+class QueueEntry(TypedDict):
+    conversation_id: str
+    since: float  # when it was queued (unix seconds)
+
+
+class Claim(TypedDict):
+    agent: str  # the agent's name
+    display: str  # their display name
+    since: float  # when they claimed it
+
+
+class DeskRecord(TypedDict):
+    """The one desk (`desk`): the queue, oldest first, and the claims by conversation id."""
+
+    queue: list[QueueEntry]
+    assigned: dict[str, Claim]
+
+
+class LeftMessageRecord(TypedDict):
+    """A message left when nobody was there (`left:<id>`), as the agents' inbox lists it."""
+
+    left_message_id: str
+    conversation_id: str
+    email: str | None
+    text: str
+    created_at: str  # ISO 8601 UTC with milliseconds
+    replied: bool
+
+
+class LeftReply(TypedDict):
+    """An agent's reply to a left message, as the `on_left_reply` hook gets it."""
+
+    message_id: str
+    sha256: str
+    text: str
+    agent: str  # the agent's display name
+
+
+class RepliedLeftMessage(LeftMessageRecord):
+    """A left message with the reply just sent to it (the `on_left_reply` hook's first argument)."""
+
+    reply: LeftReply
+
+
+class LegacyInbox(TypedDict, total=False):
+    """The inbox as one record (LEGACY_INBOX), as earlier versions kept it."""
+
+    messages: list[LeftMessageRecord]
+
+
+# Any record the store keeps. Its name says which (conversation_key, DESK, left_key,
+# LEGACY_INBOX): the JSON carries no tag of its kind.
+StoredRecord = HandoffRecord | DeskRecord | LeftMessageRecord | LegacyInbox
+RecordT = TypeVar("RecordT", HandoffRecord, DeskRecord, LeftMessageRecord, LegacyInbox)
+
+
+def as_record(shape: type[RecordT], value: StoredRecord | None) -> RecordT | None:
+    """`value`, loaded under a name of `shape`'s kind, as that shape: the one place a loaded
+    record is trusted to be what its name says. It is, because only a `shape` is ever written
+    under such a name (Commit.writes; HandoffService's transactions read and write each kind
+    through their own accessors), and JSON has no other way to tell."""
+    del shape  # says the type; the value is not converted (the hot path reads records as parsed)
+    return cast("RecordT | None", value)
 
 
 def conversation_key(conversation_id: str) -> str:
@@ -83,7 +196,7 @@ class Commit:
     its record."""
 
     expected: dict[str, int] = field(default_factory=dict)
-    writes: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    writes: dict[str, StoredRecord | None] = field(default_factory=dict)
     events: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     drop_logs: list[str] = field(default_factory=list)
     needs_room: bool = False
@@ -98,7 +211,7 @@ class HandoffStore(ABC):
     shared = False
 
     @abstractmethod
-    def load(self, keys: list[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
+    def load(self, keys: list[str]) -> dict[str, tuple[int, StoredRecord | None]]:
         """Each record's (version, value); (0, None) for one that does not exist."""
 
     @abstractmethod
