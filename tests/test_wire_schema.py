@@ -148,3 +148,10 @@ def test_a_bodys_refusals_are_every_code_its_rules_name():
         "description_too_long",
     ]
     assert [error.code for error in refusals_of(ClientReport)] == ["invalid_report"]
+
+
+def test_a_responses_constant_and_fewest_items_are_documented():
+    from widget_server.wire.events import CancelledData, CompletedData
+
+    assert json_schema(CancelledData)["properties"]["incomplete"] == {"const": True}
+    assert json_schema(CompletedData)["properties"]["actions"]["minItems"] == 1

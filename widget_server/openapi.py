@@ -4,7 +4,8 @@ Its request bodies and response records are the wire types the routes read and w
 (wire/bodies.py, wire/records.py), described by wire/schema.py: a rule is written once, for
 the check and the document alike. Its paths are the route table's (wire/routes.py: each
 operation's body, answer and registered errors, grouped by the status the registry gives them).
-The events' data, the special answers (streams, a file) and the parameters are written here.
+Its events' data are the types of wire/events.py, described the same way. The special answers
+(streams, a file) and the parameters are written here.
 Schemathesis checks every response against it (tests/test_openapi_schemathesis.py).
 docs/protocol.md explains the events.
 
@@ -25,10 +26,9 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from .attachments.sniff import MEDIA_TYPES
-from .handoff import events as handoff_events
-from .messages import EventKind, MessageState
+from .messages import MessageState
 from .protocol import EVENT_ID_PATTERN, ID_PATTERN, IDEMPOTENCY_KEY_PATTERN, LAST_EVENT_ID_PATTERN, REQUEST_ID_PATTERN
-from .wire import bodies, records, routes
+from .wire import bodies, events, records, routes
 from .wire.errors import HTTP_ERROR_CODE, NOT_FOUND, REGISTRY, HttpError
 from .wire.schema import json_schema
 
@@ -91,7 +91,7 @@ def _error_response(description: str, *, retry_after: bool = False) -> dict[str,
 _EVENT_STREAM = {
     "description": (
         "A text/event-stream of this message's events. Each event has `id: <message_id>:<seq>`, "
-        "`event:` one of " + ", ".join(kind.value for kind in EventKind) + ", and one-line JSON `data:`. "
+        "`event:` one of " + ", ".join(events.ANSWER_EVENTS) + ", and one-line JSON `data:`. "
         "The stream starts with a `retry:` field, may carry `: heartbeat` comments, and ends after the "
         "terminal event; a close without one means: resume."
     ),
@@ -102,83 +102,41 @@ _EVENT_STREAM = {
     "content": {"text/event-stream": {"itemSchema": {"$ref": "#/components/schemas/StreamEvent"}}},
 }
 
-# The JSON in each event's `data`, by event type (messages.MessageLog writes them).
-_EVENT_DATA = {
-    EventKind.STARTED: "StartedData",
-    EventKind.DELTA: "DeltaData",
-    EventKind.SNAPSHOT: "SnapshotData",
-    EventKind.COMPLETED: "CompletedData",
-    EventKind.FAILED: "FailedData",
-    EventKind.CANCELLED: "CancelledData",
-    EventKind.ACTION_PROPOSED: "ActionProposedData",
-}
+
+# The JSON in each event's `data`, by event type: the types wire/events.py declares.
+def _event_data_schemas(data_types: dict[str, type]) -> dict[str, Any]:
+    return {data_type.__name__: json_schema(data_type, _COMPONENT_OF.get) for data_type in data_types.values()}
 
 
-def _event_data(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["message_id", "seq", *required],
-        "properties": {"message_id": _ID_SCHEMA, "seq": {"type": "integer", "minimum": 0}, **properties},
-    }
-
-
-_COUNT = {"type": "integer", "minimum": 0}
-_EVENT_DATA_SCHEMAS = {
-    "StartedData": _event_data([], {}),
-    "DeltaData": _event_data(["text"], {"text": {"type": "string", "minLength": 1}}),
-    "SnapshotData": _event_data(
-        ["text", "state"],
-        {"text": {"type": "string"}, "state": {"const": MessageState.RUNNING.value}},
-    ),
-    "CompletedData": _event_data(
-        ["length", "utf8_bytes", "sha256"],
+def _event_with_data(data_types: dict[str, type]) -> list[dict[str, Any]]:
+    """For each event type, the schema of its `data`'s JSON (itemSchema of an event stream)."""
+    return [
         {
-            "length": _COUNT,
-            "utf8_bytes": _COUNT,
-            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-            "actions": {
-                "description": "Present when the answer proposed actions: the only ones it offers, actionable now that it completed.",
-                "type": "array",
-                "minItems": 1,
-                "items": {"$ref": "#/components/schemas/ActionProposal"},
+            "if": {"properties": {"event": {"const": kind}}, "required": ["event"]},
+            "then": {
+                "properties": {
+                    "data": {
+                        "contentMediaType": "application/json",
+                        "contentSchema": {"$ref": f"#/components/schemas/{data_type.__name__}"},
+                    }
+                }
             },
-        },
-    ),
-    "FailedData": _event_data(
-        ["error", "incomplete", "length"],
-        {"error": {"$ref": "#/components/schemas/ErrorInfo"}, "incomplete": {"const": True}, "length": _COUNT},
-    ),
-    "CancelledData": _event_data(["incomplete", "length"], {"incomplete": {"const": True}, "length": _COUNT}),
-    # An action proposal's fields (ActionProposal), next to message_id and seq.
-    "ActionProposedData": {
-        "allOf": [_event_data([], {}), {"$ref": "#/components/schemas/ActionProposal"}],
-    },
-}
+        }
+        for kind, data_type in data_types.items()
+    ]
+
 
 _STREAM_EVENT = {
     "description": "One event of a message's stream, as an EventSource reader dispatches it.",
     "type": "object",
     "required": ["event", "id", "data"],
     "properties": {
-        "event": {"enum": [kind.value for kind in EventKind]},
+        "event": {"enum": list(events.ANSWER_EVENTS)},
         "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
         "data": {"type": "string", "contentMediaType": "application/json"},
         "retry": {"type": "integer", "minimum": 0},
     },
-    "allOf": [
-        {
-            "if": {"properties": {"event": {"const": kind.value}}, "required": ["event"]},
-            "then": {
-                "properties": {
-                    "data": {
-                        "contentMediaType": "application/json",
-                        "contentSchema": {"$ref": f"#/components/schemas/{name}"},
-                    }
-                }
-            },
-        }
-        for kind, name in _EVENT_DATA.items()
-    ],
+    "allOf": _event_with_data(events.ANSWER_EVENT_DATA),
 }
 
 # Empty means "from the start"; otherwise the id of an event of this message
@@ -195,107 +153,21 @@ _LAST_EVENT_ID_HEADER = {
 
 # -- hand-off to a person (widget_server/handoff/) ------------------------------------------
 
-_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-_OPENS_AT = {
-    "type": "string",
-    "format": "date-time",
-    "description": "With reason `closed`: the next opening (HANDOFF_HOURS), ISO 8601 with the schedule zone's offset.",
-}
-_HANDOFF_DATA: dict[str, tuple[str, list[str], dict[str, Any]]] = {
-    handoff_events.QUEUED: ("HandoffQueuedData", ["position"], {"position": {"type": "integer", "minimum": 1}}),
-    handoff_events.ASSIGNED: ("HandoffAssignedData", ["agent"], {"agent": {"type": "string"}}),
-    handoff_events.AGENT_TYPING: ("AgentTypingData", ["agent"], {"agent": {"type": "string"}}),
-    handoff_events.AGENT_MESSAGE: (
-        "AgentMessageData",
-        ["message_id", "text", "sha256", "agent"],
-        {"message_id": _ID_SCHEMA, "text": {"type": "string"}, "sha256": _SHA256, "agent": {"type": "string"}},
-    ),
-    handoff_events.VISITOR_MESSAGE: (
-        "VisitorMessageData",
-        ["message_id", "text", "sha256"],
-        {
-            "message_id": _ID_SCHEMA,
-            "text": {"type": "string"},
-            "sha256": _SHA256,
-            "attachments": {"type": "array", "items": {"$ref": "#/components/schemas/SentAttachment"}},
-        },
-    ),
-    handoff_events.ENDED: (
-        "HandoffEndedData",
-        ["agent", "reason"],
-        {"agent": {"type": "string"}, "reason": {"enum": list(handoff_events.END_REASONS)}},
-    ),
-    handoff_events.UNAVAILABLE: (
-        "HandoffUnavailableData",
-        ["reason"],
-        {"reason": {"enum": list(handoff_events.UNAVAILABLE_REASONS)}, "opens_at": _OPENS_AT},
-    ),
-    handoff_events.SNAPSHOT: (
-        "ConversationSnapshotData",
-        ["state", "messages"],
-        {
-            "state": {"enum": [handoff_events.NONE, *handoff_events.ACTIVE_STATES, handoff_events.STATE_ENDED]},
-            "agent": {"type": "string"},
-            "position": {"type": "integer", "minimum": 1},
-            "messages": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["message_id", "role", "text", "sha256"],
-                    "properties": {
-                        "message_id": _ID_SCHEMA,
-                        "role": {"enum": ["agent", "visitor"]},
-                        "text": {"type": "string"},
-                        "sha256": _SHA256,
-                        "agent": {"type": "string"},
-                    },
-                },
-            },
-        },
-    ),
-}
-
-
-def _conversation_event_data(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["conversation_id", "seq", *required],
-        "properties": {"conversation_id": _ID_SCHEMA, "seq": {"type": "integer", "minimum": 0}, **properties},
-    }
-
-
 _HANDOFF_SCHEMAS: dict[str, Any] = {
-    name: _conversation_event_data(required, properties) for name, required, properties in _HANDOFF_DATA.values()
-}
-_HANDOFF_SCHEMAS.update(
-    {
-        "ConversationEvent": {
-            "description": "One event of a conversation's stream, as an EventSource reader dispatches it.",
-            "type": "object",
-            "required": ["event", "id", "data"],
-            "properties": {
-                "event": {"enum": list(handoff_events.ALL_TYPES)},
-                "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
-                "data": {"type": "string", "contentMediaType": "application/json"},
-                "retry": {"type": "integer", "minimum": 0},
-            },
-            "allOf": [
-                {
-                    "if": {"properties": {"event": {"const": kind}}, "required": ["event"]},
-                    "then": {
-                        "properties": {
-                            "data": {
-                                "contentMediaType": "application/json",
-                                "contentSchema": {"$ref": f"#/components/schemas/{name}"},
-                            }
-                        }
-                    },
-                }
-                for kind, (name, _, _) in _HANDOFF_DATA.items()
-            ],
+    **_event_data_schemas(events.CONVERSATION_EVENT_DATA),
+    "ConversationEvent": {
+        "description": "One event of a conversation's stream, as an EventSource reader dispatches it.",
+        "type": "object",
+        "required": ["event", "id", "data"],
+        "properties": {
+            "event": {"enum": list(events.CONVERSATION_EVENTS)},
+            "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
+            "data": {"type": "string", "contentMediaType": "application/json"},
+            "retry": {"type": "integer", "minimum": 0},
         },
-    }
-)
+        "allOf": _event_with_data(events.CONVERSATION_EVENT_DATA),
+    },
+}
 
 
 _DOWNLOAD_HEADERS = {
@@ -530,7 +402,7 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     },
                 },
                 "StreamEvent": _STREAM_EVENT,
-                **_EVENT_DATA_SCHEMAS,
+                **_event_data_schemas(events.ANSWER_EVENT_DATA),
                 **_RECORD_SCHEMAS,
                 **_BODY_SCHEMAS,
                 **_HANDOFF_SCHEMAS,

@@ -178,7 +178,8 @@ class ActionList:
     actions: tuple[ActionRecord, ...] = wired(Rule())
 
 
-_OPENS_AT = Rule(
+# A closed hand-off's next opening: HandoffStateRecord's and `handoff.unavailable`'s (wire/events.py).
+OPENS_AT = Rule(
     format="date-time",
     description="With reason `closed`: the next opening (HANDOFF_HOURS), ISO 8601 with the schedule zone's offset.",
 )
@@ -208,7 +209,7 @@ class HandoffStateRecord:
         ),
         default=None,
     )
-    opens_at: str | None = wired(_OPENS_AT, default=None)
+    opens_at: str | None = wired(OPENS_AT, default=None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -84,11 +84,15 @@ class Rule:
     # (an action confirm's Idempotency-Key, actions/service.py).
     pattern_checked_by_route: bool = False
     enum: tuple[str, ...] = ()
+    # Documented only: the one value a response's field always has (an event's `incomplete`).
+    const: str | bool | None = None
     min_length: int | None = None
     max_length: int | Limit | None = None
     too_long: Refusal | None = None
     minimum: int | None = None
     maximum: int | None = None
+    # Documented only: the fewest items a response's array has when present.
+    min_items: int | None = None
     max_items: int | Limit | None = None
     too_many: Refusal | None = None
     # Items of an array: the item field whose values must all differ.
@@ -337,6 +341,8 @@ def _field_schema(field: _Field, ref: Callable[[type], str | None] | None) -> di
             shorthand = next(inner for inner in fields_of(field.kind) if inner.name == rule.shorthand)
             item = {"oneOf": [_field_schema(shorthand, ref), item]}
         schema = {"type": "array"}
+        if rule.min_items is not None:
+            schema["minItems"] = rule.min_items
         most = _documented(rule.max_items)
         if most is not None:
             schema["maxItems"] = most
@@ -345,6 +351,8 @@ def _field_schema(field: _Field, ref: Callable[[type], str | None] | None) -> di
         schema = _nested(field.kind, ref)
         if nullable:
             schema = {"oneOf": [schema, {"type": "null"}]}
+    elif rule.const is not None:
+        schema = {"const": rule.const}
     elif rule.enum:
         schema = {"enum": list(rule.enum)}
     else:
