@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -14,9 +15,25 @@ from .firefox_share import firefox_keeps
 from .helpers import ChatClient, LiveServer, load_seed_answers
 
 _ROOT = Path(__file__).resolve().parents[1]
+# Loaded into Playwright's driver: headless Firefox ESR opens a test's page as a tab, not a new
+# window (tests/e2e/firefox_tabs.cjs says why; tests/test_firefox_tabs.py that it still applies).
+FIREFOX_TABS = _ROOT / "tests" / "e2e" / "firefox_tabs.cjs"
+
+
+def with_firefox_tabs(node_options: str) -> str:
+    """NODE_OPTIONS with the hook required (once), what was there kept."""
+    required = f'--require "{FIREFOX_TABS}"'
+    return node_options if required in node_options else f"{node_options} {required}".strip()
 
 
 def pytest_configure(config):
+    # Every process that starts a Playwright driver (the workers; the controller, which starts
+    # none, too: it costs nothing) passes its environment on to it (playwright/_impl/_driver.py).
+    os.environ["NODE_OPTIONS"] = with_firefox_tabs(os.environ.get("NODE_OPTIONS", ""))
+    rebuild_minified(config)
+
+
+def rebuild_minified(config):
     """Tests run what visitors are sent: static/min/ (ASSETS=minified, docs/configuration.md),
     rebuilt here from the sources when one changed, once, before xdist starts its workers (a
     worker has `workerinput`). Without Node.js and the pinned esbuild (`bash .ci/test` installs
