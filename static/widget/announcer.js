@@ -71,6 +71,9 @@ export function sentenceSplitter(lang) {
  * @property {'sentence' | 'complete' | 'off'} [mode] docs/accessibility.md A35.
  */
 
+// How long the region stays empty before the same text is written again (`_write`).
+const REWRITE_DELAY_MS = 100;
+
 export class Announcer {
   /**
    * @param {HTMLElement} region The polite live region.
@@ -197,16 +200,23 @@ export class Announcer {
   // A live region is announced when its text changes: the same text again
   // (the next answer's "Generating answer…") would be silent in Chromium,
   // as Orca showed. Empty it first and write in a later task.
-  /** @param {string} text */
+  // Returns when the text will be in the region, in ms from now: the next write waits a whole
+  // interval after that, so it can never land before this one (a short minIntervalMs would
+  // otherwise race the rewrite and say the cue after the sentences that follow it).
+  /**
+   * @param {string} text
+   * @returns {number}
+   */
   _write(text) {
     if (this.region.textContent !== text) {
       this.region.textContent = text;
-      return;
+      return 0;
     }
     this.region.textContent = '';
     setTimeout(() => {
       this.region.textContent = text;
-    }, 100);
+    }, REWRITE_DELAY_MS);
+    return REWRITE_DELAY_MS;
   }
 
   _flush() {
@@ -220,8 +230,7 @@ export class Announcer {
       .join(' ');
     // Observers hear of it first and may cancel it (onAnnounce → false).
     if (this.onAnnounce({ politeness: 'polite', text }) !== false) {
-      this._write(text);
-      this.lastAt = this.now();
+      this.lastAt = this.now() + this._write(text);
     }
     this._schedule();
   }

@@ -100,6 +100,34 @@ def test_announcer_batches_whole_sentences_and_keeps_cues_apart(page: Page, modu
     assert result == ["Generating.", "One.", "Two three.", "Four. Next block.", "Done."]
 
 
+def test_announcer_says_a_repeated_cue_before_the_sentences_after_it(page: Page, modules):
+    """The same cue twice ("Generating answer…" for the next answer) empties the region and
+    writes it again a moment later; with a short interval (the e2e tests' 100 ms) the sentences
+    queued after it must still come after it, as a screen reader is given them."""
+    result = page.evaluate(
+        """async (base) => {
+            const { Announcer } = await import(base + 'announcer.js');
+            const region = document.createElement('div');
+            document.body.append(region);
+            const given = [];
+            new MutationObserver(() => { if (region.textContent) given.push(region.textContent); })
+                .observe(region, { childList: true, characterData: true, subtree: true });
+            const a = new Announcer(region, { minIntervalMs: 20 });
+            const view = (blocks) => ({ blocks: (from) => blocks.slice(from) });
+            const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+            a.start('Generating answer…');
+            await pause(60);
+            a.start('Generating answer…');  // the region already holds it: rewritten later
+            a.update(view([{ plain: 'Answer three. ', closed: false }, { plain: '', closed: false }]));
+            a.finish(view([{ plain: 'Answer three. ', closed: true }]), 'Answer complete.');
+            await pause(400);
+            return given;
+        }""",
+        modules,
+    )
+    assert result == ["Generating answer…", "Generating answer…", "Answer three.", "Answer complete."]
+
+
 # The same in Arabic and Hebrew (docs/accessibility.md A71): sentences end at ؟ and . , the
 # Arabic comma ، ends nothing; with Intl.Segmenter and without it (the fallback, A72).
 ANNOUNCER_STEPS = {
