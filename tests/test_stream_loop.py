@@ -30,9 +30,12 @@ class ScriptedSource:
         self.calls.append(f"begin {after_seq}")
         return self.begun
 
+    @property
     def stopping(self):
-        stops = self.stop_after is not None and self.calls.count("read") >= self.stop_after
-        return stops
+        return self  # its is_set() says whether the worker stops
+
+    def is_set(self):
+        return self.stop_after is not None and self.calls.count("read") >= self.stop_after
 
     def read(self, seq):
         self.calls.append("read")

@@ -24,6 +24,12 @@ RESTARTING = sse.encode_comment("server restarting; resume")
 STORE_UNAVAILABLE = sse.encode_comment("store unavailable; resume shortly")
 
 
+class StopSignal(Protocol):
+    """A threading.Event as the loop uses it (gevent's, in a gevent worker)."""
+
+    def is_set(self) -> bool: ...
+
+
 class LogSource(Protocol):
     """What one stream reads, and when it ends."""
 
@@ -31,8 +37,10 @@ class LogSource(Protocol):
         """Called once, before the first read: what to send first (a snapshot, or b"") and the
         position to read after; None when the reader already has everything (end now)."""
 
-    def stopping(self) -> bool:
-        """Whether this worker is stopping (then the stream ends, to be resumed elsewhere)."""
+    @property
+    def stopping(self) -> StopSignal:
+        """Set when this worker is stopping (then the stream ends, to be resumed elsewhere): the
+        service's own event, whose `is_set` the loop binds once."""
 
     def read(self, seq: int) -> tuple[bytes, int, bool] | None:
         """The events after `seq` (waiting up to the source's own poll for some), encoded: the
@@ -58,25 +66,28 @@ def follow_log(source: LogSource, after_seq: int, *, retry_ms: int, heartbeat_se
         opening, seq = begun
         if opening:
             yield opening
-        quiet_since = time.monotonic()
+        # Bound once: the loop runs once per event of every open stream, and a call less per
+        # event shows in a worker's instructions per event (bench/worker_path.py).
+        stopping, read, monotonic = source.stopping.is_set, source.read, time.monotonic
+        quiet_since = monotonic()
         while True:
-            if source.stopping():
+            if stopping():
                 yield RESTARTING
                 return
-            found = source.read(seq)
+            found = read(seq)
             if found is None:
                 if not source.quiet(seq):
                     return
-                if time.monotonic() - quiet_since >= heartbeat_seconds:
+                if monotonic() - quiet_since >= heartbeat_seconds:
                     yield HEARTBEAT
-                    quiet_since = time.monotonic()
+                    quiet_since = monotonic()
                 continue
             data, seq, ends = found
             if data:
                 yield data
             if ends:
                 return
-            quiet_since = time.monotonic()
+            quiet_since = monotonic()
     except StoreUnavailable as error:
         # The response has begun (200): end it without a terminal event, so the reader
         # resumes; its resume gets 503 + Retry-After until the store is back.

@@ -636,23 +636,6 @@ class EventStream:
             return settings.chat.heartbeat_seconds
         return min(settings.chat.heartbeat_seconds, max(1.0, settings.store.worker_lease_seconds / 4))
 
-    def _wait_events(self, seq: int, timeout: float) -> list[StreamEvent] | None:
-        """The events after `seq`, waiting up to `timeout` for some; None as soon as
-        the reader is found gone (looked at after every quiet DISCONNECT_PROBE_SECONDS)."""
-        store = self._service.store
-        if self._client_gone is None:
-            return store.read_events(self.message_id, seq, timeout)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            events = store.read_events(self.message_id, seq, max(0.0, min(remaining, DISCONNECT_PROBE_SECONDS)))
-            if events:
-                return events
-            if self._client_gone():
-                return None
-            if remaining <= DISCONNECT_PROBE_SECONDS:
-                return events
-
     # -- the LogSource of stream_loop.follow_log ----------------------------------
 
     def begin(self, after_seq: int) -> tuple[bytes, int] | None:
@@ -677,18 +660,33 @@ class EventStream:
                 return snapshot.encode(), snapshot.seq
         return b"", after_seq
 
-    def stopping(self) -> bool:
-        # This worker is stopping: close now, without a terminal event, so the client resumes
-        # on another worker (or on this server once restarted) exactly where it stopped.
-        return self._service.shutting_down
+    @property
+    def stopping(self) -> threading.Event:
+        # Once set, this worker is stopping: close now, without a terminal event, so the client
+        # resumes on another worker (or on this server once restarted) exactly where it stopped.
+        return self._service.stopping
 
     def read(self, seq: int) -> tuple[bytes, int, bool] | None:
+        """The events after `seq`, waiting up to a poll for some. With `client_gone`, the wait is
+        cut into DISCONNECT_PROBE_SECONDS, and the stream ends as soon as the reader is found gone
+        after a quiet one."""
+        store = self._service.store
         try:
-            events = self._wait_events(seq, self._poll)
+            if self._client_gone is None:
+                events = store.read_events(self.message_id, seq, self._poll)
+            else:
+                deadline = time.monotonic() + self._poll
+                while True:
+                    remaining = deadline - time.monotonic()
+                    events = store.read_events(self.message_id, seq, max(0.0, min(remaining, DISCONNECT_PROBE_SECONDS)))
+                    if events:
+                        break
+                    if self._client_gone():
+                        return b"", seq, True  # the reader disconnected: free the slot now
+                    if remaining <= DISCONNECT_PROBE_SECONDS:
+                        break
         except UnknownMessage:
             return b"", seq, True
-        if events is None:
-            return b"", seq, True  # the reader disconnected: free the slot now
         if not events:
             return None
         last: StreamEvent = events[-1]

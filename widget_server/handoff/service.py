@@ -1190,8 +1190,9 @@ class ConversationSource:
         self.looked_at = time.monotonic()
         return b"", after_seq
 
-    def stopping(self) -> bool:
-        return self.service.stopping.is_set()
+    @property
+    def stopping(self) -> threading.Event:
+        return self.service.stopping
 
     def read(self, seq: int) -> tuple[bytes, int, bool] | None:
         service, conversation_id = self.service, self.conversation_id

@@ -170,6 +170,16 @@ def fields_of(wire_type: type) -> tuple[_Field, ...]:
     return tuple(found)
 
 
+@functools.cache
+def _names_of(wire_type: type) -> frozenset[str]:
+    return frozenset(field.name for field in fields_of(wire_type))
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 _ABSENT = object()
 
 
@@ -185,8 +195,8 @@ def _parse_object(
     wire_type: type[BodyT], value: dict[str, Any], limits: Mapping[Limit, int], shape: Refusal | None
 ) -> BodyT:
     declared = fields_of(wire_type)
-    unknown = sorted(set(value) - {field.name for field in declared})
-    if unknown:
+    if not value.keys() <= _names_of(wire_type):
+        unknown = sorted(set(value) - _names_of(wire_type))
         if shape is not None:
             raise shape()
         names = " and ".join(field.name for field in declared)
@@ -237,20 +247,28 @@ def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[L
             return ""
         if rule.blank is not None:
             raise rule.blank(field=field.name)
-    quoted = {"field": field.name, field.name: text[:_QUOTED_CHARS]}
     if rule.accepts is not None and not rule.accepts(text):
-        raise (rule.invalid or rule.refuse)(**quoted)
+        raise (rule.invalid or rule.refuse)(**_quoted(field, text))
     if rule.strip:
         text = text.strip()
-    if rule.pattern is not None and not rule.pattern_checked_by_route and re.fullmatch(rule.pattern, text) is None:
-        raise (rule.invalid or rule.refuse)(**quoted)
+    if (
+        rule.pattern is not None
+        and not rule.pattern_checked_by_route
+        and _compiled(rule.pattern).fullmatch(text) is None
+    ):
+        raise (rule.invalid or rule.refuse)(**_quoted(field, text))
     if rule.enum and text not in rule.enum:
-        raise rule.refuse(**quoted)
+        raise rule.refuse(**_quoted(field, text))
     if rule.max_length is not None:
         limit = _limit(rule.max_length, limits)
         if len(text) > limit:
             raise (rule.too_long or rule.refuse)(field=field.name, length=len(text), limit=limit)
     return text
+
+
+def _quoted(field: _Field, text: str) -> dict[str, str]:
+    """A refused text's words for its message: the field's name and the text's beginning."""
+    return {"field": field.name, field.name: text[:_QUOTED_CHARS]}
 
 
 def _checked_items(field: _Field, raw: list[Any], limits: Mapping[Limit, int]) -> tuple[object, ...]:
