@@ -108,3 +108,56 @@ def test_smoke_tests_are_browser_tests_that_the_quick_loop_runs():
         if smoke_tests(path):
             assert module in E2E_MODULES, f"{module}: smoke marks a browser test"
             assert module not in SLOW_MODULES, f"{module}: the quick loop leaves out slow modules"
+
+
+def test_an_xdist_group_runs_on_one_worker(tmp_path):
+    """`--dist loadgroup` keeps an `xdist_group` on one worker (docs/testing.md, "Parallel runs"):
+    the Orca tests, the process tests and the wheel's rely on it. Run with the installed pytest
+    and pytest-xdist, as the suite is: four grouped tests and two others on two workers, each
+    writing down its worker."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_grouped.py").write_text(
+        "import os\nimport pytest\n"
+        "pytestmark = pytest.mark.xdist_group('together')\n"
+        + "".join(
+            f"def test_{number}(tmp_path_factory):\n"
+            f"    (tmp_path_factory.getbasetemp().parent.parent / 'grouped-{number}').write_text("
+            "os.environ['PYTEST_XDIST_WORKER'])\n"
+            for number in range(4)
+        ),
+        encoding="utf-8",
+    )
+    (tmp_path / "base").mkdir()
+    (tmp_path / "test_alone.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n", encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "--basetemp",
+            str(tmp_path / "base" / "run"),
+            "-p",
+            "no:playwright",
+            "-p",
+            "no:widget_server",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = {(tmp_path / "base" / f"grouped-{number}").read_text() for number in range(4)}
+    assert len(workers) == 1, f"the group ran on {sorted(workers)}"
