@@ -295,6 +295,7 @@ def test_the_lazy_parts_see_the_panel_only_through_its_host():
 SHARED_HELPER_HOMES = {
     "static/widget/dom.js": None,  # None: every name the module exports
     "static/widget/client.js": ("jsonOrNull", "errorFrom"),
+    "static/widget/clipboard.js": None,  # writeClipboard: answer-tools.js and code-blocks.js copy
 }
 # Another helper by one of those names, which is not a copy, with why.
 NOT_COPIES = {
@@ -347,7 +348,7 @@ def test_shared_helpers_are_defined_once():
 
 
 # The pure modules (docs/architecture.md) know nothing of the DOM: not even through dom.js.
-@pytest.mark.parametrize("module", ["sse.js", "model.js", "follow.js", "handoff-state.js"])
+@pytest.mark.parametrize("module", ["sse.js", "model.js", "follow.js", "handoff-state.js", "highlight.js"])
 def test_pure_modules_do_not_import_the_dom_helpers(module):
     assert "./dom.js" not in js_code(REPO_ROOT / "static" / "widget" / module)
 

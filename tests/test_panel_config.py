@@ -18,10 +18,10 @@ def panel_config(client, query: str = "") -> dict:
 
 
 def test_lazy_modules_strings_stay_out_of_the_first_open(client):
-    # answer-tools.js, conversation-tools.js, outbox.js and tab-sync.js fetch their own
-    # strings (tests/test_budgets.py counts the panel page).
+    # answer-tools.js, code-blocks.js, conversation-tools.js, outbox.js and tab-sync.js fetch
+    # their own strings (tests/test_budgets.py counts the panel page).
     strings = panel_config(client)["strings"]
-    assert not {"answerTools", "conversationTools", "offlineOutbox", "syncTabs"} & set(strings)
+    assert not {"answerTools", "codeBlocks", "conversationTools", "offlineOutbox", "syncTabs"} & set(strings)
     assert {"turnYou", "turnAssistant"} <= set(strings)
 
 

@@ -75,6 +75,7 @@ SMOKE_MODULES = {
     "e2e/test_accessibility_contract.py",
     "e2e/test_accessibility_contract_languages.py",
     "e2e/test_markdown.py",
+    "e2e/test_code_blocks.py",
     "e2e/test_host_pages.py",
     "e2e/test_answer_tools.py",
     "e2e/test_conversation_tools.py",

@@ -25,9 +25,9 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
-# (tests/test_budgets.py); the module fetches its group itself (conversation-tools.js; outbox.js
+# (tests/test_budgets.py); the module fetches its group itself (code-blocks.js; conversation-tools.js; outbox.js
 # while online, for a message typed offline; tab-sync.js; handoff.js).
-LAZY_STRING_GROUPS = ("answerTools", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
+LAZY_STRING_GROUPS = ("answerTools", "codeBlocks", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
 
 
 def _attachment_limits(values: Settings) -> dict[str, Any]:

@@ -16,6 +16,7 @@
 // so the new answer streams, resumes and is announced like any other.
 
 import { newRequestId } from './client.js';
+import { writeClipboard } from './clipboard.js';
 import { button, element } from './dom.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
@@ -427,33 +428,6 @@ class AnswerTools {
       rating: this.rating,
       comment,
     });
-  }
-}
-
-// The Clipboard API first; where the frame may not use it (a cross-origin
-// iframe without `allow="clipboard-write"` in Chromium) the copy command,
-// still within the click's user activation, with the text set on the copy
-// event: no selection, no focus move (https://w3c.github.io/clipboard-apis/).
-async function writeClipboard(text) {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    let written = false;
-    const onCopy = (event) => {
-      event.clipboardData.setData('text/plain', text);
-      event.preventDefault();
-      written = true;
-    };
-    document.addEventListener('copy', onCopy);
-    try {
-      document.execCommand('copy');
-    } catch {
-      /* unsupported: written stays false */
-    } finally {
-      document.removeEventListener('copy', onCopy);
-    }
-    return written;
   }
 }
 

@@ -66,12 +66,19 @@ const SLICE_CHARS = 2048;
 /** @typedef {import('./host.js').AttachmentsHook} AttachmentsHook */
 /** @typedef {import('./host.js').HandoffHook} HandoffHook */
 /** @typedef {import('./host.js').HoldHook} HoldHook */
+/**
+ * markdown.js's `code` option: a block's line renderer (null until code-blocks.js is in, or for
+ * a language it has no rules for), and the hook for a block at its end.
+ * @typedef {{ lines: (language: string) => ((line: string) => Node) | null,
+ *   closed: (pre: HTMLPreElement, language: string) => unknown }} CodeOptions
+ */
 
 /**
  * The panel: the DOM, the client, the announcer and the current answer. The lazily loaded parts
  * (outbox.js, tab-sync.js, scroll-follow.js, handoff.js, attachments.js, answer-tools.js,
- * conversation-tools.js, actions.js, refusals.js) never get it: they get its `host`, the
- * interface host.js lists (makeHost), and hang their hooks on it through `host.provide`.
+ * code-blocks.js, conversation-tools.js, actions.js, refusals.js) never get it: they get its
+ * `host`, the interface host.js lists (makeHost), and hang their hooks on it through
+ * `host.provide`.
  */
 export class ChatPanel {
   /**
@@ -104,6 +111,10 @@ export class ChatPanel {
     });
     /** @type {AnswerRun | null} the latest answer */
     this.current = null;
+    /** @type {CodeOptions | null} markdown.js's `code` option, made once (codeOptions) */
+    this.code = null;
+    /** @type {Promise<CodeOptions | null> | null} code-blocks.js's hooks, once imported */
+    this.codeBlocks = null;
     /** @type {AttachmentsHook | null} */
     this.attachments = null;
     /** @type {HandoffHook | null} */
@@ -437,7 +448,35 @@ export class ChatPanel {
       headingOffset: this.headingLevel(), // below the turn's heading
       strings: markdownSummaries(this.strings, this.config.lang),
       dirAuto: true, // mixed-direction answers (docs/accessibility.md A66)
+      code: this.codeOptions(),
     };
+  }
+
+  // Code blocks (markdown.js `code`): code-blocks.js, imported with the first fenced block
+  // (never on first open, tests/test_budgets.py), colours their lines and adds Copy code (A102).
+  codeOptions() {
+    const load = () => {
+      this.codeBlocks ||= import('./code-blocks.js').then(
+        (module) => {
+          const blocks = module.use(this.host);
+          this.code.lines = blocks.lines;
+          return blocks;
+        },
+        () => {
+          this.codeBlocks = null; // offline: the next block tries again
+          return null;
+        },
+      );
+      return this.codeBlocks;
+    };
+    this.code ||= {
+      lines: (language) => {
+        if (language) load();
+        return null;
+      },
+      closed: (pre, language) => load().then((blocks) => blocks?.closed(pre, language)),
+    };
+    return this.code;
   }
 
   // -- turns -----------------------------------------------------------------

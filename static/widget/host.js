@@ -1,6 +1,6 @@
 // The host interface: all that a lazily loaded part of the panel (answer-tools.js,
-// conversation-tools.js, outbox.js, tab-sync.js, scroll-follow.js, handoff.js, attachments.js,
-// actions.js, refusals.js) may use of the panel. chat.js makes one `PanelHost` per panel
+// code-blocks.js, conversation-tools.js, outbox.js, tab-sync.js, scroll-follow.js, handoff.js,
+// attachments.js, actions.js, refusals.js) may use of the panel. chat.js makes one `PanelHost` per panel
 // (makeHost) and hands it to every part; no part imports chat.js or names its panel class
 // (tests/test_architecture.py), so what the parts depend on is this list, each member with why.
 // Types only: nothing here runs, so no browser ever fetches this module

@@ -1,5 +1,5 @@
-// What every lazily loaded part of the panel (answer-tools.js, conversation-tools.js,
-// outbox.js, tab-sync.js, handoff.js, attachments.js, refusals.js) needs to arrive: its strings
+// What every lazily loaded part of the panel (answer-tools.js, code-blocks.js,
+// conversation-tools.js, outbox.js, tab-sync.js, handoff.js, attachments.js, refusals.js) needs to arrive: its strings
 // and its stylesheet. Imported by those modules only, never by chat.js; the parts loaded once
 // the panel is ready bring it into every first open (tests/test_budgets.py).
 

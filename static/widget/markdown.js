@@ -1,5 +1,5 @@
 /* Progressive, safe markdown for streamed chat answers (CommonMark subset, GFM tables).
- * createMarkdownView(root, {strings, headingOffset, protocols}) → {update, append, finish, blocks, text}.
+ * createMarkdownView(root, {strings, headingOffset, protocols, code}) → {update, append, finish, blocks, text}.
  * Complete lines only advance the parser; a block closes when a complete line ends it,
  * is rendered once and never touched again; an update re-renders only the open tail.
  * DOM via createElement/createTextNode/setAttribute only; raw HTML stays text; links
@@ -504,12 +504,22 @@ export function createMarkdownView(root, options = {}) {
           : element('code', language && { class: `language-${language}` });
         growing = { key, drawn: 0, node, body: box.appendChild(body) };
       }
-      const unit = (line) =>
-        kind === 'code'
-          ? textNode(`${block.lines[line]}\n`)
-          : tableRow(block, block.lines[line], 'td');
+      // options.code (chat.js): a firm code line goes through its language's line renderer
+      // once there is one (code-blocks.js, lazy), each once; the lines drawn before, once more.
+      const code = !headerLines && options.code;
+      if (code && !growing.line) {
+        growing.line = code.lines(codeLanguage(block));
+        for (let at = 0; growing.line && at < growing.drawn; at++)
+          growing.body.replaceChild(growing.line(block.lines[at]), growing.body.childNodes[at]);
+      }
+      const unit = (line, firmLine) =>
+        kind !== 'code'
+          ? tableRow(block, block.lines[line], 'td')
+          : firmLine && growing.line
+            ? growing.line(block.lines[line])
+            : textNode(`${block.lines[line]}\n`);
       for (; growing.drawn < firm; growing.drawn++)
-        growing.body.appendChild(unit(growing.drawn + headerLines));
+        growing.body.appendChild(unit(growing.drawn + headerLines, true));
       growing.partial?.remove();
       growing.partial =
         lineCount > firm ? growing.body.appendChild(unit(firm + headerLines)) : null;
@@ -522,6 +532,7 @@ export function createMarkdownView(root, options = {}) {
       if (headerLines) node.dataset.label = plain;
       if (closed) growing = null;
       if (node.parentNode !== parent || node.nextSibling) parent.appendChild(node);
+      if (closed && code) code.closed(node, codeLanguage(block));
       return { kind, plain, closed };
     }
     if (kind === 'rule') node = element('hr');

@@ -136,7 +136,9 @@ RECORD_GROWTH = """(() => {
 
 # The answer drawn again in one pass, with the panel's own modules and options, and the
 # sentences its blocks give (what the announcer says, in order). scroll-follow.js marks boxes
-# that scroll (tabindex, role, aria-label) after drawing: not the view's, so left out.
+# that scroll (tabindex, role, aria-label) after drawing: not the view's, so left out. A closed
+# code block gets its Copy code button from code-blocks.js a task later (its `closed` hook):
+# the one-pass view is read after that task too.
 ONE_PASS = """async () => {
   const chat = document.querySelector('link[rel=modulepreload]').href;
   const { createMarkdownView } = await import(chat.replace('chat.js', 'markdown.js'));
@@ -147,6 +149,7 @@ ONE_PASS = """async () => {
   const view = createMarkdownView(box, panel.viewOptions());
   view.update(run.model.text);
   view.finish();
+  await new Promise((resolve) => setTimeout(resolve));
   const shown = run.turn.body.cloneNode(true);
   for (const scrolls of shown.querySelectorAll('pre, [data-label]'))
     for (const name of ['tabindex', 'role', 'aria-label']) scrolls.removeAttribute(name);

@@ -1,0 +1,1 @@
+async function n(t){try{return await navigator.clipboard.writeText(t),!0}catch{let e=!1;const a=r=>{r.clipboardData.setData("text/plain",t),r.preventDefault(),e=!0};document.addEventListener("copy",a);try{document.execCommand("copy")}catch{}finally{document.removeEventListener("copy",a)}return e}}export{n as writeClipboard};
