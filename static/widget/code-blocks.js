@@ -54,15 +54,18 @@ export function lineRenderer(language) {
   };
 }
 
-// A block drawn before this module arrived (a restored answer, or one that came at once):
-// its text, as plain text nodes, is drawn again through the renderer.
+// A block drawn before this module arrived (a restored answer, or one that came at once): its
+// text, as plain text nodes, is drawn again through the renderer, in a task of its own, so that
+// many such blocks are never one long task (over 50 ms, https://w3c.github.io/longtasks/;
+// docs/performance.md, "Widget").
 /**
  * @param {HTMLElement} code
  * @param {string} language
  */
-function highlightDrawn(code, language) {
+async function highlightDrawn(code, language) {
   const render = lineRenderer(language);
   if (!render || code.firstElementChild || !code.textContent) return;
+  await new Promise((resolve) => setTimeout(resolve));
   const lines = code.textContent.replace(/\n$/, '').split('\n');
   code.replaceChildren(...lines.map(render));
 }
@@ -82,8 +85,7 @@ export function use(host) {
      */
     async closed(pre, language) {
       const code = /** @type {HTMLElement} */ (pre.firstElementChild);
-      highlightDrawn(code, language);
-      const [words] = await Promise.all([strings, stylesheet]);
+      const [words] = await Promise.all([strings, stylesheet, highlightDrawn(code, language)]);
       const parent = pre.parentNode;
       // No strings (offline): no button. Gone (a snapshot redrew the answer): nothing to do.
       if (!words || !parent || /** @type {Element} */ (parent).classList?.contains('code-block'))

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ..helpers import LiveServer
-from .test_answer_tools import ask
+from .test_answer_tools import ask, reopen
 
 pytestmark = pytest.mark.e2e
 
@@ -291,3 +291,21 @@ def test_the_highlighter_loads_only_with_an_answer_that_has_a_fenced_block(embed
     expect(widget.last_answer().locator(".code-block__copy")).to_have_count(1)
     assert sorted(set(frame.evaluate(LOADED))) == ["code-blocks.css", "code-blocks.js", "highlight.js"]
     assert widget.last_answer().locator("code .tok-function").all_inner_texts() == ["print"]
+
+
+def test_a_restored_answer_drawn_before_the_module_came_is_highlighted_after_it(embed, page):
+    """A reloaded conversation draws its answers at once, before code-blocks.js arrives: each
+    block is coloured afterwards (code-blocks.js `highlightDrawn`, a task per block) and gets
+    its button, its text unchanged."""
+    widget = embed()
+    widget.open()
+    source = "".join(f"x{n} = {n}  # {n}\n" for n in range(40))
+    ask(widget, f"/echo Restored:\n\n```python\n{source}```\n\n```text\nplain\n```\n")
+    expect(widget.last_answer().locator(".code-block__copy")).to_have_count(2)
+    widget = reopen(page)
+    answer = widget.last_answer()
+    expect(answer.locator(".code-block__copy")).to_have_count(2)
+    expect(answer.locator("code .tok-comment")).to_have_count(40)
+    texts = answer.locator("pre > code").evaluate_all("(nodes) => nodes.map((n) => n.textContent)")
+    assert texts == [source, "plain\n"]
+    assert answer.locator("pre > code").nth(1).evaluate("n => n.childElementCount") == 0
