@@ -517,20 +517,30 @@ def test_a_dropped_stream_resumes_from_its_last_event_without_duplicates(handoff
             else None
         ),
     )
+    # The hand-off's streams get a stop signal of their own (the chat's, which share the
+    # app's `stopping`, go on), given before the stream opens: a stream reads its signal's
+    # state through the signal it found when it began (widget_server/stream_loop.py).
+    handoff = handoff_server.app.extensions[SERVICES_KEY].handoff
+    app_stopping = handoff.stopping
+    handoff.stopping = threading.Event()
+    try:
+        stream_drops_and_resumes(console, visitor, handoff.stopping, streams)
+    finally:
+        handoff.stopping = app_stopping
+
+
+def stream_drops_and_resumes(console, visitor, stopping: threading.Event, streams: list[str | None]) -> None:
     claim(console, visitor)
     visitor.say("Before the drop.")
     expect(console.transcript.filter(has_text="Before the drop.")).to_have_count(1)
     # The stream's worker stops (as at SIGTERM: the stream ends without an ending, to be
     # resumed) and keeps refusing to stream while the visitor writes.
-    # The hand-off's streams alone: the chat's (which share the app's `stopping`) go on.
-    handoff = handoff_server.app.extensions[SERVICES_KEY].handoff
-    handoff.stopping = threading.Event()
-    handoff.stopping.set()
+    stopping.set()
     console.page.wait_for_function(
         "() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/events')).length >= 2"
     )
     visitor.say("During the drop.")
-    handoff.stopping.clear()
+    stopping.clear()
     during = console.transcript.filter(has_text="During the drop.")
     expect(during).to_have_count(1)
     expect(during).to_have_attribute("data-verified", "true")
