@@ -62,6 +62,10 @@ class Reply:
     hang_after: int | None = None  # after this many content chunks, send nothing until the client leaves
     refusal: list[str] | None = None  # refusal pieces (delta.refusal) instead of content
     raw_events: list[bytes] = field(default_factory=list)  # sent as is after the content chunks
+    # Deltas other than text (tool calls, annotations), each a chunk: before the first content
+    # chunk, and after the last one.
+    deltas_before: list[dict] = field(default_factory=list)
+    deltas_after: list[dict] = field(default_factory=list)
     role_chunk: bool = True
 
 
@@ -257,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk({"role": "assistant", "content": "", "refusal": None}), exchange)
         if reply.first_token_delay:
             self._wait(reply.first_token_delay, exchange)
+        for delta in reply.deltas_before:
+            self._event(chunk(delta), exchange)
         pieces = reply.content
         for index, piece in enumerate(pieces):
             if reply.hang_after is not None and index == reply.hang_after:
@@ -277,6 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         for piece in reply.refusal or []:
             self._event(chunk({"content": None, "refusal": piece}), exchange)
+        for delta in reply.deltas_after:
+            self._event(chunk(delta), exchange)
         for raw in reply.raw_events:
             self._chunk(raw, exchange)
         if reply.finish_reason is not None:

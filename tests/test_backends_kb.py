@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from widget_server import cli, create_app
-from widget_server.backends.base import CancelToken, Turn
+from widget_server.backends.base import CancelToken, Source, Turn
 from widget_server.backends.bm25 import BM25, fold, tokenize
 from widget_server.backends.kb import (
     ELISION,
@@ -293,6 +293,12 @@ def test_a_few_hundred_files_are_indexed_whole(tmp_path):
 # -- through the real server -----------------------------------------------------------------
 
 
+def sources_of(result) -> list[dict]:
+    """The sources the completed answer lists (docs/protocol.md, "Sources")."""
+    assert result.kinds[-1] == "message.completed"
+    return result.payloads[-1].get("sources", [])
+
+
 def _ask(live_server_factory, chat_factory, question: str, **config):
     server = live_server_factory(BACKEND="kb", **config)
     chat = chat_factory(server)
@@ -310,21 +316,34 @@ def test_embed_question_quotes_the_embed_origins_setting(live_server_factory, ch
     assert text.startswith("Here is what I found in the documentation:\n\n> ")
     assert "> - **Environment variable:** `WIDGET_SERVER_EMBED_ORIGINS`\n" in text
     assert "> - **Meaning:** Origins allowed to embed the chat panel in an iframe." in text
-    assert (
-        f"Source: [Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS]({server.url}/kb/configuration.md)\n" in text
-    )
+    # Each quote ends with its marker; the document is a source of the completed answer.
+    sources = sources_of(result)
+    assert [source["id"] for source in sources] == [str(number) for number in range(1, len(sources) + 1)]
+    assert all(f"\n\nSource [{source['id']}]\n" in text for source in sources)
+    setting = next(s for s in sources if s["title"] == "Configuration › Settings › WIDGET_SERVER_EMBED_ORIGINS")
+    assert setting["url"] == f"{server.url}/kb/configuration.md"
+    assert "Origins allowed to embed the chat panel in an iframe." in setting["snippet"]
+    assert "**" not in setting["snippet"] and "`" not in setting["snippet"]  # the passage as plain text
+    # Progress before the first word: what it searched, how much it read; never in the text.
+    progress = [
+        payload["text"]
+        for kind, payload in zip(result.kinds, result.payloads, strict=True)
+        if kind == "message.progress"
+    ]
+    assert progress == ["Searching the documentation…", f"Reading {len(sources_of(result))} passages…"]
+    assert result.kinds.index("message.progress") < result.kinds.index("text.delta")
+    assert "Searching" not in text
     # Streamed in pieces (zero-width cuts: the pieces are the text).
     assert result.kinds.count("text.delta") > 5
 
 
 def test_snapshot_question_quotes_the_protocol(live_server_factory, chat_factory):
     server, result = _ask(live_server_factory, chat_factory, "What does message.snapshot mean?")
-    first_source = result.text.index("Source: ")
+    first_source = result.text.index("Source [1]")
     assert "> - **event:** `message.snapshot`" in result.text[:first_source]
     assert "**replace** the answer with `text`" in result.text[:first_source]
-    assert result.text[first_source:].startswith(
-        f"Source: [Wire protocol v1 › The event stream › Events › message.snapshot]({server.url}/kb/protocol.md)\n"
-    )
+    assert sources_of(result)[0]["title"] == "Wire protocol v1 › The event stream › Events › message.snapshot"
+    assert sources_of(result)[0]["url"] == f"{server.url}/kb/protocol.md"
 
 
 def test_unrelated_question_gets_i_dont_know_with_the_contact(live_server_factory, chat_factory):
@@ -341,14 +360,15 @@ def test_min_score_decides_when_to_say_i_dont_know(live_server_factory, chat_fac
     _, result = _ask(live_server_factory, chat_factory, "What is the default port?", KB_MIN_SCORE=1)
     assert result.text.startswith("I don't know")
     _, result = _ask(live_server_factory, chat_factory, "What is the default port?", KB_MAX_PASSAGES=1)
-    assert result.text.count("Source: ") == 1 and "`WIDGET_SERVER_PORT`" in result.text
+    assert result.text.count("Source [") == 1 and "`WIDGET_SERVER_PORT`" in result.text
+    assert [source["id"] for source in sources_of(result)] == ["1"]
 
 
 def test_cancel_stops_the_answer(live_server_factory, chat_factory):
     server = live_server_factory(BACKEND="kb", DEMO_DELAY_SECONDS=0.5)
     chat = chat_factory(server)
-    first = chat.send("How do I allow a site to embed the chat?", "r-1", max_events=2)
-    assert first.kinds == ["message.started", "text.delta"]
+    first = chat.send("How do I allow a site to embed the chat?", "r-1", max_events=4)
+    assert first.kinds == ["message.started", "message.progress", "message.progress", "text.delta"]
     started = time.monotonic()
     assert chat.cancel(first.message_id).json()["state"] == "cancelled"
     replay = chat.resume(first.message_id, None)
@@ -367,11 +387,11 @@ def test_links_use_the_host_each_question_was_sent_to(live_server_factory, chat_
                               headers={"Authorization": "Bearer wrong", "Host": "evil.example"})  # fmt: skip
     assert stranger.status_code == 404
     result = chat.send("Which port does the server listen on?", "r-1")
-    assert f"]({server.url}/kb/configuration.md)" in result.text
+    assert f"{server.url}/kb/configuration.md" in [source["url"] for source in sources_of(result)]
     # The host comes with each question (the Turn's server_url), not from an earlier one.
     elsewhere = chat.send("Which port does the server listen on?", "r-2", headers={"Host": "chat.example:8443"})
-    assert "](http://chat.example:8443/kb/configuration.md)" in elsewhere.text
-    assert "evil.example" not in result.text + elsewhere.text
+    assert "http://chat.example:8443/kb/configuration.md" in [source["url"] for source in sources_of(elsewhere)]
+    assert "evil.example" not in str(result.payloads) + str(elsewhere.payloads)
 
 
 def test_the_backend_reads_the_host_from_the_turn():
@@ -379,9 +399,11 @@ def test_the_backend_reads_the_host_from_the_turn():
     question = "Which port does the server listen on?"
     for server_url in ("https://help.example", "http://127.0.0.1:8000"):
         turn = Turn(question, conversation_id="c_1", message_id="m_1", server_url=server_url)
-        text = "".join(backend.stream(turn, CancelToken()))
-        assert f"]({server_url}/kb/configuration.md)" in text
-        assert text == backend.answer(question, server_url)
+        pieces = list(backend.stream(turn, CancelToken()))
+        sources = tuple(piece for piece in pieces if isinstance(piece, Source))
+        assert f"{server_url}/kb/configuration.md" in [source.url for source in sources]
+        assert sources == backend.sources(question, server_url)
+        assert "".join(piece for piece in pieces if isinstance(piece, str)) == backend.answer(question, server_url)
 
 
 def test_the_backend_takes_its_settings_defaults_from_config():
@@ -421,27 +443,35 @@ def test_a_folder_of_your_own(live_server_factory, chat_factory, faq_dir):
     assert result.text == (
         "Here is what I found in the documentation:\n\n"
         "> Open the account page and press **Reset password**. We send a link by email. The link works for one hour.\n\n"
-        f"Source: [Frequently asked questions › How do I reset my password?]({server.url}/kb/faq.md)\n"
+        "Source [1]\n"
     )
+    assert sources_of(result) == [
+        {
+            "id": "1",
+            "title": "Frequently asked questions › How do I reset my password?",
+            "url": f"{server.url}/kb/faq.md",
+            "snippet": "Open the account page and press Reset password. We send a link by email. "
+            "The link works for one hour.",
+        }
+    ]
     # A relative link to another document goes to that document; a .txt file is not indexed.
     server, result = _ask(
         live_server_factory, chat_factory, "When do parcels leave the warehouse?", KB_DIR=str(faq_dir)
     )
     assert f"See [the FAQ]({server.url}/kb/faq.md) and [our site](https://shop.example/)." in result.text
-    assert f"Source: [Shipping]({server.url}/kb/guides/shipping.md)\n" in result.text
+    assert {"id": "1", "title": "Shipping", "url": f"{server.url}/kb/guides/shipping.md"}.items() <= sources_of(result)[
+        0
+    ].items()
 
 
 def test_base_url_links_to_the_site(live_server_factory, chat_factory, faq_dir):
     config = {"KB_DIR": str(faq_dir), "KB_BASE_URL": "https://www.example.com/help/"}
     _, result = _ask(live_server_factory, chat_factory, "How can I reset my password?", **config)
-    assert result.text.endswith(
-        "Source: [Frequently asked questions › How do I reset my password?]"
-        "(https://www.example.com/help/faq.md#how-do-i-reset-my-password)\n"
-    )
+    assert sources_of(result)[0]["url"] == "https://www.example.com/help/faq.md#how-do-i-reset-my-password"
     config["KB_BASE_URL"] = "https://www.example.com/help/{path}.html"
     _, result = _ask(live_server_factory, chat_factory, "When do parcels leave the warehouse?", **config)
     assert "[the FAQ](https://www.example.com/help/faq.html#opening-hours)" in result.text
-    assert result.text.endswith("Source: [Shipping](https://www.example.com/help/guides/shipping.html)\n")
+    assert sources_of(result)[0]["url"] == "https://www.example.com/help/guides/shipping.html"
 
 
 @pytest.mark.parametrize("value", ["ftp://x.example/", "www.example.com/help", "/help/"])
@@ -557,7 +587,7 @@ def test_with_handoff_auto_a_person_is_offered_once_the_agents_file_lists_someon
     assert pieces[-1] == ActionProposal("handoff", {})
     assert "".join(p for p in pieces if isinstance(p, str)) == backend.answer(question)
     silent = Turn(question, conversation_id="c_1", message_id="m_1")  # offers_handoff defaults to False
-    assert all(isinstance(piece, str) for piece in backend.stream(silent, CancelToken()))
+    assert not any(isinstance(piece, ActionProposal) for piece in backend.stream(silent, CancelToken()))
 
 
 def test_confirming_the_offer_asks_for_a_person_once(live_server_factory, chat_factory):

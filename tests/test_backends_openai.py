@@ -182,6 +182,53 @@ def test_done_ends_the_answer_and_empty_or_usage_chunks_are_skipped(openai_serve
     assert result.kinds[-1] == "message.completed" and result.text == "Two words."
 
 
+# -- sources and progress (docs/backends.md, "Sources" and "Progress") ----------
+
+
+def url_citation(url: str, title: str, start: int = 0, end: int = 1) -> dict:
+    """An annotation as OpenAI's search models stream it in a delta."""
+    return {
+        "type": "url_citation",
+        "url_citation": {"url": url, "title": title, "start_index": start, "end_index": end},
+    }
+
+
+def test_url_citations_become_the_answers_sources_and_tool_calls_progress(openai_server, fake, chat_factory):
+    tool_call = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                 "function": {"name": "search_help_centre", "arguments": ""}}]}  # fmt: skip
+    more_arguments = {"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "tuning"}'}}]}
+    annotations = {
+        "annotations": [
+            url_citation("https://example.com/tuning", "Tuning a guitar"),
+            url_citation("https://example.com/tuning", "Tuning a guitar (again)"),  # the same page: once
+            url_citation("javascript:alert(1)", "Not a link"),  # never a source
+            {"type": "file_citation", "file_citation": {"file_id": "f1"}},  # not a URL citation
+            url_citation("http://example.org/strings", ""),  # no title: the address is its title
+        ]
+    }
+    fake.reply(
+        "tuning",
+        Reply(content=["Tune ", "each string."], deltas_before=[tool_call, more_arguments], deltas_after=[annotations]),
+    )
+    chat = chat_factory(openai_server())
+    result = chat.send("tuning", request_id())
+    assert result.kinds[-1] == "message.completed" and result.text == "Tune each string."
+    progress = [
+        data["text"] for kind, data in zip(result.kinds, result.payloads, strict=True) if kind == "message.progress"
+    ]
+    assert progress == ["Using search_help_centre…"]  # once per call, before the words
+    assert result.kinds.index("message.progress") < result.kinds.index("text.delta")
+    sources = [
+        {"id": "1", "title": "Tuning a guitar", "url": "https://example.com/tuning"},
+        {"id": "2", "title": "http://example.org/strings", "url": "http://example.org/strings"},
+    ]
+    assert result.payloads[-1]["sources"] == sources
+    # Kept with the answer: the history lists them; the progress line is nowhere in it.
+    answer = chat.history().json()["messages"][-1]
+    assert answer["sources"] == sources and answer["text"] == "Tune each string."
+    assert "search_help_centre" not in json.dumps(chat.history().json())
+
+
 # -- failures: each class with its code, message and retryable flag ------------
 
 MISCONFIGURED = "set up correctly"

@@ -53,6 +53,9 @@ class EventKind(str, Enum):
     # An action the backend proposed (widget_server.actions). Informational
     # while the answer runs: only the list in `message.completed` is actionable.
     ACTION_PROPOSED = "action.proposed"
+    # What the backend is doing before or between words (answer_parts.Progress): shown and
+    # announced while the answer is busy, never part of its text or its history.
+    PROGRESS = "message.progress"
 
     @property
     def terminal(self) -> bool:
@@ -200,12 +203,14 @@ class MessageLog:
         self._hash = hashlib.sha256()
         # Proposals made while running, as public JSON ({action_id, name, …}).
         self.actions: list[dict[str, Any]] = []
+        # The answer's sources (answer_parts.source_json), given with its completion.
+        self.sources: list[dict[str, Any]] = []
         self._events_bytes = 0
 
     @property
     def stored_bytes(self) -> int:
         """About what this log holds in memory, in bytes (the memory store's budget counts it)."""
-        return LOG_BYTES + self._events_bytes + 2 * self._utf8_bytes + 1024 * len(self.actions)
+        return LOG_BYTES + self._events_bytes + 2 * self._utf8_bytes + 1024 * (len(self.actions) + len(self.sources))
 
     @property
     def text(self) -> str:
@@ -274,11 +279,22 @@ class MessageLog:
         self.actions.append(dict(proposal))
         return self._append(EventKind.ACTION_PROPOSED, **proposal)
 
-    def complete(self) -> StreamEvent:
+    def add_progress(self, text: str) -> StreamEvent:
+        """A progress line (answer_parts.progress_text); only while running."""
+        if self.state is not MessageState.RUNNING:
+            raise InvalidTransition(f"progress in state {self.state.value}")
+        return self._append(EventKind.PROGRESS, text=text)
+
+    def complete(self, sources: list[dict[str, Any]] | tuple[dict[str, Any], ...] = ()) -> StreamEvent:
         self._transition(MessageState.COMPLETED)
         # The completion lists the proposals: what it lists, and only that,
         # becomes actionable (and only because the answer completed).
-        extra = {"actions": [dict(a) for a in self.actions]} if self.actions else {}
+        extra: dict[str, Any] = {"actions": [dict(a) for a in self.actions]} if self.actions else {}
+        # And the sources, in the terminal event that compaction keeps: a reader resuming after
+        # the end gets them exactly as a live one did (docs/protocol.md, "Sources").
+        if sources:
+            self.sources = [dict(source) for source in sources]
+            extra["sources"] = [dict(source) for source in self.sources]
         return self._append(
             EventKind.COMPLETED,
             length=self._length,

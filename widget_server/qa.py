@@ -192,6 +192,8 @@ def script_page() -> Response:
         "errorCode": answer.error_code,
         "sentencesMayBeDropped": answer.sentences_may_be_dropped,
         "failsLate": answer.fails_late,
+        "progress": list(answer.progress),
+        "sources": answer.sources,
         "timeLimitSeconds": f"{settings.chat.message_time_limit_seconds:g}",
         "maxSentences": SCRIPT_MAX_SENTENCES,
     }

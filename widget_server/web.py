@@ -27,7 +27,15 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # needed but left out of its JSON config, which is part of the first open's bytes
 # (tests/test_budgets.py); the module fetches its group itself (code-blocks.js; conversation-tools.js; outbox.js
 # while online, for a message typed offline; tab-sync.js; handoff.js).
-LAZY_STRING_GROUPS = ("answerTools", "codeBlocks", "conversationTools", "offlineOutbox", "syncTabs", "handoff")
+LAZY_STRING_GROUPS = (
+    "answerTools",
+    "codeBlocks",
+    "sources",
+    "conversationTools",
+    "offlineOutbox",
+    "syncTabs",
+    "handoff",
+)
 
 
 def _attachment_limits(values: Settings) -> dict[str, Any]:

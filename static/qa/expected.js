@@ -2,11 +2,14 @@
 // in order (docs/accessibility.md, A5 and A6):
 //
 // 1. the generating cue ("Generating answer…"), polite;
-// 2. every sentence of the answer once, in order, as plain text, polite, and
+// 2. each progress line the backend sent before the first word ("Searching the help
+//    centre…"), polite, once (the scenarios space them past the announcer's 2 s, A110);
+// 3. every sentence of the answer once, in order, as plain text, polite, and
 //    possibly several in one announcement;
-// 3. the completion cue on its own ("Answer complete."), polite; or, for an
-//    answer that fails, the error's message, assertive, once — the polite
-//    region then drops the sentences it had not said yet.
+// 4. the completion cue on its own ("Answer complete."), polite, then the number of
+//    sources ("2 sources") if it cites any (A111); or, for an answer that fails, the
+//    error's message, assertive, once — the polite region then drops the sentences it
+//    had not said yet.
 //
 // The sentences come from the panel's own code, so the markdown → plain-text
 // rules exist once: the blocks and their plain text from the renderer
@@ -16,7 +19,7 @@
 // checks the script against what the panel really announces.
 
 import { sentenceSplitter } from '../widget/announcer.js';
-import { markdownSummaries } from '../widget/i18n.js';
+import { markdownSummaries, plural } from '../widget/i18n.js';
 import { createMarkdownView } from '../widget/markdown.js';
 
 // The finished answer's blocks ({kind, plain}) as the panel's renderer
@@ -50,16 +53,27 @@ export function sentencesOf(markdown, strings, lang) {
 // docs/protocol.md) makes it a failed answer: its message is said instead of
 // the completion cue, and by default the sentences are only possibly heard,
 // since the panel drops what it had not said when the error arrives.
+// `progress`: the progress lines before the first word; `sources`: how many sources the
+// answer cites.
 export function expectedScript(
   answer,
-  { lang, strings, errorCode = null, sentencesMayBeDropped = errorCode !== null },
+  {
+    lang,
+    strings,
+    errorCode = null,
+    sentencesMayBeDropped = errorCode !== null,
+    progress = [],
+    sources = 0,
+  },
 ) {
   const failed = errorCode !== null;
   return {
     lang,
     generating: strings.generating,
+    progress: [...new Set(progress)],
     sentences: sentencesOf(answer, strings, lang),
     completion: failed ? null : strings.complete,
+    sources: !failed && sources ? plural(strings.sources.count, sources, lang) : null,
     error: failed ? strings.errors[errorCode] || strings.errors.internal : null,
     errorCode,
     sentencesMayBeDropped,

@@ -76,9 +76,13 @@ function render() {
     strings: config.widgetStrings,
     errorCode: config.errorCode,
     sentencesMayBeDropped: config.sentencesMayBeDropped,
+    progress: config.progress,
+    sources: config.sources,
   });
   steps.dataset.outcome = script.outcome;
   addStep('generating', 'polite', format(t.stepGenerating, { text: script.generating }));
+  for (const [index, line] of script.progress.entries())
+    addStep(`progress-${index + 1}`, 'polite', format(t.stepProgress, { text: line }));
   if (script.sentences.length) addSentences(script);
   if (script.error) {
     const late = config.failsLate
@@ -88,6 +92,8 @@ function render() {
     addStep('nothing-more', null, t.stepNothingMore);
   } else {
     addStep('complete', 'polite', format(t.stepComplete, { text: script.completion }));
+    if (script.sources)
+      addStep('sources', 'polite', format(t.stepSources, { text: script.sources }));
   }
   steps.dataset.ready = 'true';
 }

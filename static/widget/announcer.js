@@ -73,6 +73,9 @@ export function sentenceSplitter(lang) {
 
 // How long the region stays empty before the same text is written again (`_write`).
 const REWRITE_DELAY_MS = 100;
+// A progress line is said no sooner than this after the last one said (docs/accessibility.md
+// A110): a backend reporting every step must not turn the region into a ticker.
+export const PROGRESS_INTERVAL_MS = 2000;
 
 export class Announcer {
   /**
@@ -101,6 +104,13 @@ export class Announcer {
     this.queue = [];
     this.mode = mode;
     this.reset();
+    this.forgetProgress();
+  }
+
+  forgetProgress() {
+    /** @type {Set<string>} the progress lines said for this answer */
+    this.progressSaid = new Set();
+    this.progressAt = -Infinity;
   }
 
   // Forget the position in the previous answer (a new answer starts).
@@ -114,8 +124,26 @@ export class Announcer {
   /** @param {string} cue */
   start(cue) {
     this.reset();
+    this.forgetProgress();
     this.queue.length = 0;
     this._enqueue({ cue: true, text: cue });
+  }
+
+  /**
+   * What the backend is doing (a `message.progress` line): a cue, said once per line per
+   * answer and never within PROGRESS_INTERVAL_MS of the last one said; a line that comes
+   * sooner is only shown (A110). Returns whether it will be said.
+   * @param {string} text
+   * @returns {boolean}
+   */
+  progress(text) {
+    const now = this.now();
+    if (!text || this.progressSaid.has(text) || now - this.progressAt < PROGRESS_INTERVAL_MS)
+      return false;
+    this.progressSaid.add(text);
+    this.progressAt = now;
+    this._enqueue({ cue: true, text });
+    return true;
   }
 
   // Take the sentences that became complete since the last call. `view`

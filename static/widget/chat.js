@@ -19,6 +19,8 @@ import { ANSWER_EVENT, ANSWER_FAILURE, ERROR, MESSAGE_STATE } from './protocol.j
 // restored conversation may have some: not part of the first open
 // (tests/test_budgets.py).
 const loadActions = () => import('./actions.js');
+// An answer's sources (sources.js): loaded only when a completed answer lists some.
+const loadSources = () => import('./sources.js');
 // Attachments (attachments.js): loaded on the first press of Attach, drag of files over the
 // panel or paste of a file; a user turn with files loads it to show them.
 const attachments = () => import('./attachments.js');
@@ -357,6 +359,8 @@ export class ChatPanel {
         view.update(message.text);
         view.finish();
         this.setTurnState(turn, 'completed');
+        if (message.sources?.length)
+          loadSources().then((sources) => sources.showSources(this.host, turn, message.sources));
       } else {
         // Still being written when the page was left: resume it quietly
         // (what was already there is not re-announced).
@@ -852,8 +856,27 @@ class AnswerRun {
       else this.render(false);
     } else if (type === ANSWER_EVENT.MESSAGE_SNAPSHOT) {
       this.render(true);
+    } else if (type === ANSWER_EVENT.MESSAGE_PROGRESS) {
+      this.showProgress(data.text);
     }
     return this.model.lastSeq > seqBefore;
+  }
+
+  // What the backend is doing (`message.progress`): the turn's status line while it streams,
+  // and a cue through the one Announcer, which says each line once, 2 s apart at most
+  // (docs/accessibility.md A110). Never the answer's text: the model keeps it apart.
+  /** @param {string} text */
+  showProgress(text) {
+    if (this.phase === 'streaming') {
+      this.turn.status.textContent = text;
+      this.turn.status.hidden = false;
+    }
+    if (!this.alreadyShown) this.panel.announcer.progress(text);
+  }
+
+  // The status line of a streaming answer: its newest progress line, else "Generating…".
+  streamingStatus() {
+    return this.model.progress || this.strings.stateStreaming;
   }
 
   // Render at most once per frame (or per 100 ms when hidden, where frames
@@ -940,7 +963,7 @@ class AnswerRun {
   }
 
   regainConnection() {
-    if (this.phase === 'reconnecting') this.enterPhase('streaming', this.strings.stateStreaming);
+    if (this.phase === 'reconnecting') this.enterPhase('streaming', this.streamingStatus());
   }
 
   // The browser says the network is gone: a read in flight cannot deliver
@@ -989,6 +1012,11 @@ class AnswerRun {
       if (await model.verify()) {
         this.enterPhase('completed');
         this.panel.announcer.finish(this.view, strings.complete);
+        // After the completion cue, said once (A111); only now: completed and verified.
+        if (model.sources.length)
+          (await loadSources()).showSources(this.panel.host, this.turn, model.sources, {
+            announce: true,
+          });
         const offered = model.actionable; // only now: completed and verified
         if (offered.length)
           (await loadActions()).offerActions(this.panel.host, this.turn, model.messageId, offered);
@@ -1052,7 +1080,7 @@ class AnswerRun {
         this.panel.input.focus();
         this.panel.current = this;
         this.panel.setStreaming(true);
-        this.enterPhase('streaming', strings.stateStreaming);
+        this.enterPhase('streaming', this.streamingStatus());
         this.loop().finally(() => this.panel.setStreaming(false));
       });
       actions.append(resume);

@@ -58,6 +58,7 @@ import { ERROR, HTTP_ERROR_CODE } from './protocol.js';
  * @property {Attachment[]} [attachments]
  * @property {Feedback | null} [feedback] Answers only.
  * @property {string} [agent] Agent messages only.
+ * @property {import('./model.js').Source[]} [sources] Completed answers that cite sources.
  */
 
 /**

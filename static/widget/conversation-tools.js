@@ -266,8 +266,17 @@ function today() {
 // The completed turns as Markdown: each question and its completed answer, from the
 // server's history (the answers' Markdown source, exactly as verified; docs/accessibility.md A36).
 // A question's files follow it, one line each: name, size and the SHA-256 the server computed,
-// so the file a reader keeps can be checked against the one sent (docs/protocol.md, "History").
-export function transcriptMarkdown(title, date, messages, you, assistant, files = null) {
+// so the file a reader keeps can be checked against the one sent (docs/protocol.md, "History");
+// an answer's sources follow it, one line each: its marker, title and address.
+export function transcriptMarkdown(
+  title,
+  date,
+  messages,
+  you,
+  assistant,
+  files = null,
+  sourcesLabel = '',
+) {
   const parts = [`# ${title} (${date})`];
   for (let i = 0; i + 1 < messages.length; i++) {
     const [question, answer] = [messages[i], messages[i + 1]];
@@ -282,6 +291,14 @@ export function transcriptMarkdown(title, date, messages, you, assistant, files 
           .join('\n')}`,
       );
     parts.push(`## ${assistant}`, answer.text);
+    if (sourcesLabel && answer.sources?.length)
+      parts.push(
+        `${sourcesLabel}\n\n${answer.sources
+          .map(
+            (source) => `- [${source.id}] ${source.title}${source.url ? ` <${source.url}>` : ''}`,
+          )
+          .join('\n')}`,
+      );
     i++;
   }
   return parts.length > 1 ? `${parts.join('\n\n')}\n` : '';
@@ -305,6 +322,7 @@ async function download(host, strings) {
           label: strings.transcriptFiles,
           size: (bytes) => formatSize(bytes, host.config.lang),
         },
+        strings.transcriptSources,
       );
     }
   } catch (error) {

@@ -17,13 +17,19 @@ export const TERMINAL = new Set(TERMINAL_MESSAGE_STATES);
  * @typedef {object} AnswerEventData
  * @property {string} message_id
  * @property {number} seq
- * @property {string} [text] `text.delta`, `message.snapshot`.
+ * @property {string} [text] `text.delta`, `message.snapshot`, `message.progress`.
  * @property {number} [length]
  * @property {number} [utf8_bytes] `message.completed`.
  * @property {string} [sha256] `message.completed`.
  * @property {import('./client.js').Action[]} [actions] `message.completed`: the actionable ones.
+ * @property {Source[]} [sources] `message.completed`: the documents the answer cites.
  * @property {AnswerError} [error] `message.failed`.
  * @property {string} [action_id] `action.proposed`.
+ */
+
+/**
+ * A document an answer rests on (docs/protocol.md, "Sources"): `[id]` in the text cites it.
+ * @typedef {{ id: string, title: string, url?: string, snippet?: string }} Source
  */
 
 /**
@@ -50,6 +56,8 @@ export class AnswerModel {
     this.dropped = 0; // sequence numbers never received, summed over the gaps
     /** @type {Map<string, AnswerEventData>} action.proposed, by action_id: informational only */
     this.proposed = new Map();
+    /** The newest `message.progress` line ('' before any): what the backend is doing. */
+    this.progress = '';
   }
 
   get lastEventId() {
@@ -67,6 +75,14 @@ export class AnswerModel {
   get actionable() {
     const listed =
       this.state === MESSAGE_STATE.COMPLETED && this.completion && this.completion.actions;
+    return Array.isArray(listed) ? listed : [];
+  }
+
+  // The sources of a completed answer, as its `message.completed` lists them; none otherwise.
+  /** @returns {Source[]} */
+  get sources() {
+    const listed =
+      this.state === MESSAGE_STATE.COMPLETED && this.completion && this.completion.sources;
     return Array.isArray(listed) ? listed : [];
   }
 
@@ -116,6 +132,9 @@ export class AnswerModel {
         break;
       case ANSWER_EVENT.ACTION_PROPOSED:
         this.proposed.set(data.action_id, data);
+        break;
+      case ANSWER_EVENT.MESSAGE_PROGRESS:
+        this.progress = data.text;
         break;
       default:
         break; // message.started and future kinds only advance the sequence

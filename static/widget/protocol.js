@@ -12,6 +12,7 @@ export const ANSWER_EVENT = Object.freeze({
   MESSAGE_FAILED: 'message.failed',
   MESSAGE_CANCELLED: 'message.cancelled',
   ACTION_PROPOSED: 'action.proposed',
+  MESSAGE_PROGRESS: 'message.progress',
 });
 
 // The conversation event stream (docs/protocol.md, "The conversation event stream").

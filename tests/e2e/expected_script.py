@@ -42,10 +42,18 @@ class ExpectedScripts:
         *,
         error_code: str | None = None,
         sentences_may_be_dropped: bool | None = None,
+        progress: tuple[str, ...] = (),
+        sources: int = 0,
     ) -> dict[str, Any]:
-        """expectedScript(): {lang, generating, sentences, completion, error, errorCode,
-        sentencesMayBeDropped, outcome}."""
-        options: dict[str, Any] = {"lang": lang, "strings": ui_strings()[lang], "errorCode": error_code}
+        """expectedScript(): {lang, generating, progress, sentences, completion, sources, error,
+        errorCode, sentencesMayBeDropped, outcome}."""
+        options: dict[str, Any] = {
+            "lang": lang,
+            "strings": ui_strings()[lang],
+            "errorCode": error_code,
+            "progress": list(progress),
+            "sources": sources,
+        }
         if sentences_may_be_dropped is not None:
             options["sentencesMayBeDropped"] = sentences_may_be_dropped
         return self._call("expectedScript", answer, options)
@@ -58,6 +66,8 @@ class ExpectedScripts:
             lang,
             error_code=answer.error_code,
             sentences_may_be_dropped=answer.sentences_may_be_dropped,
+            progress=answer.progress,
+            sources=answer.sources,
         )
 
     def plain_blocks(self, markdown: str, lang: str) -> list[tuple[str, str]]:

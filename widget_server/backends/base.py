@@ -25,7 +25,10 @@ Rules a backend must follow (docs/backends.md says more):
   any other exception is logged and shown to the user as `internal`;
 - to propose an action (a call back, a booking), yield an
   `ActionProposal(name, arguments)`: it is validated at once and offered
-  to the user only after the answer completes (docs/backends.md, "Actions").
+  to the user only after the answer completes (docs/backends.md, "Actions");
+- to cite a document, yield a `Source(id, title, url, snippet)` (listed under the answer once
+  it completes; `[id]` in the text links to it), and to say what it is doing before or between
+  words, a `Progress(text)` (docs/backends.md, "Sources" and "Progress").
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from .. import plugins
+from ..answer_parts import Progress as Progress
+from ..answer_parts import Source as Source
 from ..attachments.sniff import IMAGE_TYPES, MEDIA_TYPES
 from ..settings import Settings
 from ..waiting import Flag
@@ -171,7 +176,7 @@ class ActionProposal:
 class Backend(Protocol):
     name: str
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]: ...
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal | Source | Progress]: ...
 
 
 class UnknownBackend(LookupError):

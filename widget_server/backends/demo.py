@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from ..chunking import split_sentences
 from ..errors import ChatError, ErrorCode
 from ..settings import Settings, setting
 from ..settings.parsing import parse_float
-from .base import ActionProposal, CancelToken, Turn
+from .base import ActionProposal, CancelToken, Progress, Source, Turn
 
 _WORD_START = re.compile(r"\s+(?=\S)")
 
@@ -291,18 +291,19 @@ _FAILURE_LEADS = {
 }
 
 
-# What a scenario yields: text only (SCENARIOS), or text and action proposals (ACTION_SCENARIOS).
-Piece = TypeVar("Piece", str, str | ActionProposal)
+# What a scenario yields: text, sources and progress lines (SCENARIOS, whose answers the QA
+# page's expected scripts compute), or those and action proposals too (ACTION_SCENARIOS).
+AnswerPiece = str | Source | Progress
 
 
 @dataclass(frozen=True)
-class Scenario(Generic[Piece]):
+class Scenario:
     name: str
     description: str
-    play: Callable[[DemoBackend, CancelToken], Iterator[Piece]]
+    play: Callable[[DemoBackend, CancelToken], Iterator[AnswerPiece | ActionProposal]]
 
 
-def _failure_scenario(code: ErrorCode) -> Scenario[str]:
+def _failure_scenario(code: ErrorCode) -> Scenario:
     def play(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
         yield from backend.paced(split_sentences(f"This answer is about to fail. {_FAILURE_LEADS[code]} "), cancel)
         if cancel.cancelled:
@@ -319,10 +320,56 @@ def _hang(backend: DemoBackend, cancel: CancelToken) -> Iterator[str]:
     cancel.wait(1e9)  # woken only by cancel or the time limit
 
 
-SCENARIOS: dict[str, Scenario[str]] = {}
+# `/scenario sources`: an answer citing two documents by inline markers (docs/backends.md,
+# "Sources"). example.com is reserved for examples (RFC 2606): the links lead nowhere real.
+SOURCES_ANSWER = (
+    "Practise a new passage with a metronome, slowly enough that every note is clean [1]. "
+    "Raise the tempo by about 5 BPM only after three clean runs in a row [2].\n"
+)
+DEMO_SOURCES = (
+    Source(
+        "1",
+        "Practising with a metronome",
+        "https://example.com/help/metronome",
+        "Start at a tempo where you make no mistakes, even if it feels very slow.",
+    ),
+    Source(
+        "2",
+        "Building speed safely",
+        "https://example.com/help/speed",
+        "Add about 5 BPM once you can play the passage cleanly three times in a row.",
+    ),
+)
+# `/scenario progress`: two status lines before the first word, more than the panel's 2 s
+# between spoken progress lines apart (docs/accessibility.md), so each is said once.
+PROGRESS_LINES = ("Searching the help centre…", "Reading 3 documents…")
+PROGRESS_PAUSE_SECONDS = 2.2
+PROGRESS_ANSWER = "The help centre has three articles on tuning. The first one shows how to use a clip-on tuner.\n"
 
 
-def _register(*scenarios: Scenario[str]) -> None:
+SOURCES_PROGRESS = "Reading 2 articles…"
+
+
+def _sources(backend: DemoBackend, cancel: CancelToken) -> Iterator[AnswerPiece]:
+    yield Progress(SOURCES_PROGRESS)
+    yield from backend.paced(split_words(SOURCES_ANSWER), cancel)
+    if cancel.cancelled:
+        return
+    yield from DEMO_SOURCES
+
+
+def _progress(backend: DemoBackend, cancel: CancelToken) -> Iterator[AnswerPiece]:
+    for line in PROGRESS_LINES:
+        yield Progress(line)
+        if cancel.wait(PROGRESS_PAUSE_SECONDS):
+            return
+    yield from backend.paced(split_words(PROGRESS_ANSWER), cancel)
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def _register(*scenarios: Scenario) -> None:
     for scenario in scenarios:
         SCENARIOS[scenario.name] = scenario
 
@@ -356,6 +403,14 @@ _register(
     ),
     *(_failure_scenario(code) for code in ErrorCode),
     Scenario("hang", "starts, then hangs until the time limit fails it with `timeout`", _hang),
+    Scenario(
+        "sources",
+        "a progress line, then two sentences citing two sources by `[1]` and `[2]`, listed under the answer",
+        _sources,
+    ),
+    Scenario(
+        "progress", "two progress lines, about 2 s apart, before the answer's first word (shown, said once)", _progress
+    ),
 )
 
 
@@ -364,7 +419,7 @@ _register(
 # text, and SCENARIOS is played by tools that expect text only (the QA
 # page's expected scripts). `/scenario <name>` plays either kind.
 
-ACTION_SCENARIOS: dict[str, Scenario[str | ActionProposal]] = {}
+ACTION_SCENARIOS: dict[str, Scenario] = {}
 
 ACTION_ANSWER = "I can ask our team to call you back. Check the details below, then confirm or dismiss the request.\n"
 ACTION_ARGUMENTS = {"name": "Ana García", "phone": "+34 600 123 456", "preferred_time": "mornings"}
@@ -483,7 +538,7 @@ class DemoBackend:
         lines = [f"- `{name}` — {description}." for name, description in described]
         return HELP_ANSWER_HEAD + "\n".join(lines) + "\n"
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]:
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[AnswerPiece | ActionProposal]:
         text = turn.text
         command, _, argument = text.strip().partition(" ")
         if text.startswith("/echo") and (len(text) == 5 or text[5] in " \n"):

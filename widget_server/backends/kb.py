@@ -7,7 +7,11 @@ row of a table is a passage of its own (titled by its first cell), shown as a li
 "header: cell" lines. The passages are ranked with BM25 (`bm25.py`); title terms count twice.
 
 An answer quotes the best passages faithfully (trimmed at a sentence boundary, marked
-"[…]"), each followed by a link to its source, after a one-line lead. When nothing scores
+"[…]"), each followed by its marker ("Source [1]"), after a one-line lead; each passage's
+document is yielded as a `Source` (its title, its link, the passage as plain text), which the
+widget lists under the answer and the marker links to (docs/backends.md, "Sources"). Before
+the first word it reports what it does (`Progress`: "Searching the documentation…",
+"Reading 2 passages…"). When nothing scores
 `KB_MIN_SCORE` or more, it says it does not know and how to reach a person (`KB_CONTACT`).
 It never writes anything else: every other word comes from the documents.
 
@@ -41,7 +45,7 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 from ..chunking import split_sentences
 from ..settings import ConfigError, Settings, setting
 from ..settings.parsing import parse_float, parse_folder, parse_int, parse_optional_url, parse_str
-from .base import ActionProposal, CancelToken, Turn
+from .base import ActionProposal, CancelToken, Progress, Source, Turn
 from .bm25 import BM25, STOP_WORDS_EN, STOP_WORDS_ES, fold_accents, split_code, tokenize
 from .demo import DemoSettings, group_chunks, split_words
 
@@ -54,6 +58,7 @@ PASSAGE_CHARS = 1200  # a section longer than this is cut at paragraph boundarie
 QUOTE_CHARS = 900  # a quoted passage is trimmed to about this many characters
 RELATIVE_SCORE = 0.75  # a passage after the first must score at least this share of the best
 CHUNK_CHARS = 48  # about this many characters per streamed piece
+SNIPPET_CHARS = 300  # a source's passage, as plain text, is cut to this many characters
 MAX_FILE_BYTES = 2_000_000  # larger files are skipped (with a warning)
 
 ELISION = " \\[…\\]"  # renders "[…]": the quote goes on in the source
@@ -105,12 +110,18 @@ TEXTS = {
     "en": {
         "lead": "Here is what I found in the documentation:",
         "source": "Source",
+        "searching": "Searching the documentation…",
+        "reading_one": "Reading 1 passage…",
+        "reading_other": "Reading {count} passages…",
         "unknown": "I don't know: I found nothing about that in the documentation. To ask a person, {contact}.",
         "contact": DEFAULT_CONTACT,
     },
     "es": {
         "lead": "Esto es lo que he encontrado en la documentación:",
         "source": "Fuente",
+        "searching": "Buscando en la documentación…",
+        "reading_one": "Leyendo 1 pasaje…",
+        "reading_other": "Leyendo {count} pasajes…",
         "unknown": "No lo sé: no he encontrado nada sobre eso en la documentación. Para preguntar a una persona, {contact}.",
         "contact": "contacta con el equipo de soporte del sitio",
     },
@@ -582,9 +593,13 @@ def _quote(markdown: str) -> str:
     return "\n".join(f"> {line}" if line.strip() else ">" for line in markdown.split("\n"))
 
 
-def _link_text(text: str) -> str:
-    """A title as link text: brackets, backslashes and `<` escaped (it has no other markup)."""
-    return re.sub(r"([\\\[\]<])", r"\\\1", text)
+@dataclass(frozen=True)
+class KbAnswer:
+    """An answer: its Markdown, the documents its markers cite, whether it is "I don't know"."""
+
+    text: str
+    sources: tuple[Source, ...] = ()
+    unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -657,10 +672,13 @@ class KnowledgeBaseBackend:
 
     def answer(self, question: str, server_url: str = "") -> str:
         """The whole answer to `question`, as Markdown."""
-        return self._answer(question, server_url)[0]
+        return self._answer(question, server_url).text
 
-    def _answer(self, question: str, server_url: str = "") -> tuple[str, bool]:
-        """The answer, and whether it is "I don't know"."""
+    def sources(self, question: str, server_url: str = "") -> tuple[Source, ...]:
+        """The documents the answer to `question` quotes, in the order of its markers."""
+        return self._answer(question, server_url).sources
+
+    def _answer(self, question: str, server_url: str = "") -> KbAnswer:
         language = detect_language(question)
         texts = TEXTS[language]
         found = self.kb.search(question, max(self.max_passages * 3, 10))
@@ -668,7 +686,7 @@ class KnowledgeBaseBackend:
             contact = self.contact
             if contact == DEFAULT_CONTACT:
                 contact = texts["contact"]
-            return texts["unknown"].format(contact=contact.rstrip(".")) + "\n", True
+            return KbAnswer(texts["unknown"].format(contact=contact.rstrip(".")) + "\n", unknown=True)
         best = found[0][1]
         chosen: list[Passage] = []
         for passage, score in found:
@@ -678,20 +696,30 @@ class KnowledgeBaseBackend:
                 continue
             chosen.append(passage)
         parts = [texts["lead"]]
-        for passage in chosen:
+        sources = []
+        for number, passage in enumerate(chosen, start=1):
             quoted = safe_markdown(trim_passage(passage.blocks), self._resolver(passage.doc, server_url))
             parts.append(_quote(quoted))
+            # The marker the widget links to the source's entry under the answer.
+            parts.append(f"{texts['source']} [{number}]")
             link = self.link(passage.doc, passage.anchor, server_url)
-            parts.append(f"{texts['source']}: [{_link_text(passage.title)}]({link})")
-        return "\n\n".join(parts) + "\n", False
+            snippet = plain_inline(" ".join(block.text for block in passage.blocks))
+            sources.append(Source(str(number), plain_inline(passage.title), link, snippet[:SNIPPET_CHARS]))
+        return KbAnswer("\n\n".join(parts) + "\n", sources=tuple(sources))
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal]:
-        text, unknown = self._answer(turn.text, turn.server_url)
-        for index, chunk in enumerate(group_chunks(split_words(text), CHUNK_CHARS)):
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | ActionProposal | Source | Progress]:
+        texts = TEXTS[detect_language(turn.text)]
+        yield Progress(texts["searching"])
+        answer = self._answer(turn.text, turn.server_url)
+        if answer.sources:
+            count = len(answer.sources)
+            yield Progress(texts["reading_one" if count == 1 else "reading_other"].format(count=count))
+        for index, chunk in enumerate(group_chunks(split_words(answer.text), CHUNK_CHARS)):
             if index and self.delay and cancel.wait(self.delay):
                 return
             if cancel.cancelled:
                 return
             yield chunk
-        if unknown and turn.offers_handoff:
+        yield from answer.sources
+        if answer.unknown and turn.offers_handoff:
             yield ActionProposal(HANDOFF_ACTION, {})

@@ -42,11 +42,12 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 
+from ..answer_parts import MAX_SOURCES, safe_url
 from ..errors import ChatError, ErrorCode
 from ..settings import ConfigError, Settings, setting
 from ..settings.parsing import parse_float, parse_http_url, parse_int, parse_str, parse_temperature
 from ..sse import EventStreamParser, ServerSentEvent
-from .base import CancelToken, Turn
+from .base import CancelToken, Progress, Source, Turn
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,37 @@ _CONTEXT_MESSAGE = re.compile(
     re.IGNORECASE,
 )
 _QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+
+
+class _Citations:
+    """What an answer's deltas carry besides text (docs/backends.md, "Sources" and "Progress"):
+    each `url_citation` annotation (a search model's: its `url` and `title`) whose http(s) URL
+    was not cited before, as a Source numbered in order; each tool call, when its function's
+    name first shows, as a Progress line. A provider's odd annotation is left out, never a
+    reason to fail the answer."""
+
+    def __init__(self) -> None:
+        self.urls: set[str] = set()
+        self.tool_calls: set[object] = set()
+
+    def parts_of(self, delta: Mapping[str, Any]) -> Iterator[Source | Progress]:
+        for annotation in delta.get("annotations") or ():
+            if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+                continue
+            citation = annotation.get("url_citation")
+            url = citation.get("url") if isinstance(citation, dict) else None
+            if not isinstance(url, str) or url in self.urls or len(self.urls) >= MAX_SOURCES or not safe_url(url):
+                continue
+            self.urls.add(url)
+            title = citation.get("title") if isinstance(citation, dict) else None
+            yield Source(str(len(self.urls)), title if isinstance(title, str) and title.strip() else url, url)
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            index = call.get("index", 0) if isinstance(call, dict) else None
+            if isinstance(name, str) and name.strip() and index not in self.tool_calls:
+                self.tool_calls.add(index)
+                yield Progress(f"Using {name.strip()}…")
 
 
 class _Upstream:
@@ -432,7 +464,7 @@ class OpenAIBackend:
 
     # -- the stream -----------------------------------------------------------
 
-    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str]:
+    def stream(self, turn: Turn, cancel: CancelToken) -> Iterator[str | Source | Progress]:
         if cancel.cancelled:
             return
         upstream = _Upstream()
@@ -474,16 +506,19 @@ class OpenAIBackend:
         finally:
             done.set()  # the `with` above has closed the response (and the connection)
 
-    def _deltas(self, response: httpx.Response, turn: Turn, cancel: CancelToken) -> Iterator[str]:
+    def _deltas(self, response: httpx.Response, turn: Turn, cancel: CancelToken) -> Iterator[str | Source | Progress]:
         events: list[ServerSentEvent] = []
         parser = EventStreamParser(events.append)
+        cited = _Citations()
         for chunk in response.iter_bytes():
             if cancel.cancelled:
                 return
             parser.feed(chunk)
             pending, events[:] = events[:], []
             for event in pending:
-                text, finish = self._interpret(event, response)
+                text, finish, delta = self._interpret(event, response)
+                if delta:
+                    yield from cited.parts_of(delta)
                 if text:
                     yield text  # at once: the first words before the last exist
                 if finish is not None:
@@ -509,13 +544,16 @@ class OpenAIBackend:
                 self.max_tokens or "provider default",
             )
 
-    def _interpret(self, event: ServerSentEvent, response: httpx.Response) -> tuple[str, str | None]:
-        """(text to forward, finish reason or None) for one upstream event."""
+    def _interpret(
+        self, event: ServerSentEvent, response: httpx.Response
+    ) -> tuple[str, str | None, dict[str, Any] | None]:
+        """(text to forward, finish reason or None, the choice's delta when it has more than
+        text: annotations or tool calls) for one upstream event."""
         data = event.data
         if data.strip() == "[DONE]":
-            return "", "[DONE]"
+            return "", "[DONE]", None
         if not data.strip() and event.event != "error":
-            return "", None  # an empty event: nothing to forward
+            return "", None, None  # an empty event: nothing to forward
         try:
             chunk = json.loads(data)
         except ValueError:
@@ -529,12 +567,12 @@ class OpenAIBackend:
         choices = chunk.get("choices")
         if choices is None:
             if "usage" in chunk:
-                return "", None  # a usage-only chunk (vLLM, include_usage)
+                return "", None, None  # a usage-only chunk (vLLM, include_usage)
             raise ChatError(ErrorCode.PROVIDER, "malformed upstream stream: a chunk has no `choices`")
         if not isinstance(choices, list):
             raise ChatError(ErrorCode.PROVIDER, "malformed upstream stream: `choices` is not a list")
         if not choices:
-            return "", None  # usage-only, or Azure's prompt_filter_results chunk
+            return "", None, None  # usage-only, or Azure's prompt_filter_results chunk
         choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
         if choice is None:
             raise ChatError(ErrorCode.PROVIDER, "malformed upstream stream: no choice with index 0")
@@ -549,7 +587,8 @@ class OpenAIBackend:
         elif not isinstance(content, str):
             raise ChatError(ErrorCode.PROVIDER, "malformed upstream stream: `delta.content` is not a string")
         finish = choice.get("finish_reason")
-        return content, (str(finish) if finish is not None else None)
+        more = delta if delta.get("annotations") or delta.get("tool_calls") else None
+        return content, (str(finish) if finish is not None else None), more
 
     # -- failures -------------------------------------------------------------
 

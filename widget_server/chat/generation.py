@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from ..actions.service import Action, load_actions, propose
+from ..answer_parts import InvalidPart, Progress, Source, progress_text, source_json
 from ..backends.base import ActionProposal, Backend, CancelToken, Turn
 from ..errors import ChatError, ErrorCode, ErrorInfo
 from ..messages import StreamEvent
@@ -120,6 +121,8 @@ class GenerationRun:
                 return  # cancelled (or failed) before it began
             deltas = self.backend.stream(self.turn, self.cancel_token)
             proposals = 0
+            sources: list[dict] = []
+            source_ids: set[str] = set()
             first_delta = True
             limit = self.store.max_answer_chars
             length = 0
@@ -134,6 +137,16 @@ class GenerationRun:
                     if not self.store.settle(self.message_id) or self._propose(delta, proposals) is None:
                         return  # ended elsewhere: the proposal is never offered
                     proposals += 1
+                    continue
+                if isinstance(delta, Source):
+                    # Checked now (a source that cannot be shown fails the answer as the
+                    # backend's mistake); listed with the completion (answer_parts.py).
+                    sources.append(source_json(delta, source_ids))
+                    continue
+                if isinstance(delta, Progress):
+                    line = progress_text(delta)
+                    if line is not None and self.store.add_progress(self.message_id, line) is None:
+                        return  # ended elsewhere
                     continue
                 if not isinstance(delta, str):
                     raise TypeError(f"backend yielded {type(delta).__name__}, expected str")
@@ -153,7 +166,7 @@ class GenerationRun:
                     first_delta = False
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
                     first_delta_stored()
-            if not self.cancel_token.cancelled and self.store.complete(self.message_id) is not None:
+            if not self.cancel_token.cancelled and self.store.complete(self.message_id, sources) is not None:
                 self.metrics.ended("completed", seconds=time.monotonic() - self.accepted_at)
         except StoreUnavailable as error:
             # Nothing more can be recorded (not even a failure). When the
@@ -163,6 +176,9 @@ class GenerationRun:
         except ChatError as error:
             log.warning("message %s failed: %s", self.message_id, error)
             self._fail(error.info())
+        except InvalidPart as error:
+            log.error("message %s: backend %s yielded %s", self.message_id, getattr(self.backend, "name", "?"), error)
+            self._fail(ErrorInfo.for_code(ErrorCode.INTERNAL))
         except Exception:
             log.exception("message %s: backend %s crashed", self.message_id, getattr(self.backend, "name", "?"))
             self._fail(ErrorInfo.for_code(ErrorCode.INTERNAL))

@@ -359,9 +359,15 @@ class ChatService:
                     found.to_json() for found in self.turn_attachments(conversation_id, exchange.attachments)
                 ]
             messages.append(user)
-            messages.append(
-                {"message_id": info.message_id, "role": "assistant", "text": info.text, "state": info.state.value}
-            )
+            answer: dict[str, Any] = {
+                "message_id": info.message_id,
+                "role": "assistant",
+                "text": info.text,
+                "state": info.state.value,
+            }
+            if info.sources:  # docs/protocol.md, "Sources"
+                answer["sources"] = [dict(source) for source in info.sources]
+            messages.append(answer)
         return self._with_feedback(conversation_id, messages)
 
     def turn_attachments(self, conversation_id: str, sent: tuple[SentAttachment, ...]) -> tuple[TurnAttachment, ...]:

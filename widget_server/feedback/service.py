@@ -102,7 +102,8 @@ def parse_since(text: str) -> float:
 
 def export(store: Store, since: float | None = None) -> Iterator[dict[str, Any]]:
     """Every stored feedback record (updated at or after `since`), oldest first, with the
-    question it answered and the answer's text."""
+    question it answered, the answer's text and the sources it cited (docs/configuration.md,
+    "widget-server feedback export")."""
     rows: list[tuple[float, dict[str, Any]]] = []
     for conversation_id in store.feedback_conversations():
         records = [
@@ -115,7 +116,7 @@ def export(store: Store, since: float | None = None) -> Iterator[dict[str, Any]]
         questions = {e.assistant_message_id: e.user_text for e in store.exchanges(conversation_id)}
         for record in records:
             info = store.message(record.message_id)
-            row = {
+            row: dict[str, Any] = {
                 "conversation_id": conversation_id,
                 "message_id": record.message_id,
                 "rating": record.rating,
@@ -124,6 +125,8 @@ def export(store: Store, since: float | None = None) -> Iterator[dict[str, Any]]
                 "answer": info.text if info is not None else "",
                 "time": iso_time(record.updated_at),
             }
+            if info is not None and info.sources:
+                row["sources"] = [dict(source) for source in info.sources]
             rows.append((record.updated_at, row))
     rows.sort(key=lambda item: (item[0], item[1]["conversation_id"], item[1]["message_id"]))
     for _, row in rows:

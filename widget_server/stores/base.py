@@ -68,6 +68,8 @@ class MessageInfo:
     text: str
     last_seq: int
     error: ErrorInfo | None = None
+    # A completed answer's sources, as its `message.completed` lists them (answer_parts.py).
+    sources: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,15 @@ class Store(ABC):
         return True
 
     @abstractmethod
-    def complete(self, message_id: str) -> StreamEvent | None: ...
+    def complete(self, message_id: str, sources: Sequence[dict[str, Any]] = ()) -> StreamEvent | None:
+        """End the answer as completed, its `sources` (answer_parts.source_json) listed in the
+        terminal event and kept for the history; None if it no longer runs."""
+
+    def add_progress(self, message_id: str, text: str) -> StreamEvent | None:
+        """Append a `message.progress` line; None if the message is no longer running. Not
+        abstract, like actions: a store written before progress lines still loads (the
+        generator then leaves them out)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support progress lines")
 
     @abstractmethod
     def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None: ...

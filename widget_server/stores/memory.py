@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -239,7 +239,9 @@ class MemoryStore(Store):
             if record is None:
                 return None
             log = record.log
-            return MessageInfo(message_id, record.conversation_id, log.state, log.text, log.last_seq, log.error)
+            return MessageInfo(
+                message_id, record.conversation_id, log.state, log.text, log.last_seq, log.error, tuple(log.sources)
+            )
 
     # -- writing -----------------------------------------------------------
 
@@ -278,8 +280,11 @@ class MemoryStore(Store):
         # The generator's write of every delta: no event made for it (MessageLog.add_delta).
         return self._write(message_id, MessageLog.add_delta, text) is not None
 
-    def complete(self, message_id: str) -> StreamEvent | None:
-        return self._write(message_id, MessageLog.complete, ends=True)
+    def complete(self, message_id: str, sources: Sequence[dict[str, Any]] = ()) -> StreamEvent | None:
+        return self._write(message_id, MessageLog.complete, list(sources), ends=True)
+
+    def add_progress(self, message_id: str, text: str) -> StreamEvent | None:
+        return self._write(message_id, MessageLog.add_progress, text)
 
     def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
         return self._write(message_id, MessageLog.fail, error, ends=True)

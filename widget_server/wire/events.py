@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..answer_parts import MAX_PROGRESS_CHARS
 from ..handoff.events import (
     ACTIVE_STATES,
     AGENT_MESSAGE,
@@ -38,7 +39,7 @@ from ..handoff.events import (
 from ..handoff.events import ALL_TYPES as CONVERSATION_EVENT_TYPES
 from ..messages import TERMINAL_STATES, EventKind, MessageState
 from ..protocol import ID_PATTERN
-from .records import OPENS_AT, ActionProposal, ErrorInfo, SentAttachmentRecord
+from .records import OPENS_AT, ActionProposal, ErrorInfo, SentAttachmentRecord, SourceRecord
 from .schema import Rule, wired
 
 # An answer's stream (`GET …/messages/<message_id>/events` and the POST that starts it), in
@@ -101,6 +102,13 @@ class CompletedData(AnswerEventData):
         ),
         default=(),
     )
+    sources: tuple[SourceRecord, ...] = wired(
+        Rule(
+            min_items=1,
+            description="Present when the answer cited sources: each, in the order the backend gave them.",
+        ),
+        default=(),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +129,13 @@ class ActionProposedData(ActionProposal, AnswerEventData):
     """An action proposal's fields (ActionProposal), next to message_id and seq."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProgressData(AnswerEventData):
+    """What the backend is doing now: shown while the answer is busy, never its text."""
+
+    text: str = wired(Rule(min_length=1, max_length=MAX_PROGRESS_CHARS))
+
+
 # An answer's stream: each event type's data, in EventKind's order.
 ANSWER_EVENT_DATA: dict[str, type] = {
     EventKind.STARTED.value: StartedData,
@@ -130,6 +145,7 @@ ANSWER_EVENT_DATA: dict[str, type] = {
     EventKind.FAILED.value: FailedData,
     EventKind.CANCELLED.value: CancelledData,
     EventKind.ACTION_PROPOSED.value: ActionProposedData,
+    EventKind.PROGRESS.value: ProgressData,
 }
 
 

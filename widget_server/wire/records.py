@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..answer_parts import MAX_SNIPPET_CHARS, MAX_SOURCE_ID_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS
 from ..attachments.sniff import MEDIA_TYPES
 from ..errors import ErrorCode
 from ..handoff.events import UNAVAILABLE_REASONS
@@ -105,6 +106,30 @@ class StoredFeedbackRecord(FeedbackRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SourceRecord:
+    """A document an answer rests on (answer_parts.Source): in `message.completed`'s `sources`
+    and an assistant entry's of the history."""
+
+    RECORD: ClassVar[bool] = True
+
+    id: str = wired(
+        Rule(
+            min_length=1,
+            max_length=MAX_SOURCE_ID_CHARS,
+            description="What the answer's inline markers name: `[1]` in the text cites the source whose id is `1`.",
+        )
+    )
+    title: str = wired(Rule(min_length=1, max_length=MAX_TITLE_CHARS))
+    url: str | None = wired(
+        Rule(max_length=MAX_URL_CHARS, pattern="^[hH][tT][tT][pP][sS]?://", description="Only http or https."),
+        default=None,
+    )
+    snippet: str | None = wired(
+        Rule(max_length=MAX_SNIPPET_CHARS, description="The passage the answer used."), default=None
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class HistoryMessage:
     RECORD: ClassVar[bool] = True
 
@@ -124,6 +149,10 @@ class HistoryMessage:
     feedback: FeedbackRecord | None = wired(
         Rule(nullable=True, description="Assistant entries only: the visitor's feedback on the answer, or null."),
         default=None,
+    )
+    sources: tuple[SourceRecord, ...] = wired(
+        Rule(min_items=1, description="Completed assistant entries that cited sources: each, in order."),
+        default=(),
     )
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from ...errors import ErrorInfo
 from ...messages import EventKind, MessageState, StreamEvent, replace_lone_surrogates, text_digest
@@ -47,7 +49,7 @@ class RedisEventLog(RedisCompaction):
         if call.error is not None or not isinstance(raw, bytes):
             self._tail.disown(events_key)
             return
-        if call.args[0] in ("start", "text"):
+        if call.args[0] in ("start", "text", "progress"):
             # seq was spliced in last but one (append.lua; append_text says why this finds it)
             start = raw.rindex(b',"seq":') + 7
             seq = int(raw[start : raw.index(b",", start)])
@@ -57,7 +59,7 @@ class RedisEventLog(RedisCompaction):
 
     def _append_raw(self, message_id: str, op: str, payload: dict, text: str) -> bytes | None:
         """One append.lua: the new event's JSON, or None if the transition is refused."""
-        ending = op not in ("start", "text")
+        ending = op not in ("start", "text", "progress")
         compact_at = int(time.time() * 1000) + self._grace_ms if ending and self._grace_ms else 0
         raw = self._append_batches(
             self._append_keys(message_id),
@@ -110,14 +112,24 @@ class RedisEventLog(RedisCompaction):
         call = self._unsettled.pop(message_id, None)
         return call is None or call.result() is not None
 
-    def complete(self, message_id: str) -> StreamEvent | None:
+    def add_progress(self, message_id: str, text: str) -> StreamEvent | None:
+        # After the deltas before it, in order (as an action's proposal: RedisActions.add_action).
+        if not self.settle(message_id):
+            return None
+        return self._write(message_id, "progress", {"kind": EventKind.PROGRESS.value, "text": text})
+
+    def complete(self, message_id: str, sources: Sequence[dict[str, Any]] = ()) -> StreamEvent | None:
         # The digest is over the text as stored; computed here once, from Redis.
         if not self.settle(message_id):
             return None
         info = self.message(message_id)
         if info is None or info.state is not MessageState.RUNNING:
             return None
-        return self._write(message_id, "complete", {"kind": EventKind.COMPLETED.value, **text_digest(info.text)})
+        listed = json.dumps(list(sources), ensure_ascii=False, separators=(",", ":")) if sources else ""
+        raw = self._append_raw(
+            message_id, "complete", {"kind": EventKind.COMPLETED.value, **text_digest(info.text)}, listed
+        )
+        return _event_from_json(raw) if raw is not None else None
 
     def fail(self, message_id: str, error: ErrorInfo) -> StreamEvent | None:
         payload = {"kind": EventKind.FAILED.value, "error": error.to_json(), "incomplete": True}

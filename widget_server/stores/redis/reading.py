@@ -34,9 +34,12 @@ class RedisReading(RedisStoreBase):
         values = self._snapshot_batches([key, key + ":text"], [])
         if values is None:
             return None
-        state, last_seq, text, conversation_id, error = (v.decode() if isinstance(v, bytes) else v for v in values)
+        state, last_seq, text, conversation_id, error, sources = (
+            v.decode() if isinstance(v, bytes) else v for v in values
+        )
         info = ErrorInfo(**json.loads(error)) if error else None
-        return MessageInfo(message_id, conversation_id, MessageState(state), text, int(last_seq), info)
+        listed = tuple(json.loads(sources)) if sources else ()
+        return MessageInfo(message_id, conversation_id, MessageState(state), text, int(last_seq), info, listed)
 
     def snapshot(self, message_id: str) -> StreamEvent | None:
         info = self.message(message_id)

@@ -2,9 +2,10 @@
 -- terminal states are compare-and-set, so the first ending wins, whichever process sends it.
 -- KEYS: msg, text, events, actions (the message's proposals, spliced into `complete`), lease,
 --       the set of ended logs waiting to be compacted
--- ARGV: op (start|text|complete|fail|cancel|lost), payload_json, text (for op text), maxlen,
---       ttl, message_id, when to compact an ended log (unix ms; 0: now), PUBLISH or SPUBLISH
---       (stores/redis_tail.py publish_command)
+-- ARGV: op (start|text|progress|complete|fail|cancel|lost), payload_json, text (op text: the
+--       delta; op complete: the sources' JSON array, '' for none, spliced into the event as it
+--       is and kept in the message's record), maxlen, ttl, message_id, when to compact an ended
+--       log (unix ms; 0: now), PUBLISH or SPUBLISH (stores/redis_tail.py publish_command)
 -- Returns the event JSON, or nil when the transition is refused. `lost` is a
 -- `fail` allowed only once the lease has expired. An ending compacts the log to
 -- its terminal entry at once (XADD MAXLEN 1), or records when to (compact_due).
@@ -14,18 +15,18 @@ if not state then return nil end
 local op = ARGV[1]
 local allowed
 if op == 'start' then allowed = (state == 'accepted')
-elseif op == 'text' or op == 'complete' then allowed = (state == 'running')
+elseif op == 'text' or op == 'complete' or op == 'progress' then allowed = (state == 'running')
 else allowed = (state == 'accepted' or state == 'running') end
 if op == 'lost' then allowed = allowed and redis.call('EXISTS', KEYS[5]) == 0 end
 if not allowed then return nil end
 local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
 local encoded
-if op == 'start' or op == 'text' then
+if op == 'start' or op == 'text' or op == 'progress' then
   -- The payload's fields as they are, with seq and message_id spliced in: no cjson decode
   -- and encode per delta (ids are URL-safe characters only: protocol.py new_id).
   encoded = string.sub(ARGV[2], 1, -2) .. ',"seq":' .. seq .. ',"message_id":"' .. ARGV[6] .. '"}'
   if op == 'start' then redis.call('HSET', KEYS[1], 'state', 'running')
-  elseif redis.call('APPEND', KEYS[2], ARGV[3]) == #ARGV[3] then
+  elseif op == 'text' and redis.call('APPEND', KEYS[2], ARGV[3]) == #ARGV[3] then
     redis.call('EXPIRE', KEYS[2], ARGV[5])  -- the first delta made the text: it expires too
   end
 else
@@ -51,8 +52,12 @@ else
       encoded = string.sub(encoded, 1, -2) .. ',"actions":[' .. table.concat(actions, ',') .. ']}'
     end
   end
+  if op == 'complete' and ARGV[3] ~= '' then
+    encoded = string.sub(encoded, 1, -2) .. ',"sources":' .. ARGV[3] .. '}'
+    redis.call('HSET', KEYS[1], 'sources', ARGV[3])
+  end
 end
-local ending = op ~= 'start' and op ~= 'text'
+local ending = op ~= 'start' and op ~= 'text' and op ~= 'progress'
 if ending then
   -- the text stops growing: rewrite it, so it holds no room APPEND reserved
   local text = redis.call('GET', KEYS[2])
