@@ -67,6 +67,9 @@ def test_an_answers_events_have_their_declared_data(client):
     seen += answer(client, conversation, "Hello", "r_plain")
     seen += answer(client, conversation, "/scenario action", "r_action")
     seen += answer(client, conversation, "/scenario fail-provider", "r_fail")
+    sources = answer(client, conversation, "/scenario sources", "r_sources")  # a progress line, sources
+    assert "sources" in sources[-1][1] and any(kind == "message.progress" for kind, _ in sources)
+    seen += sources
     # A snapshot and a cancel: the answer's log as the generation writes it (messages.MessageLog).
     log = MessageLog("m_cancelled", max_events=10)
     log.start()
