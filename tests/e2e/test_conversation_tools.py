@@ -12,6 +12,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from widget_server.backends.demo import DEMO_SOURCES, SOURCES_ANSWER, SOURCES_PROGRESS
+
 from .test_accessibility_contract import STRINGS, ask
 from .test_accessibility_contract_conversation import (
     TOOLS,
@@ -134,6 +136,21 @@ def test_the_spanish_panel_names_everything_in_spanish_and_its_file(embed, page,
     assert name.startswith("conversacion-") and name.endswith(".md")
     assert f"\n\n## {ES['you']}\n\n/echo Una pregunta.\n\n## {ES['assistant']}\n\nUna pregunta.\n" in content
     widget.wait_for_announcement(tools["downloaded"])
+
+
+@pytest.mark.chromium_only(reason=CONVERSATION_FIREFOX)
+def test_the_transcript_lists_an_answers_sources_under_it(embed, page, browser_name):
+    widget = embed()
+    widget.open()
+    assert ask(widget, "/scenario sources") == "completed"
+    open_options(widget)
+    button = widget.frame.get_by_role("button", name=TOOLS["download"])
+    tab_to(widget, button, key="Tab")
+    _, content = download_transcript(widget, page, browser_name, button)
+    listed = "\n".join(f"- [{source.id}] {source.title} <{source.url}>" for source in DEMO_SOURCES)
+    assert f"## {EN['assistant']}\n\n{SOURCES_ANSWER}" in content
+    assert content.endswith(f"{TOOLS['transcriptSources']}\n\n{listed}\n")
+    assert SOURCES_PROGRESS not in content  # a progress line is never the answer
 
 
 def test_at_320_px_the_dialog_and_the_options_fit_and_are_clean(embed, page):

@@ -32,6 +32,7 @@ import json
 
 import pytest
 
+from widget_server.backends.demo import DEMO_SOURCES, SOURCES_PROGRESS
 from widget_server.testing import ChatWidget
 
 from ..helpers import REPO_ROOT
@@ -299,6 +300,23 @@ def test_copy_answer_and_helpful_pressed_by_keyboard_are_each_heard_once(orca, l
     outcomes = [line for line in said if line in (TOOLS["copied"], TOOLS["rated"])]
     assert outcomes == [TOOLS["copied"], TOOLS["rated"]], said  # one region: in order, once each
     assert not [line for line in said if line in CUES | ERRORS], said  # no answer cue said again
+
+
+def test_a_progress_line_and_the_source_count_are_each_heard_once(orca, listen):
+    # docs/accessibility.md A110, A111: the progress line once, before the answer; "2 sources"
+    # once, on its own, after "Answer complete."; nothing of the sources list is read out.
+    widget, mark = listen()
+    widget.send("/scenario sources")
+    assert widget.wait_until_complete() == "completed"
+    count = EN["sources"]["count"]["other"].format(count=2)
+    orca.wait_for_speech(count, since=mark, timeout=SPEECH_TIMEOUT)
+    said = orca.wait_for_silence(1.0, since=mark)
+    print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
+    cues = [line for line in said if line in (EN["generating"], SOURCES_PROGRESS, EN["complete"], count)]
+    assert cues == [EN["generating"], SOURCES_PROGRESS, EN["complete"], count], said  # one region: in order
+    answer = [line for line in said if line not in cues and ("[1]" in line or "[2]" in line)]
+    assert answer, said  # the sentences, markers and all, were heard between them
+    assert not [line for line in said if any(source.title in line for source in DEMO_SOURCES)], said
 
 
 # -- the checks themselves (no browser) ------------------------------------------------

@@ -17,7 +17,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from widget_server.backends.demo import SCENARIOS
+from widget_server.backends.demo import SCENARIOS, SOURCES_PROGRESS
 from widget_server.expected import scenario_answer
 from widget_server.i18n import ui_strings
 from widget_server.testing import ChatWidget
@@ -287,6 +287,24 @@ def test_the_expected_script_for_improvisation_is_what_the_browser_announced(qa_
     # What the live region held (the recorder) is the same.
     assert live_polite(page) == said
     assert 'data-announce-interval="100"' in page.locator("#qa-mounted").text_content()
+
+
+def test_the_expected_script_for_sources_is_what_the_browser_announced(qa_page):
+    # The progress line after the start cue, the sentences, then the completion cue and the
+    # source count, each on its own (docs/accessibility.md A110, A111).
+    page = qa_page("en")
+    script = ExpectedScripts(page).scenario_script("sources", "en")
+    assert script["progress"] == [SOURCES_PROGRESS] and script["sources"] == "2 sources"
+    tab_to(page, "qa-scenario")
+    page.locator("#qa-scenario").select_option("sources")
+    tab_to(page, "qa-play")
+    page.keyboard.press("Space")
+    wait_for_log_text(page, script["sources"])
+    said = polite(since_last_play(rows(page)))
+    assert said[:2] == [script["generating"], *script["progress"]], said
+    assert said[-2:] == [script["completion"], script["sources"]], said
+    assert sentences_heard(said[2:-2], script["sentences"]) == script["sentences"]
+    assert live_polite(page)[-len(said) :] == said
 
 
 # -- settings re-mount the widget -----------------------------------------------------------
