@@ -129,27 +129,28 @@ class GenerationRun:
             for delta in deltas:
                 if self.cancel_token.cancelled:
                     return
-                if isinstance(delta, ActionProposal):
-                    # Validated now (ChatError fails the answer); stored and
-                    # announced only while the answer still runs; actionable
-                    # only once it completes (widget_server.actions). After the
-                    # deltas before it, in order.
-                    if not self.store.settle(self.message_id) or self._propose(delta, proposals) is None:
-                        return  # ended elsewhere: the proposal is never offered
-                    proposals += 1
-                    continue
-                if isinstance(delta, Source):
-                    # Checked now (a source that cannot be shown fails the answer as the
-                    # backend's mistake); listed with the completion (answer_parts.py).
-                    sources.append(source_json(delta, source_ids))
-                    continue
-                if isinstance(delta, Progress):
-                    line = progress_text(delta)
-                    if line is not None and self.store.add_progress(self.message_id, line) is None:
-                        return  # ended elsewhere
-                    continue
                 if not isinstance(delta, str):
-                    raise TypeError(f"backend yielded {type(delta).__name__}, expected str")
+                    # The other parts a backend may yield; text, the common case, is asked
+                    # about once (bench/worker_path.py counts this loop per event).
+                    if isinstance(delta, ActionProposal):
+                        # Validated now (ChatError fails the answer); stored and
+                        # announced only while the answer still runs; actionable
+                        # only once it completes (widget_server.actions). After the
+                        # deltas before it, in order.
+                        if not self.store.settle(self.message_id) or self._propose(delta, proposals) is None:
+                            return  # ended elsewhere: the proposal is never offered
+                        proposals += 1
+                    elif isinstance(delta, Source):
+                        # Checked now (a source that cannot be shown fails the answer as the
+                        # backend's mistake); listed with the completion (answer_parts.py).
+                        sources.append(source_json(delta, source_ids))
+                    elif isinstance(delta, Progress):
+                        line = progress_text(delta)
+                        if line is not None and self.store.add_progress(self.message_id, line) is None:
+                            return  # ended elsewhere
+                    else:
+                        raise TypeError(f"backend yielded {type(delta).__name__}, expected str")
+                    continue
                 if not delta:
                     continue
                 if limit and length + len(delta) > limit:
