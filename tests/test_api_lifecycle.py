@@ -171,6 +171,9 @@ def test_concurrent_new_requests_respect_the_running_limit(live_server_factory, 
         for client in clients:
             client.close()
     assert sorted(statuses) == [200] + [429] * (len(clients) - 1), statuses
+    # message.started is stored before the run asks the backend for its answer, so on a
+    # loaded machine the one call may come just after the head was read.
+    assert wait_until(lambda: counting.calls >= 1, timeout=5.0)
     assert counting.calls == 1
     running = [m for m in chat.history().json()["messages"] if m["role"] == "assistant"]
     assert len(running) == 1
