@@ -3,6 +3,7 @@ real form."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,12 +11,17 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+from werkzeug.security import generate_password_hash
+
 from widget_server import create_app
 from widget_server.agents.accounts import AgentAccounts
 from widget_server.services import SERVICES_KEY
 
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 
+
+# scrypt with N = 2**10 instead of werkzeug's 2**15: a millisecond a check, not a tenth of a second.
+TEST_PASSWORD_HASH = "scrypt:1024:8:1"
 
 _WRITTEN: dict[tuple[tuple[str, str, str], ...], bytes] = {}
 
@@ -31,6 +37,13 @@ def write_agents(path: Path, agents: dict[str, tuple[str, str]] = AGENTS) -> Age
         return accounts
     for name, (display_name, password) in agents.items():
         accounts.add(name, display_name, password)
+    # The same scrypt at a smaller cost (werkzeug reads the cost from the hash): every sign-in
+    # of a test checks a password, and the suite signs in hundreds of times. The production
+    # cost is what `add` writes, checked by tests/test_agents_accounts.py.
+    document = json.loads(path.read_text(encoding="utf-8"))
+    for entry in document["agents"]:
+        entry["password_hash"] = generate_password_hash(agents[entry["name"]][1], TEST_PASSWORD_HASH)
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     _WRITTEN[key] = path.read_bytes()
     return accounts
 
