@@ -12,6 +12,7 @@ built. Nothing here imports a plugin before it is asked for.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from importlib.metadata import EntryPoint, entry_points
@@ -30,7 +31,15 @@ class PluginNotFound(LookupError):
 
 def registered(group: str) -> dict[str, EntryPoint]:
     """The plugins of `group` by name (entry points, not yet loaded)."""
-    return {point.name: point for point in entry_points(group=group)}
+    return {point.name: point for point in _entry_points(group)}
+
+
+@functools.cache
+def _entry_points(group: str) -> tuple[EntryPoint, ...]:
+    # Read once per process: `entry_points()` reads every installed distribution's metadata
+    # (a few milliseconds each time, and every create_app asks several times), and a plugin
+    # installed later is found by the next process, as with any Python package.
+    return tuple(entry_points(group=group))
 
 
 def load(group: str, name: str) -> Any:
