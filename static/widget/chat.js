@@ -117,6 +117,10 @@ export class ChatPanel {
     this.code = null;
     /** @type {Promise<CodeOptions | null> | null} code-blocks.js's hooks, once imported */
     this.codeBlocks = null;
+    /** @type {((formulas: NodeListOf<HTMLElement>) => void) | null} math.js's, once imported */
+    this.drawMath = null;
+    /** @type {Promise<unknown> | null} math.js, importing */
+    this.mathModule = null;
     /** @type {AttachmentsHook | null} */
     this.attachments = null;
     /** @type {HandoffHook | null} */
@@ -453,7 +457,25 @@ export class ChatPanel {
       strings: markdownSummaries(this.strings, this.config.lang),
       dirAuto: true, // mixed-direction answers (docs/accessibility.md A66)
       code: this.codeOptions(),
+      math: (formulas) => this.math(formulas),
     };
+  }
+
+  // Math (markdown.js `math`): math.js and the vendored Temml, imported with an answer's first
+  // formula (never on first open, tests/test_budgets.py), draw it as MathML; until then, and
+  // offline, its source stays as text (docs/accessibility.md A114).
+  /** @param {NodeListOf<HTMLElement>} formulas */
+  math(formulas) {
+    if (this.drawMath) return this.drawMath(formulas);
+    this.mathModule ||= import('./math.js').then(
+      (module) => {
+        this.drawMath = module.drawMath;
+      },
+      () => {
+        this.mathModule = null; // offline: the next formula tries again
+      },
+    );
+    this.mathModule.then(() => this.drawMath?.(formulas));
   }
 
   // Code blocks (markdown.js `code`): code-blocks.js, imported with the first fenced block

@@ -1,9 +1,10 @@
 /* Progressive, safe markdown for streamed chat answers (CommonMark subset, GFM tables).
- * createMarkdownView(root, {strings, headingOffset, protocols, code}) → {update, append, finish, blocks, text}.
+ * createMarkdownView(root, {strings, headingOffset, protocols, code, math}) → {update, append, finish, blocks, text}.
  * Complete lines only advance the parser; a block closes when a complete line ends it,
  * is rendered once and never touched again; an update re-renders only the open tail.
  * DOM via createElement/createTextNode/setAttribute only; raw HTML stays text; links
- * need an absolute http(s)/mailto URL; images render as their alt text.
+ * need an absolute http(s)/mailto URL; images render as their alt text. Math ($…$, $$…$$,
+ * \(…\), \[…\]) is a span of its source whose plain text is the TeX (options.math draws it).
  * §: https://spec.commonmark.org/0.31.2/; tests: tests/e2e/test_markdown.py. */
 
 // The panel passes translated ones (i18n.js, markdownSummaries).
@@ -21,7 +22,12 @@ const AUTOLINK =
   /<(?:([A-Za-z][A-Za-z\d+.-]{1,31}:[^<>\0-\x20]*)|([\w.!#$%&'*+/=?^`{|}~-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)*))>/y;
 const DESTINATION =
   /\([ \t\n]*(?:<([^<>\n]*)>|((?:\\.|[^\0-\x20()\\]|\((?:\\.|[^\0-\x20()\\])*\))*))(?:[ \t\n]+(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|\((?:\\.|[^()\\])*\)))?[ \t\n]*\)/y;
-const SPECIAL = /[\\`*_[!<&\n]/g;
+const SPECIAL = /[\\`*_[!<&\n$]/g;
+// Math, by pandoc's tex_math_dollars rule: `$` opens before a non-space and closes after one,
+// not before a digit, so "$5 and $10" stays text; no backtick inside, so math never takes part
+// of a code span (docs/accessibility.md A114).
+const MATH =
+  /\$\$([^`]+?)\$\$|\$(?![\s$])((?:\\[^`]|[^\\$`])*?(?:\\[^`]|[^\s\\$`]))\$(?!\d)|\\\(([^`]+?)\\\)|\\\[([^`]+?)\\\]/y;
 const PUNCTUATION = /[\p{P}\p{S}]/u;
 const WHITESPACE = /\s/;
 const FENCE = /^(`{3,}|~{3,})[ \t]*(.*)$/;
@@ -142,6 +148,18 @@ function renderInline(source, parent, protocols, inLink) {
     if (!special) break;
     index = next;
     const char = source[index];
+    const math = (char === '$' || /[([]/.test(source[index + 1])) && matchAt(MATH, source, index);
+    if (math) {
+      const [whole, display, dollar, paren] = math;
+      const node = element('span', {
+        'data-tex': (display ?? dollar ?? paren ?? math[4]).trim(),
+        'data-math': display || math[4] ? 'block' : 'inline',
+      });
+      node.appendChild(textNode(whole));
+      push(node);
+      index += whole.length;
+      continue;
+    }
     if (char === '\\') {
       const escaped = source[index + 1];
       const escapes = escaped === '\n' || (escaped && /[!-/:-@[-`{-~]/.test(escaped));
@@ -151,6 +169,12 @@ function renderInline(source, parent, protocols, inLink) {
       continue;
     }
     const end = runEnd(source, index);
+    if (char === '$') {
+      // An unclosed "$$" stays text whole, never an inline "$…$" until its close comes.
+      text += source.slice(index, end);
+      index = end;
+      continue;
+    }
     if (char === '`') {
       let close = -1;
       // §6.1
@@ -280,10 +304,19 @@ function appendItems(items, parent) {
   }
 }
 
-// What a screen reader says: text, <br> as a space.
+// What a screen reader says: text, <br> as a space, math as its TeX (A115).
 function plainTextOf(node) {
-  const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
   let text = '';
+  const walker = document.createTreeWalker(
+    node,
+    NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT,
+    (next) => {
+      const tex = /** @type {HTMLElement} */ (next).dataset?.tex;
+      if (tex == null) return NodeFilter.FILTER_ACCEPT;
+      text += tex;
+      return NodeFilter.FILTER_REJECT;
+    },
+  );
   for (let next = walker.nextNode(); next; next = walker.nextNode()) {
     if (next.nodeType === Node.TEXT_NODE) text += next.textContent;
     else if (next.nodeName === 'BR') text += ' ';
@@ -443,6 +476,13 @@ export function createMarkdownView(root, options = {}) {
     growing = null;
   }
 
+  // options.math (chat.js): draws math spans, now or once math.js has come (lazy).
+  function inline(source, parent) {
+    renderInline(source, parent, protocols);
+    const formulas = options.math && parent.querySelectorAll('[data-tex]');
+    if (formulas?.length) options.math(formulas);
+  }
+
   // Lists and items made on first use; those of the unterminated line are provisional.
   function containerFor(path) {
     let parent = root;
@@ -472,7 +512,7 @@ export function createMarkdownView(root, options = {}) {
     block.alignments.forEach((alignment, column) => {
       const cell = element(cellTag, cellTag === 'th' ? { ...blockDir, scope: 'col' } : blockDir);
       if (alignment) cell.setAttribute('align', alignment);
-      renderInline(cells[column] || '', cell, protocols);
+      inline(cells[column] || '', cell);
       row.appendChild(cell);
     });
     return row;
@@ -557,7 +597,7 @@ export function createMarkdownView(root, options = {}) {
           : kind === 'list-item' || kind === 'heading'
             ? fragment()
             : element('p', blockDir);
-      renderInline(words, node, protocols);
+      inline(words, node);
     }
     plain ??= plainTextOf(node);
     if (!closed)

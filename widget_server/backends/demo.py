@@ -366,6 +366,22 @@ def _progress(backend: DemoBackend, cancel: CancelToken) -> Iterator[AnswerPiece
     yield from backend.paced(split_words(PROGRESS_ANSWER), cancel)
 
 
+# `/scenario math`: each of the four delimiters, dollar amounts that stay text and TeX that does
+# not parse, which stays its source (docs/accessibility.md A114). Word by word, so a formula
+# arrives across several deltas and is drawn once it closes (tests/e2e/test_math.py).
+MATH_ANSWER = (
+    "A note $n$ semitones above A4 sounds at \\(f = 440 \\cdot 2^{n/12}\\) hertz.\n\n"
+    "$$f_{12} = 2 \\cdot 440 = 880$$\n\n"
+    "\\[\\frac{3}{2} \\approx 2^{7/12}\\]\n\n"
+    "A tuner costs $5 and a metronome $10.\n\n"
+    "This formula does not parse: $\\frac{1}{$.\n"
+)
+
+
+def _math(backend: DemoBackend, cancel: CancelToken) -> Iterator[AnswerPiece]:
+    yield from backend.paced(split_words(MATH_ANSWER), cancel)
+
+
 SCENARIOS: dict[str, Scenario] = {}
 
 
@@ -410,6 +426,12 @@ _register(
     ),
     Scenario(
         "progress", "two progress lines, about 2 s apart, before the answer's first word (shown, said once)", _progress
+    ),
+    Scenario(
+        "math",
+        "formulas in `$…$`, `$$…$$`, `\\(…\\)` and `\\[…\\]` drawn as MathML, dollar amounts left as text, "
+        "and TeX that does not parse, shown as its source",
+        _math,
     ),
 )
 
