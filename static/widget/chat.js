@@ -121,6 +121,8 @@ export class ChatPanel {
     this.drawMath = null;
     /** @type {Promise<unknown> | null} math.js, importing */
     this.mathModule = null;
+    /** @type {HTMLElement[]} formulas shown as their source until math.js comes */
+    this.mathWaiting = [];
     /** @type {AttachmentsHook | null} */
     this.attachments = null;
     /** @type {HandoffHook | null} */
@@ -463,19 +465,20 @@ export class ChatPanel {
 
   // Math (markdown.js `math`): math.js and the vendored Temml, imported with an answer's first
   // formula (never on first open, tests/test_budgets.py), draw it as MathML; until then, and
-  // offline, its source stays as text (docs/accessibility.md A114).
+  // offline, its source stays as text, drawn once it comes (docs/accessibility.md A114).
   /** @param {NodeListOf<HTMLElement>} formulas */
   math(formulas) {
     if (this.drawMath) return this.drawMath(formulas);
+    this.mathWaiting.push(...formulas);
     this.mathModule ||= import('./math.js').then(
       (module) => {
         this.drawMath = module.drawMath;
+        module.drawMath(this.mathWaiting.splice(0).filter((formula) => formula.isConnected));
       },
       () => {
         this.mathModule = null; // offline: the next formula tries again
       },
     );
-    this.mathModule.then(() => this.drawMath?.(formulas));
   }
 
   // Code blocks (markdown.js `code`): code-blocks.js, imported with the first fenced block
