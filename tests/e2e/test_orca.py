@@ -319,6 +319,21 @@ def test_a_progress_line_and_the_source_count_are_each_heard_once(orca, listen):
     assert not [line for line in said if any(source.title in line for source in DEMO_SOURCES)], said
 
 
+def test_a_formula_is_heard_as_its_tex_once(orca, listen):
+    # docs/accessibility.md A115: the announcer says each formula as its TeX, in its sentence,
+    # once; the dollar amounts as written. Orca may voice the TeX's symbols in its own words
+    # (its punctuation level), so the words around them are what is matched.
+    widget, mark = listen()
+    widget.send("/scenario math")
+    assert widget.wait_until_complete() == "completed"
+    orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
+    said = orca.wait_for_silence(1.0, since=mark)
+    print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
+    for words in ("semitones above A4", "880", "approx", "tuner costs", "does not parse"):
+        assert sum(line.count(words) for line in said) == 1, (words, said)
+    assert not [line for line in said if "$$" in line], said
+
+
 # -- the checks themselves (no browser) ------------------------------------------------
 
 
