@@ -307,6 +307,23 @@ def test_the_expected_script_for_sources_is_what_the_browser_announced(qa_page):
     assert live_polite(page)[-len(said) :] == said
 
 
+def test_the_expected_script_for_math_is_what_the_browser_announced(qa_page):
+    # Each formula said as its TeX, once, in its sentence (docs/accessibility.md A115): the
+    # expected script comes from the same renderer, so the two agree word for word.
+    page = qa_page("en")
+    script = ExpectedScripts(page).scenario_script("math", "en")
+    assert "A note n semitones above A4 sounds at f = 440 \\cdot 2^{n/12} hertz." in script["sentences"]
+    assert "A tuner costs $5 and a metronome $10." in script["sentences"]
+    tab_to(page, "qa-scenario")
+    page.locator("#qa-scenario").select_option("math")
+    tab_to(page, "qa-play")
+    page.keyboard.press("Space")
+    wait_for_log_text(page, script["completion"])
+    said = polite(since_last_play(rows(page)))
+    assert said[0] == script["generating"] and said[-1] == script["completion"], said
+    assert sentences_heard(said[1:-1], script["sentences"]) == script["sentences"]
+
+
 # -- settings re-mount the widget -----------------------------------------------------------
 
 
