@@ -300,7 +300,7 @@ def test_math_js_has_no_html_sink():
 
 # What the first answer with math fetches, as served (static/min/, each file gzipped on its own):
 # math.js, its stylesheet and Temml (docs/performance.md, "Math").
-MATH_BUDGET_BYTES = 64 * 1024
+MATH_BUDGET_BYTES = 64 * 1024  # 65,536 B
 
 
 def test_gzipped_size_budget():
