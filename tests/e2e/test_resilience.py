@@ -155,6 +155,12 @@ XSS_CORPUS = [
     "<style>*{display:none}</style>",
     "<!-- <script>alert(1)</script> -->",
     "[a](<javascript:alert(1)>)",
+    # Math, drawn as MathML by math.js (docs/security.md, "Math in answers").
+    "$\\href{javascript:alert(1)}{x}$",
+    "$<img src=x onerror=alert(1)>$",
+    "$$\\text{<script>alert(1)</script>}$$",
+    "\\(\\htmlStyle{color:red}{<svg onload=alert(1)>}\\)",
+    "\\[\\includegraphics{javascript:alert(1)}\\]",
 ]
 
 
