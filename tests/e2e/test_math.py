@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 from widget_server.backends.demo import MATH_ANSWER
 
 from ..helpers import LiveServer
-from .test_answer_tools import ask
+from .test_answer_tools import ask, reopen
 
 pytestmark = pytest.mark.e2e
 
@@ -347,3 +347,20 @@ def test_the_math_scenario_draws_each_formula_and_leaves_the_rest(embed):
         "\\frac{1}{",
     ]
     assert "$5" in MATH_ANSWER
+
+
+def test_a_restored_answer_draws_its_formulas(embed, page: Page):
+    """A reloaded conversation draws its answers at once, before math.js arrives: their
+    formulas show their source, then are drawn when it comes (chat.js `math()`)."""
+    widget = embed()
+    widget.open()
+    formulas = " ".join(f"$x_{{{n}}}$" for n in range(60))
+    ask(widget, f"/echo Restored: {formulas} and \\[\\frac{{a}}{{b}}\\].\n")
+    expect(widget.last_answer().locator("[data-tex] > math")).to_have_count(61)
+    widget = reopen(page)
+    answer = widget.last_answer()
+    expect(answer.locator("[data-tex] > math")).to_have_count(61)
+    assert answer.locator("[data-tex]").evaluate_all("(nodes) => nodes.map((node) => node.dataset.tex)")[:2] == [
+        "x_{0}",
+        "x_{1}",
+    ]
