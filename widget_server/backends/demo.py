@@ -218,6 +218,17 @@ def _bulk_table(rng: random.Random) -> str:
 
 
 @lru_cache(maxsize=1)
+def _bulk_math(section: int) -> str:
+    """Math in the bulk answer (docs/performance.md, "Math"): inline and display formulas, each
+    its own (the section's number in it), and a dollar amount that stays text. Without the
+    seed's generator, so the rest of the answer is what it was."""
+    return (
+        f"After ${section}$ weeks the tempo is \\(t_{{{section}}} = t_0 \\cdot 1.05^{{{section}}}\\), "
+        f"and a lesson still costs $5 a week.\n\n"
+        f"$$\\sum_{{k=1}}^{{{section}}} \\frac{{t_k}}{{t_0}} = \\frac{{1.05^{{{section + 1}}} - 1.05}}{{0.05}}$$\n\n"
+    )
+
+
 def bulk_answer() -> str:
     """The `bulk` answer: deterministic (a fixed seed), built on first use, cached."""
     rng = random.Random(BULK_SEED)
@@ -230,6 +241,8 @@ def bulk_answer() -> str:
         if section % 40 == 10 and codes < 5:
             codes += 1
             block.append(_bulk_code(rng, codes))
+        if section % 6 == 3:
+            block.append(_bulk_math(section))
         if not table and length > BULK_TARGET_CHARS // 2:
             table = True
             block.append(_bulk_table(rng))
@@ -408,7 +421,7 @@ _register(
     ),
     Scenario(
         "bulk",
-        "a ~200 KB answer (paragraphs, lists, code, a table) in ~5,000 deltas of ~40 characters "
+        "a ~200 KB answer (paragraphs, lists, code, math, a table) in ~5,000 deltas of ~40 characters "
         "(at the default pace it outlasts the default time limit: lower `DEMO_DELAY_SECONDS`)",
         lambda b, c: b.paced(group_chunks(split_words(bulk_answer()), BULK_CHUNK_CHARS), c),
     ),
