@@ -221,7 +221,7 @@ def _bulk_table(rng: random.Random) -> str:
 def _bulk_math(section: int) -> str:
     """Math in the bulk answer (docs/performance.md, "Math"): inline and display formulas, each
     its own (the section's number in it), and a dollar amount that stays text. Without the
-    seed's generator, so the rest of the answer is what it was."""
+    seed's generator, so the other sections are what they were (the answer ends sooner)."""
     return (
         f"After ${section}$ weeks the tempo is \\(t_{{{section}}} = t_0 \\cdot 1.05^{{{section}}}\\), "
         f"and a lesson still costs $5 a week.\n\n"
