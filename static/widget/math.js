@@ -92,7 +92,13 @@ function draw(formula) {
     kept.set(key, mathElement(tex, display));
   }
   const math = kept.get(key);
-  if (math) return formula.replaceChildren(math.cloneNode(true));
+  if (math) {
+    // A display formula wider than the answer scrolls in its box: scroll-follow.js makes a
+    // box with data-label a tab stop and a region named by it exactly while it scrolls, as it
+    // does a wide table's (docs/accessibility.md A40, A114).
+    if (display) formula.dataset.label = tex;
+    return formula.replaceChildren(math.cloneNode(true));
+  }
   const source = document.createElement('code');
   source.textContent = formula.textContent;
   formula.replaceChildren(source);

@@ -53,6 +53,25 @@ def test_A114_formulas_are_native_mathml_and_dollar_amounts_stay_text(embed, pag
     widget.assert_accessible()  # math shown
 
 
+def test_A114_a_wide_display_formula_scrolls_in_a_tab_stop_named_by_its_tex(embed):
+    widget = embed()  # the floating panel: 400 px wide
+    widget.open()
+    tex = " + ".join(f"a_{{{n}}} b_{{{n}}}" for n in range(1, 31))
+    ask(widget, f"/echo A narrow one, \\[x^2\\], and a wide one:\n\n$${tex}$$\n")
+    answer = widget.last_answer()
+    expect(answer.locator("[data-tex] > math")).to_have_count(2)
+    narrow, wide = answer.locator("[data-math=block]").nth(0), answer.locator("[data-math=block]").nth(1)
+    assert wide.evaluate("(n) => n.scrollWidth > n.clientWidth")
+    region = answer.get_by_role("region", name=tex)
+    expect(region).to_have_attribute("tabindex", "0")
+    # Nothing that scrolls nothing is a stop (scroll-follow.js).
+    expect(narrow).not_to_have_attribute("tabindex", "0")
+    region.focus()
+    region.press("ArrowRight")
+    widget.panel_frame().wait_for_function("(box) => box.scrollLeft > 0", arg=wide.element_handle())
+    widget.assert_accessible()
+
+
 def test_A114_a_formula_shows_its_source_until_math_js_comes(embed, page: Page, browser_name):
     held: list[Route] = []
 
