@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..helpers import LiveServer
+from .module_page import modules_page
 from .test_answer_tools import ask, reopen
 
 pytestmark = pytest.mark.e2e
@@ -80,20 +80,9 @@ async (base) => {
 
 
 @pytest.fixture(scope="module")
-def code_server():
-    server = LiveServer({"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING"}).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def code_page(browser: Browser, code_server: LiveServer):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(code_server.url + "/chat")
-    assert page.evaluate(SETUP_JS, code_server.url + "/static/widget/")
-    yield page
-    context.close()
+def code_page(browser: Browser):
+    with modules_page(browser, SETUP_JS) as page:
+        yield page
 
 
 def tokens(page: Page, language: str, source: str) -> list[list[list[str]]]:

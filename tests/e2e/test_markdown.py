@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from ..helpers import LiveServer, load_seed_answers
+from ..helpers import load_seed_answers
+from .module_page import modules_page
 
 pytestmark = pytest.mark.e2e
 
@@ -85,20 +86,9 @@ async (url) => {
 
 
 @pytest.fixture(scope="module")
-def md_server():
-    server = LiveServer({"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING"}).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def md_page(browser: Browser, md_server: LiveServer):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(md_server.url + "/healthz")
-    assert page.evaluate(SETUP_JS, md_server.url + MODULE_PATH)
-    yield page
-    context.close()
+def md_page(browser: Browser):
+    with modules_page(browser, SETUP_JS, page_path="/healthz", modules_path=MODULE_PATH) as page:
+        yield page
 
 
 def render(page: Page, text: str, mode: str = "whole", cuts=(), **kw) -> dict:

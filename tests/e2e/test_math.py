@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from widget_server.backends.demo import MATH_ANSWER
 
-from ..helpers import LiveServer
+from .module_page import modules_page
 from .test_answer_tools import ask, reopen
 
 pytestmark = pytest.mark.e2e
@@ -141,20 +141,9 @@ async (base) => {
 
 
 @pytest.fixture(scope="module")
-def math_server():
-    server = LiveServer({"DEMO_DELAY_SECONDS": 0.0, "LOG_LEVEL": "WARNING"}).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def math_page(browser: Browser, math_server: LiveServer):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(math_server.url + "/chat")
-    assert page.evaluate(SETUP_JS, math_server.url + "/static/widget/")
-    yield page
-    context.close()
+def math_page(browser: Browser):
+    with modules_page(browser, SETUP_JS) as page:
+        yield page
 
 
 def render(page: Page, text: str, cuts: list[int] | None = None) -> dict:
