@@ -29,6 +29,7 @@ from .chat import api as chat_api
 from .feedback import api as feedback_api
 from .flask_app import WidgetFlask
 from .handoff import api as handoff_api
+from .identity import api as identity_api
 from .resources import resource_dir, static_folder
 from .revisions import api as revisions_api
 from .services import SERVICES_KEY, build_services
@@ -145,4 +146,5 @@ def create_app(
     app.register_blueprint(agents_api.bp)  # /agent: the agents' console, sign-in and API
     app.register_blueprint(handoff_api.bp)  # hand-off: request, messages, the conversation stream
     attachments_api.init_app(app)  # attachments: upload, download, delete (widget_server/attachments/)
+    identity_api.init_app(app)  # a known visitor's own conversations (widget_server/identity/)
     return app

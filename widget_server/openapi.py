@@ -54,6 +54,8 @@ _RECORDS: dict[str, type] = {
     "HandoffState": records.HandoffStateRecord,
     "HandoffMessageCreated": records.HandoffMessageCreated,
     "LeftMessageCreated": records.LeftMessageCreated,
+    "SubjectConversation": records.SubjectConversation,
+    "SubjectConversationList": records.SubjectConversationList,
 }
 _COMPONENT_NAME = {record: name for name, record in _RECORDS.items()}
 _COMPONENT_OF = {record: f"#/components/schemas/{name}" for name, record in _RECORDS.items()}
@@ -72,6 +74,7 @@ _BODY_SCHEMAS: dict[str, Any] = {
         bodies.HandoffRequest,
         bodies.HandoffMessage,
         bodies.LeftMessage,
+        bodies.NewConversationBody,
     )
 }
 
@@ -184,8 +187,11 @@ _DOWNLOAD_HEADERS = {
 # -- the paths, from the route table (wire/routes.py) -----------------------------------------
 
 # The conversation's Bearer token (no scopes); a stream's may come as `?token=` instead.
-_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
-_STREAM_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"queryToken": []}]
+# A known visitor's identity token does for the conversations its subject owns, and is what
+# /api/v1/me needs (docs/protocol.md, "Known visitors"); never in the query.
+_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"identity": []}]
+_STREAM_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"identity": []}, {"queryToken": []}]
+_IDENTITY_SECURITY: list[dict[str, list[str]]] = [{"identity": []}]
 
 # Parameters beyond the path's ids, by the name a route gives them.
 _PARAMETERS: dict[str, dict[str, Any]] = {
@@ -298,6 +304,8 @@ def _operation(route: routes.Route) -> dict[str, Any]:
     if route.description:
         operation["description"] = route.description
     ids = re.findall(r"\{(\w+)\}", route.path)
+    if route.path.startswith(routes.ME):
+        operation["security"] = _IDENTITY_SECURITY
     if ids:
         operation["security"] = _STREAM_SECURITY if route.query_token else _SECURITY
         operation["parameters"] = [
@@ -363,6 +371,13 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
         "components": {
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "The conversation's token."},
+                "identity": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "A known visitor's identity token, signed by the site (docs/protocol.md, "
+                    '"Known visitors"): for /api/v1/me, and for the conversations its subject owns.',
+                },
                 "queryToken": {
                     "type": "apiKey",
                     "in": "query",

@@ -24,6 +24,7 @@ from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
 from .handoff import create_handoff_store
 from .handoff.service import HandoffService
+from .identity.tokens import IdentityVerifier
 from .metrics import Metrics
 from .settings import ConfigError, Settings
 from .stores import create_store
@@ -47,6 +48,8 @@ class Services:
     sessions: SessionStore
     sign_in_delays: SignInDelays
     mailer: Mailer
+    # Verifies visitors' identity tokens (widget_server/identity/; unconfigured: refuses them).
+    identity: IdentityVerifier
     # Set on SIGTERM (serving.py, ChatService.begin_shutdown): the answers' and the
     # conversations' streams end resumably at their next wake-up.
     stopping: threading.Event
@@ -66,6 +69,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
     """The server's objects. `console_url`: the agent console's absolute URL, for the links in
     mail (PUBLIC_URL, the mount path, `/agent`)."""
     metrics = Metrics(enabled=settings.server.metrics)
+    identity = IdentityVerifier(settings.identity)  # first: a bad key file stops the start here
     store = create_store(settings)
     backend = create_backend(settings.server.backend, settings)
     attachments = create_attachment_store(settings, store)
@@ -107,5 +111,6 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         sessions=create_sessions(store, settings.agents.session_seconds),
         sign_in_delays=create_sign_in_delays(store, metrics),
         mailer=mailer,
+        identity=identity,
         stopping=stopping,
     )

@@ -24,13 +24,23 @@ from .chat.service import ChatService
 from .errorhandlers import handle_api_error
 from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
 from .handoff.service import HandoffService
+from .identity.identity import Identity
+from .identity.tokens import looks_like_jwt
 from .protocol import is_id
 from .services import SERVICES_KEY, Services
 from .settings import Settings
 from .stores.base import Conversation
 from .waiting import call_later
 from .wire.bodies import ATTACHMENTS_PER_MESSAGE, FEEDBACK_COMMENT_MAX_CHARS, MAX_TEXT_CHARS
-from .wire.errors import BODY_TIMEOUT, BODY_TOO_LARGE, INVALID_BODY, INVALID_JSON, NOT_FOUND, UNSUPPORTED_MEDIA_TYPE
+from .wire.errors import (
+    BODY_TIMEOUT,
+    BODY_TOO_LARGE,
+    IDENTITY_INVALID,
+    INVALID_BODY,
+    INVALID_JSON,
+    NOT_FOUND,
+    UNSUPPORTED_MEDIA_TYPE,
+)
 from .wire.schema import Limit, WireType, parse_body
 
 BodyT = TypeVar("BodyT", bound=WireType)
@@ -74,22 +84,48 @@ def bearer_token() -> str | None:
 
 
 def authorize(conversation_id: str, *, allow_query_token: bool = False) -> Conversation:
-    """The conversation, if the request carries its token; else 404 `not_found`.
+    """The conversation, if the request carries its token, or the identity token of the
+    subject that owns it (`Authorization: Bearer <JWT>`: docs/protocol.md, "Known visitors");
+    else 404 `not_found`, the same for an unknown id, a wrong token and another subject's or
+    an anonymous conversation. An identity token that does not verify is a 401
+    (`identity_invalid`, `identity_expired`), which names no conversation.
 
     `allow_query_token`: also accept `?token=`, for the GET stream only, because
-    EventSource cannot set headers (docs/protocol.md, "Conventions").
+    EventSource cannot set headers (docs/protocol.md, "Conventions"); only a conversation's
+    token there, never an identity token (a URL ends up in logs).
     """
     token = bearer_token()
+    # (Without an identity key a JWT is only a wrong token: the 404 it always got.)
     if token is None and allow_query_token:
-        token = request.args.get("token") or None
+        query_token = request.args.get("token") or None
+        # A JWT in the query is refused as a wrong token would be: its bearer's every
+        # conversation must not ride in access logs.
+        token = query_token if query_token is None or not looks_like_jwt(query_token) else ""
     # Checked once per request: the rate limits ask first (ratelimits.py), the view again.
     asked = (conversation_id, token)
     known: tuple[tuple[str, str | None], Conversation] | None = g.get("widget_server_authorized")
     if known is not None and known[0] == asked:
         return known[1]
-    conversation = chat_service().authorize(conversation_id, token)
+    if token is not None and looks_like_jwt(token) and bearer_token() == token and services().identity.configured:
+        conversation = chat_service().authorize_subject(conversation_id, bearer_identity().subject)
+    else:
+        conversation = chat_service().authorize(conversation_id, token)
     g.widget_server_authorized = (asked, conversation)
     return conversation
+
+
+def bearer_identity() -> Identity:
+    """The verified identity of `Authorization: Bearer <identity token>` (once per request);
+    401 `identity_invalid` without one, or `identity_expired`."""
+    known: Identity | None = g.get("widget_server_identity")
+    if known is not None:
+        return known
+    token = bearer_token()
+    if token is None:
+        raise IDENTITY_INVALID("Send the visitor's identity token as Authorization: Bearer <token>.")
+    identity = services().identity.verify(token)
+    g.widget_server_identity = identity
+    return identity
 
 
 def disconnect_probe(environ: dict[str, Any]) -> Callable[[], bool] | None:

@@ -12,19 +12,28 @@ from flask import Blueprint, Flask, Response, jsonify, request
 
 from ..attachments.sending import sent_attachments
 from ..faults import NO_FAULTS, FaultPlan, InvalidFaults, parse_faults
+from ..identity.identity import Identity
 from ..protocol import parse_event_id
 from ..ratelimits import current_limits
 from ..transport import (
+    BODY_KEY,
     CONVERSATION_COOKIE,
     authorize,
     chat_service,
     disconnect_probe,
     handoff_service,
     parse_json,
+    services,
     settings,
 )
-from ..wire.bodies import ClientReport, NewMessage
-from ..wire.errors import FAULTS_DISABLED, INVALID_FAULTS, INVALID_LAST_EVENT_ID, REPORT_EXCEEDS_MESSAGE
+from ..wire.bodies import ClientReport, NewConversationBody, NewMessage
+from ..wire.errors import (
+    FAULTS_DISABLED,
+    IDENTITY_REQUIRED,
+    INVALID_FAULTS,
+    INVALID_LAST_EVENT_ID,
+    REPORT_EXCEEDS_MESSAGE,
+)
 from .service import ChatService, EventStream
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -69,9 +78,25 @@ def _faults() -> FaultPlan:
         raise INVALID_FAULTS(str(error)) from None
 
 
+def _new_conversation_identity() -> Identity | None:
+    """The identity a new conversation is started with: its body's `identity_token`, verified
+    (docs/protocol.md, "Known visitors"). No body at all (what the panel sends) or no token:
+    anonymous, unless IDENTITY_REQUIRED (401 `identity_required`)."""
+    raw = request.environ.get(BODY_KEY)
+    body = parse_json(NewConversationBody) if raw else NewConversationBody()
+    if body.identity_token:
+        return services().identity.verify(body.identity_token)
+    if settings().identity.required:
+        raise IDENTITY_REQUIRED(
+            "This chat is for signed-in visitors: start the conversation with the identity token "
+            'the site gives you ({"identity_token": "…"}).'
+        )
+    return None
+
+
 @bp.post("/conversations")
 def create_conversation() -> Response:
-    conversation_id, token = chat_service().create_conversation()
+    conversation_id, token = chat_service().create_conversation(_new_conversation_identity())
     response = jsonify({"conversation_id": conversation_id, "token": token})
     response.status_code = 201
     # Lets the panel find its conversation again after a reload where a
@@ -120,6 +145,8 @@ def stream_new_answer(
         # The answer's links are absolute, on the scheme and host the question was sent to
         # (docs/backends.md, "Source links and /kb/<path>"), like the panel's own API base.
         message_id, created = start(chat, request.url_root.rstrip("/"))
+        if created:
+            chat.note_activity(authorize(conversation_id))  # (authorised already: no store read)
         # A retry of the same request may say where it got to.
         after_seq = _resume_position(message_id, from_query=False)
         if after_seq or not created:

@@ -58,6 +58,7 @@ from .generation import GenerationRun
 
 if TYPE_CHECKING:
     from ..attachments.store import AttachmentStore
+    from ..identity.identity import Identity
 
 log = logging.getLogger(__name__)
 
@@ -171,10 +172,13 @@ class ChatService:
 
     # -- conversations -----------------------------------------------------
 
-    def create_conversation(self) -> tuple[str, str]:
+    def create_conversation(self, identity: Identity | None = None) -> tuple[str, str]:
+        """A new conversation and its token; with a verified `identity`, it belongs to that
+        subject too (docs/protocol.md, "Known visitors")."""
         conversation_id = new_id(CONVERSATION_PREFIX)
         token = secrets.token_urlsafe(32)
-        self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time()))
+        owner = (identity.subject, identity.name, identity.email) if identity is not None else ("", "", "")
+        self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time(), *owner))
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:
@@ -184,6 +188,29 @@ class ChatService:
         if conversation is None or not hmac.compare_digest(conversation.token_hash, _hash_token(token or "")):
             raise NOT_FOUND(CONVERSATION_NOT_FOUND)
         return conversation
+
+    def authorize_subject(self, conversation_id: str, subject: str) -> Conversation:
+        """The conversation if `subject` (a verified identity's) owns it; else the very 404 a
+        wrong token gets: another subject's conversation and an anonymous one look unknown
+        (docs/security.md, "Known visitors")."""
+        conversation = self.store.get_conversation(conversation_id) if subject and is_id(conversation_id) else None
+        if conversation is None or not conversation.subject:
+            raise NOT_FOUND(CONVERSATION_NOT_FOUND)
+        if not hmac.compare_digest(conversation.subject.encode("utf-8"), subject.encode("utf-8")):
+            raise NOT_FOUND(CONVERSATION_NOT_FOUND)
+        return conversation
+
+    def note_activity(self, conversation: Conversation) -> None:
+        """A new question in `conversation`: first in its subject's list. Best effort: the
+        answer has started, and a list a moment stale is no reason to fail its request."""
+        if not conversation.subject:
+            return
+        try:
+            self.store.touch_subject_conversation(conversation, time.time())
+        except StoreUnavailable:
+            log.warning(
+                "conversation %s: its owner's list was not updated (store unavailable)", conversation.conversation_id
+            )
 
     def _message_in(self, conversation_id: str, message_id: str) -> MessageInfo:
         info = self.store.message(message_id)

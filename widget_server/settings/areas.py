@@ -558,6 +558,57 @@ class AttachmentSettings:
 
 
 @dataclass(frozen=True)
+class IdentitySettings:
+    """Signed visitor identity (docs/protocol.md, "Known visitors"): the site signs a token
+    (a JWT) naming its signed-in visitor; conversations started with it belong to that visitor
+    on any device. One key source at most; none: identity tokens are refused."""
+
+    secret: str = setting(
+        "IDENTITY_SECRET",
+        parse_str,
+        "",
+        "Shared secret the site signs identity tokens with (HS256), at least 32 bytes; never logged or printed.",
+    )
+    public_key_file: str = setting(
+        "IDENTITY_PUBLIC_KEY_FILE",
+        parse_str,
+        "",
+        "A PEM file with the public key identity tokens are signed for: an RSA key (RS256) or a P-256 key (ES256).",
+    )
+    jwks_url: str = setting(
+        "IDENTITY_JWKS_URL",
+        parse_str,
+        "",
+        "A JWKS URL (https; http only on loopback) the RS256 or ES256 keys are fetched from, by the token's `kid`, with a 5 s timeout, kept 5 minutes.",
+    )
+    issuer: str = setting(
+        "IDENTITY_ISSUER", parse_str, "", "When set, a token's `iss` must be exactly this (RFC 7519 §4.1.1)."
+    )
+    audience: str = setting(
+        "IDENTITY_AUDIENCE", parse_str, "", "When set, a token's `aud` must name this (RFC 7519 §4.1.3)."
+    )
+    max_age_seconds: float = setting(
+        "IDENTITY_MAX_AGE",
+        parse_float,
+        3600.0,
+        "Seconds a token may live: its `exp` at most this long after its `iat` (or after now, without `iat`); longer-lived tokens are refused.",
+        1,
+        86400 * 30,
+    )
+    required: bool = setting(
+        "IDENTITY_REQUIRED",
+        parse_bool,
+        False,
+        "Refuse anonymous conversations: `POST /api/v1/conversations` needs an identity token (401 `identity_required`).",
+    )
+
+    @property
+    def configured(self) -> bool:
+        """Whether a key source is set, so identity tokens can be verified at all."""
+        return bool(self.secret or self.public_key_file or self.jwks_url)
+
+
+@dataclass(frozen=True)
 class ThemeSettings:
     """Theming defaults (docs/theming.md): an embed's ChatWidgetConfig and data-* override each."""
 

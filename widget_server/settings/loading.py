@@ -22,6 +22,7 @@ from .areas import (
     AttachmentSettings,
     ChatSettings,
     HandoffSettings,
+    IdentitySettings,
     MailSettings,
     RateLimitSettings,
     ServerSettings,
@@ -42,6 +43,7 @@ CORE_AREAS: tuple[type, ...] = (
     MailSettings,
     AttachmentSettings,
     ThemeSettings,
+    IdentitySettings,
 )
 
 # The server's own settings by name (the CLI's options name them).
@@ -68,6 +70,7 @@ class Settings(Mapping[str, Any]):
     mail: MailSettings
     attachments: AttachmentSettings
     theme: ThemeSettings
+    identity: IdentitySettings
     plugins: Mapping[type, Any]
     by_name: Mapping[str, Any]
 
@@ -151,12 +154,49 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
         mail=build(MailSettings, values),
         attachments=build(AttachmentSettings, values),
         theme=build(ThemeSettings, values),
+        identity=build(IdentitySettings, values),
         plugins={area: build(area, values) for area in plugin_areas},
         by_name=values,
     )
 
 
+# RFC 7518 §3.2: an HS256 key must be at least as long as the hash's output, 256 bits.
+IDENTITY_SECRET_MIN_BYTES = 32
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _check_identity(values: Mapping[str, Any]) -> None:
+    """The identity settings together (docs/configuration.md, "Known visitors"). The secret's
+    value never appears in a message: only its name and its length."""
+    sources = [name for name in ("IDENTITY_SECRET", "IDENTITY_PUBLIC_KEY_FILE", "IDENTITY_JWKS_URL") if values[name]]
+    if len(sources) > 1:
+        raise ConfigError(
+            f"{sources[0]}: set one identity key source only, not {' and '.join(sources)} "
+            "(HS256 with IDENTITY_SECRET, or RS256/ES256 with IDENTITY_PUBLIC_KEY_FILE or IDENTITY_JWKS_URL)"
+        )
+    if values["IDENTITY_REQUIRED"] and not sources:
+        raise ConfigError(
+            "IDENTITY_REQUIRED: identity tokens cannot be verified without a key: "
+            "set IDENTITY_SECRET, IDENTITY_PUBLIC_KEY_FILE or IDENTITY_JWKS_URL"
+        )
+    secret = values["IDENTITY_SECRET"]
+    if secret and len(secret.encode("utf-8")) < IDENTITY_SECRET_MIN_BYTES:
+        raise ConfigError(
+            f"IDENTITY_SECRET: too short ({len(secret.encode('utf-8'))} bytes); HS256 needs at least "
+            f"{IDENTITY_SECRET_MIN_BYTES} random bytes (RFC 7518 §3.2)"
+        )
+    url = values["IDENTITY_JWKS_URL"]
+    if url:
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0].rsplit(":", 1)[0] if not rest.startswith("[") else rest.split("]", 1)[0] + "]"
+        if not rest or not (scheme == "https" or (scheme == "http" and host in _LOOPBACK_HOSTS)):
+            raise ConfigError(
+                f"IDENTITY_JWKS_URL: {url!r} is not an https URL (plain http only for a loopback address)"
+            )
+
+
 def _check_together(values: Mapping[str, Any]) -> None:
+    _check_identity(values)
     if values["ENV"] == "production" and values["FAULTS"]:
         raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
     if values["ENV"] == "production" and values["QA"]:

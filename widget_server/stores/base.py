@@ -25,6 +25,21 @@ class Conversation:
     conversation_id: str
     token_hash: str
     created_at: float
+    # Its owner when it was started with a verified identity token (widget_server/identity/):
+    # the site's `sub`, and the visitor's name and email as the token gave them. "" for an
+    # anonymous conversation, and for every conversation stored before identity existed.
+    subject: str = ""
+    name: str = ""
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class SubjectConversation:
+    """One conversation of a subject's list (Store.subject_conversations): the conversation and
+    when it was last active (its creation or its newest question, unix seconds)."""
+
+    conversation: Conversation
+    last_activity: float
 
 
 @dataclass(frozen=True)
@@ -369,6 +384,21 @@ class Store(ABC):
         claims, every message's log, text and lease, actions, client-report marks and
         feedback. True if it existed."""
         raise NotImplementedError(f"{type(self).__name__} does not support deleting conversations")
+
+    # -- a subject's conversations (widget_server/identity/; docs/protocol.md, "Known visitors").
+    # Not abstract, like actions. create_conversation adds an identified conversation to its
+    # subject's list, delete_conversation (and expiry) removes it; the list expires with the
+    # conversations (CONVERSATION_TTL_SECONDS after its last change).
+
+    def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
+        """An identified conversation was active at `at` (a new question): its subject's list
+        shows it first, and the list lives on."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
+
+    def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
+        """The subject's conversations that still exist, most recently active first, at most
+        `limit`. Reads only the subject's own list and those conversations: never a scan."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
 
     # -- revisions (widget_server/revisions/). Not abstract, like actions.
 

@@ -20,6 +20,7 @@ upgrade keeps the conversations in flight (tests/test_keyspace.py).
 
 from __future__ import annotations
 
+import hashlib
 import string
 
 PREFIX = "cw:"
@@ -65,6 +66,14 @@ class Keyspace:
 
     def action(self, action_id: str) -> str:
         return f"{self.prefix(action_id)}action:{action_id}"
+
+    def subject(self, subject: str) -> str:
+        """A subject's list of conversations (widget_server/identity/). Named by a digest of the
+        subject, so any text a site uses as `sub` makes a key of fixed length. On a cluster the
+        digest is its own hash tag: each subject's list sits in a slot of its own, apart from
+        its conversations, and is only ever touched by single-key commands."""
+        digest = hashlib.sha256(subject.encode("utf-8")).hexdigest()[:32]
+        return f"{PREFIX}{{subject:{digest}}}" if self.cluster else f"{PREFIX}subject:{digest}"
 
     def compact(self, index: int) -> str:
         """The set of ended logs waiting to be compacted: one per bucket on a cluster."""

@@ -36,6 +36,7 @@ from .base import (
     RevisionRefused,
     SentAttachment,
     Store,
+    SubjectConversation,
     UnknownMessage,
     backend_history,
     revision_refusal,
@@ -96,6 +97,9 @@ class MemoryStore(Store):
         # byte budget, or deleted), under its lock: what is kept beside it (the attachments'
         # directory, attachments/directory_store.py) goes with the conversation.
         self.forget_listeners: list[Callable[[str], None]] = []
+        # Each subject's conversations by id, with their last activity (unix seconds): entries
+        # go with their conversation (_forget), so a list is never longer than what is stored.
+        self._subjects: dict[str, dict[str, float]] = {}
 
     # -- conversations -----------------------------------------------------
 
@@ -104,6 +108,9 @@ class MemoryStore(Store):
             self._expire(time.monotonic(), making_room=True)
             record = _ConversationRecord(conversation, last_used=time.monotonic())
             self._conversations[conversation.conversation_id] = record
+            if conversation.subject:
+                listed = self._subjects.setdefault(conversation.subject, {})
+                listed[conversation.conversation_id] = conversation.created_at
             self._add_bytes(record, CONVERSATION_BYTES)
 
     def _add_bytes(self, record: _ConversationRecord, count: int) -> None:
@@ -143,6 +150,12 @@ class MemoryStore(Store):
 
     def _forget(self, conversation_id: str) -> None:
         record = self._conversations.pop(conversation_id)
+        subject = record.conversation.subject
+        listed = self._subjects.get(subject) if subject else None
+        if listed is not None:
+            listed.pop(conversation_id, None)
+            if not listed:
+                del self._subjects[subject]
         for listener in self.forget_listeners:
             listener(conversation_id)
         self.stored_bytes -= record.stored_bytes
@@ -448,6 +461,25 @@ class MemoryStore(Store):
                 for proposal in message.log.actions if message is not None else ():
                     self._actions.pop(proposal["action_id"], None)
             return True
+
+    # -- a subject's conversations (widget_server/identity/) ----------------
+
+    def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
+        with self._lock:
+            listed = self._subjects.get(conversation.subject)
+            if listed is not None and conversation.conversation_id in listed:
+                listed[conversation.conversation_id] = max(listed[conversation.conversation_id], at)
+
+    def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
+        with self._lock:
+            self._expire(time.monotonic())
+            listed = self._subjects.get(subject, {})
+            newest = sorted(listed.items(), key=lambda item: (item[1], item[0]), reverse=True)[:limit]
+            return [
+                SubjectConversation(self._conversations[cid].conversation, at)
+                for cid, at in newest
+                if cid in self._conversations
+            ]
 
     # -- revisions (widget_server/revisions/) --------------------------------
 

@@ -28,7 +28,9 @@ from .errors import (
     DESCRIPTION_TOO_LONG,
     DUPLICATE_ATTACHMENT,
     EMPTY_TEXT,
+    IDENTITY_INVALID,
     INVALID_ATTACHMENTS,
+    INVALID_BODY,
     INVALID_COMMENT,
     INVALID_EMAIL,
     INVALID_IDEMPOTENCY_KEY,
@@ -321,4 +323,29 @@ class EndHandoff:
             enum=AGENT_END_REASONS,
         ),
         default="ended",
+    )
+
+
+# -- a new conversation (docs/protocol.md, "Known visitors") --------------------------------
+
+# As transport's TOKEN_MAX_CHARS in identity/tokens.py: a JWT of a few claims is far shorter.
+IDENTITY_TOKEN_MAX_CHARS = 8192
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewConversationBody:
+    """`POST /api/v1/conversations`' optional body: the visitor's identity token, signed by the
+    site (identity/tokens.py verifies it). Without a body, or without the field, the
+    conversation is anonymous, as it always was."""
+
+    identity_token: str = wired(
+        Rule(
+            wrong=Refusal(INVALID_BODY, "identity_token must be a string: the identity token (a JWT) the site signed."),
+            max_length=IDENTITY_TOKEN_MAX_CHARS,
+            too_long=Refusal(
+                IDENTITY_INVALID, "identity_token is {length} characters; an identity token is at most {limit}."
+            ),
+            description='The visitor\'s identity token: a JWT the site signed (docs/protocol.md, "Known visitors").',
+        ),
+        default="",
     )

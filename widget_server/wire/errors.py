@@ -106,6 +106,12 @@ DESCRIPTION_TOO_LONG = _error("description_too_long", 413)
 ATTACHMENT_NOT_FOUND = _error("attachment_not_found", 404)
 ATTACHMENT_IN_MESSAGE = _error("attachment_in_message", 409)
 ATTACHMENT_STORE_FULL = _error("attachment_store_full", 503)
+# -- signed visitor identity (widget_server/identity/; docs/protocol.md, "Known visitors") --
+IDENTITY_INVALID = _error("identity_invalid", 401)
+IDENTITY_EXPIRED = _error("identity_expired", 401)
+IDENTITY_REQUIRED = _error("identity_required", 401)
+# The site's keys (IDENTITY_JWKS_URL) could not be fetched: the same token may pass later.
+IDENTITY_KEYS_UNAVAILABLE = _error("identity_keys_unavailable", 503)
 # -- the agent console alone ---------------------------------------------------------------
 NOT_SIGNED_IN = _error("not_signed_in", 401, visitor=False)
 CSRF_FAILED = _error("csrf_failed", 403, visitor=False)

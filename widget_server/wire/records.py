@@ -207,6 +207,29 @@ class ActionList:
     actions: tuple[ActionRecord, ...] = wired(Rule())
 
 
+@dataclass(frozen=True, kw_only=True)
+class SubjectConversation:
+    """One conversation of a known visitor's list (`GET /api/v1/me/conversations`,
+    identity/service.py)."""
+
+    RECORD: ClassVar[bool] = True
+
+    conversation_id: str = wired(_ID)
+    title: str = wired(Rule(max_length=80, description='Its first question, on one line, shortened; "" when none.'))
+    created_at: str = wired(Rule(format="date-time"))
+    last_activity: str = wired(Rule(format="date-time", description="Its creation or its newest question."))
+    state: str = wired(
+        Rule(enum=(*_STATES, "empty"), description="Its last answer's state, or `empty` before its first question.")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubjectConversationList:
+    RECORD: ClassVar[bool] = True
+
+    conversations: tuple[SubjectConversation, ...] = wired(Rule(description="Most recently active first; at most 50."))
+
+
 # A closed hand-off's next opening: HandoffStateRecord's and `handoff.unavailable`'s (wire/events.py).
 OPENS_AT = Rule(
     format="date-time",

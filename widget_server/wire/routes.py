@@ -30,6 +30,10 @@ from .errors import (
     HANDOFF_NOT_ACTIVE,
     HANDOFF_STORE_FULL,
     IDEMPOTENCY_KEY_MISMATCH,
+    IDENTITY_EXPIRED,
+    IDENTITY_INVALID,
+    IDENTITY_KEYS_UNAVAILABLE,
+    IDENTITY_REQUIRED,
     INVALID_AFTER,
     INVALID_ARGUMENTS,
     INVALID_BODY,
@@ -96,6 +100,7 @@ class Route:
         found = [ORIGIN_NOT_ALLOWED, RATE_LIMITED, STORE_UNAVAILABLE]
         if "{conversation_id}" in self.path:
             found.append(NOT_FOUND)  # an unknown id and a wrong token look the same
+            found += _IDENTITY_REFUSALS  # an identity token that does not verify (transport.authorize)
         if isinstance(self.body, type):
             found += [UNSUPPORTED_MEDIA_TYPE, BODY_TOO_LARGE, INVALID_JSON, INVALID_BODY, UNKNOWN_FIELD]
             found += refusals_of(self.body)
@@ -103,6 +108,10 @@ class Route:
         return tuple(dict.fromkeys(found))
 
 
+# What an identity token may be refused with (identity/tokens.py), on every route that takes one.
+_IDENTITY_REFUSALS = (IDENTITY_INVALID, IDENTITY_EXPIRED, IDENTITY_KEYS_UNAVAILABLE)
+# A known visitor's own routes (identity/api.py), authorised by the identity token alone.
+ME = "/api/v1/me"
 _CONVERSATION = "/api/v1/conversations/{conversation_id}"
 _MESSAGE = _CONVERSATION + "/messages/{message_id}"
 _ACTION = _MESSAGE + "/actions/{action_id}"
@@ -137,6 +146,24 @@ ROUTES = (
         201,
         "Created.",
         records.NewConversation,
+        bodies.NewConversationBody,
+        body_required=False,
+        raises=(*_IDENTITY_REFUSALS, IDENTITY_REQUIRED),
+        description="No body, or no `identity_token`: an anonymous conversation (refused with 401 "
+        "`identity_required` when IDENTITY_REQUIRED is on). With a valid identity token the conversation "
+        'belongs to its subject as well (docs/protocol.md, "Known visitors").',
+    ),
+    Route(
+        "get",
+        ME + "/conversations",
+        "listMyConversations",
+        "A known visitor's conversations, most recently active first (at most 50).",
+        200,
+        "The list.",
+        records.SubjectConversationList,
+        raises=_IDENTITY_REFUSALS,
+        description="Authorised by the visitor's identity token (`Authorization: Bearer <JWT>`); each "
+        "conversation can then be read and continued with the same token.",
     ),
     Route(
         "get",

@@ -12,7 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..base import Claim, Conversation, Exchange, RequestConflict, SentAttachment, UnknownMessage, backend_history
+from ..base import (
+    Claim,
+    Conversation,
+    Exchange,
+    RequestConflict,
+    SentAttachment,
+    SubjectConversation,
+    UnknownMessage,
+    backend_history,
+)
 from ..lua import load_script
 from ..script_batches import ScriptBatches
 from .compaction import RedisCompaction
@@ -23,6 +32,10 @@ _CLAIM = load_script(SCRIPTS, "claim")
 _GET_CONVERSATION = load_script(SCRIPTS, "get_conversation")
 _EXCHANGES = load_script(SCRIPTS, "exchanges")
 _CREATE_CONVERSATION = load_script(SCRIPTS, "create_conversation")
+_TOUCH_SUBJECT = load_script(SCRIPTS, "touch_subject")
+# A subject's list keeps its newest entries only (touch_subject.lua): what is listed is fewer
+# (identity/service.py, LIST_MAX), and the bound keeps one busy subject's key small.
+SUBJECT_LIST_MAX = 200
 
 
 @unavailable_on_connection_errors
@@ -48,12 +61,18 @@ class RedisConversations(RedisCompaction):
         self._create_conversation_batches = ScriptBatches(
             self.redis, _CREATE_CONVERSATION, lambda keys, args: create_conversation(keys=keys, args=args)
         )
+        self._touch_subject = self.redis.register_script(_TOUCH_SUBJECT)
 
     def create_conversation(self, conversation: Conversation) -> None:
+        owner = [conversation.subject, conversation.name, conversation.email] if conversation.subject else []
         self._create_conversation_batches(
             [self._conv(conversation.conversation_id)],
-            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl],
+            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl, *owner],
         )
+        if conversation.subject:
+            # The subject's list is another slot's key on a cluster: its own script, after the
+            # record exists (a list entry without its conversation is skipped and pruned).
+            self._subject_list(conversation, conversation.created_at, "add")
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
@@ -62,7 +81,54 @@ class RedisConversations(RedisCompaction):
         )
         if values is None:
             return None
-        return Conversation(conversation_id, _text(values[0]), float(values[1] or 0))
+        return self._conversation(conversation_id, values)
+
+    @staticmethod
+    def _conversation(conversation_id: str, values: list[bytes | None]) -> Conversation:
+        # A record stored before identity existed has no owner fields: anonymous.
+        subject, name, email = ([*values[2:5], None, None, None])[:3]
+        return Conversation(
+            conversation_id,
+            _text(values[0] or b""),
+            float(values[1] or 0),
+            _text(subject or b""),
+            _text(name or b""),
+            _text(email or b""),
+        )
+
+    # -- a subject's conversations (widget_server/identity/) -----------------------------------
+
+    def _subject_list(self, conversation: Conversation, at: float, mode: str) -> None:
+        self._touch_subject(
+            keys=[self.keys.subject(conversation.subject)],
+            args=[conversation.conversation_id, repr(float(at)), self._ttl, SUBJECT_LIST_MAX, mode],
+        )
+
+    def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
+        if conversation.subject:
+            self._subject_list(conversation, at, "touch")
+
+    def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
+        key = self.keys.subject(subject)
+        listed = [(_text(cid), float(score)) for cid, score in self.redis.zrevrange(key, 0, limit - 1, withscores=True)]
+        if not listed:
+            return []
+        # Each conversation is a key of its own slot: a pipeline of plain reads (redis-py sends a
+        # cluster's to each node), which renew nothing: listing is not using a conversation.
+        pipeline = self.redis.pipeline(transaction=False)
+        for cid, _ in listed:
+            pipeline.hmget(self._conv(cid), "token_hash", "created_at", "subject", "name", "email")
+        found: list[SubjectConversation] = []
+        gone: list[str] = []
+        for (cid, at), values in zip(listed, pipeline.execute(), strict=True):
+            conversation = self._conversation(cid, values) if values[0] is not None else None
+            if conversation is None or conversation.subject != subject:
+                gone.append(cid)  # expired (or deleted) since it was listed
+                continue
+            found.append(SubjectConversation(conversation, at))
+        if gone:
+            self.redis.zrem(key, *gone)
+        return found
 
     def claim_request(
         self,

@@ -79,4 +79,11 @@ class RedisFeedback(RedisStoreBase):
                 " ".join(MESSAGE_KEY_SUFFIXES),
             ],
         )
-        return bool(deleted)
+        if not deleted:
+            return False
+        subject = _text(deleted[1])
+        if subject:
+            # Its owner's list is another slot's key on a cluster: a single-key command after the
+            # script (a listing in between skips the entry, its conversation being gone).
+            self.redis.zrem(self.keys.subject(subject), conversation_id)
+        return True

@@ -6,9 +6,11 @@
 -- KEYS: conv, the set of ended logs waiting to be compacted
 -- ARGV: the key prefix, the conversation's key suffixes and each message's (space-separated:
 --       stores/redis/core.py CONVERSATION_KEY_SUFFIXES, MESSAGE_KEY_SUFFIXES)
--- Returns 1, or 0 for a conversation that does not exist.
+-- Returns {1, subject} (subject "" for an anonymous conversation: its owner's list is
+-- another slot's key, which the caller changes after), or 0 for a conversation that does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local conv = KEYS[1]
+local subject = redis.call('HGET', conv, 'subject') or ''
 local messages = {}
 for _, raw in ipairs(redis.call('LRANGE', conv .. ':exchanges', 0, -1)) do
   messages[cjson.decode(raw)['assistant_message_id']] = true
@@ -27,4 +29,4 @@ for message_id, _ in pairs(messages) do
 end
 for suffix in string.gmatch(ARGV[2], '%S+') do redis.call('DEL', conv .. suffix) end
 redis.call('DEL', conv)
-return 1
+return {1, subject}
