@@ -174,6 +174,25 @@ def chat_server_factory(request: pytest.FixtureRequest) -> Iterator[Callable[...
         server.stop()
 
 
+class IdentityTokens:
+    """The `identity_token` fixture: `identity_token("user-42", name="Ada")` signs a known
+    visitor's token with `.secret` (give it to the server: `chat_server_factory(IDENTITY_SECRET=
+    identity_token.secret)`); the other arguments are `testing.mint_identity_token`'s."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+    def __call__(self, subject: str, **options: Any) -> str:
+        options.setdefault("secret", self.secret)
+        return testing.mint_identity_token(subject, **options)
+
+
+@pytest.fixture
+def identity_token() -> IdentityTokens:
+    """Mint identity tokens for a chat server started with `IDENTITY_SECRET=identity_token.secret`."""
+    return IdentityTokens(testing.IDENTITY_TEST_SECRET)
+
+
 @pytest.fixture
 def chat_server(chat_server_factory: Callable[..., ChatServer]) -> ChatServer:
     """A live chat server with the session's backend and store."""

@@ -44,7 +44,7 @@ from .errors import ApiError
 from .metrics import Metrics
 from .services import SERVICES_KEY
 from .settings import Settings
-from .transport import authorize, settings
+from .transport import authorize, bearer_identity, settings
 from .wire.errors import ORIGIN_NOT_ALLOWED, RATE_LIMITED
 
 if TYPE_CHECKING:
@@ -199,9 +199,14 @@ class RateLimits:
             return
         client = client_key()
         conversation_id = _conversation_id()
-        if request.endpoint is None or (conversation_id is None and "conversation_id" in (request.view_args or {})):
+        if (
+            request.endpoint is None
+            or (conversation_id is None and "conversation_id" in (request.view_args or {}))
+            or (request.endpoint in _IDENTITY_ENDPOINTS and not _identified())
+        ):
             # Refused by routing (an unknown path, a malformed id, a method not
-            # allowed), or a conversation's endpoint without its token.
+            # allowed), a conversation's endpoint without its token, or a known visitor's
+            # route without a valid identity token.
             for item in self.items[_UNAUTHORIZED.name]:
                 self._hit(_UNAUTHORIZED, item, client)
             return
@@ -281,6 +286,19 @@ def client_key() -> str:
 # Endpoints whose token may also come in the query (EventSource cannot set headers): the
 # same rule as api.get_events' own authorize(…, allow_query_token=True).
 _QUERY_TOKEN_ENDPOINTS = frozenset({"api.get_events", "handoff_visitor.conversation_events"})
+
+
+# A known visitor's own routes (identity/api.py): authorised by an identity token alone.
+_IDENTITY_ENDPOINTS = frozenset({"identity.list_conversations"})
+
+
+def _identified() -> bool:
+    """Whether the request carries a valid identity token (verified once: transport caches it)."""
+    try:
+        bearer_identity()
+    except ApiError:
+        return False
+    return True
 
 
 def _conversation_id() -> str | None:

@@ -2,6 +2,8 @@
 
 - `ChatServer(settings)`: the real chat app on a free loopback port, in a
   background thread, with `.url`, `.app`, `.service` and `.embed_snippet()`.
+- `mint_identity_token(subject, secret=…)` signs a known visitor's identity token as a site
+  would (docs/protocol.md, "Known visitors"), for a server started with that IDENTITY_SECRET.
 - `ChatWidget(page)` finds the widget on any page — its launcher in the
   host page's shadow root and the panel inside its iframe, or an inline
   panel (`data-target`, no launcher) — and drives it as a person would.
@@ -122,6 +124,47 @@ _DATA_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 # How often a test server's loop looks for shutdown() (ChatServer.stop()).
 SHUTDOWN_POLL_SECONDS = 0.05
+
+
+# A secret for test servers' IDENTITY_SECRET (the `identity_token` fixture's default): 32 bytes or
+# more, as HS256 needs (RFC 7518 §3.2). For tests only: a real site's secret is random and kept.
+IDENTITY_TEST_SECRET = "widget-server-test-identity-secret-0123456789"
+
+
+def mint_identity_token(
+    subject: str,
+    *,
+    secret: str | None = None,
+    name: str | None = None,
+    email: str | None = None,
+    expires_in: float = 600,
+    issuer: str | None = None,
+    audience: str | None = None,
+    algorithm: str = "HS256",
+    key: Any = None,
+    kid: str | None = None,
+    claims: Mapping[str, Any] | None = None,
+) -> str:
+    """A visitor's identity token, signed as the site signs it: HS256 with `secret` (the
+    server's IDENTITY_SECRET), or RS256/ES256 with `key`, the private key (a PEM string or a
+    `cryptography` key) whose public half the server has (IDENTITY_PUBLIC_KEY_FILE, or in
+    IDENTITY_JWKS_URL under `kid`). `iat` is now and `exp` `expires_in` seconds later (negative:
+    already expired); `claims` are added last, so a test can set or override any."""
+    import time
+
+    import jwt
+
+    signing_key = secret if algorithm.startswith("HS") else key
+    if signing_key is None:
+        raise ValueError(f"{algorithm} needs {'secret' if algorithm.startswith('HS') else 'key'}")
+    now = int(time.time())
+    payload: dict[str, Any] = {"sub": subject, "iat": now, "exp": now + int(expires_in)}
+    for claim, value in (("name", name), ("email", email), ("iss", issuer), ("aud", audience)):
+        if value is not None:
+            payload[claim] = value
+    payload.update(claims or {})
+    headers = {"kid": kid} if kid is not None else None
+    return jwt.encode(payload, signing_key, algorithm=algorithm, headers=headers)
 
 
 class ChatServer:

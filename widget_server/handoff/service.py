@@ -57,6 +57,7 @@ from .store import (
     HandoffStore,
     HandoffStoreFull,
     KnownRequest,
+    KnownVisitor,
     LeftMessageRecord,
     LeftReply,
     LegacyInbox,
@@ -408,6 +409,7 @@ class HandoffService:
         # queued or assigned goes on past closing time (docs/protocol.md, "Opening hours").
         opens_at = self.hours.closed_until(self.now()) if enabled else None
         fingerprint = _fingerprint("handoff")
+        visitor = self._known_visitor(conversation_id)
 
         def change(tx: _Transaction) -> dict[str, Any]:
             record = tx.conversation(conversation_id)
@@ -446,6 +448,10 @@ class HandoffService:
                 tx.put(DESK, desk)
                 record["state"], record["agent"], record["agent_display"] = ev.STATE_QUEUED, "", ""
                 record["queued_at"], record["replied"] = now, False
+                if visitor is not None:
+                    record["visitor"] = visitor
+                else:
+                    record.pop("visitor", None)
                 position = len(desk["queue"])
                 tx.emit(conversation_id, ev.QUEUED, {"position": position})
                 result = {"state": ev.STATE_QUEUED, "position": position}
@@ -456,6 +462,14 @@ class HandoffService:
             return result
 
         return self._transact(change)
+
+    def _known_visitor(self, conversation_id: str) -> KnownVisitor | None:
+        """Who the conversation's identity token named (widget_server/identity/), for the
+        agents; None for an anonymous conversation."""
+        conversation = self.chat_store.get_conversation(conversation_id)
+        if conversation is None or not conversation.subject:
+            return None
+        return KnownVisitor(subject=conversation.subject, name=conversation.name, email=conversation.email)
 
     def _leave(self, tx: _Transaction, conversation_id: str, reason: str) -> None:
         """End the conversation's hand-off (queued or assigned) with `reason`."""
@@ -626,6 +640,7 @@ class HandoffService:
                 "waiting_seconds": max(0, int(now - entry["since"])),
                 "position": index + 1,
                 "last_visitor_message": self._last_visitor_message(records[entry["conversation_id"]]),
+                "visitor": _visitor_of(records[entry["conversation_id"]]),
             }
             for index, entry in enumerate(desk["queue"])
         ]
@@ -643,6 +658,7 @@ class HandoffService:
                 "conversation_id": cid,
                 "claimed_at": iso(claim["since"]),
                 "last_visitor_message": self._last_visitor_message(records[cid]),
+                "visitor": _visitor_of(records[cid]),
             }
             for cid, claim in held
         ]
@@ -1011,6 +1027,7 @@ class HandoffService:
             **self.state(conversation_id, record),
             "messages": self.transcript(conversation_id, record),
             "last_seq": record["seq"],
+            "visitor": _visitor_of(record),
         }
 
     def transcript(self, conversation_id: str, record: HandoffRecord | None = None) -> list[dict[str, Any]]:
@@ -1221,3 +1238,12 @@ class ConversationSource:
     def unavailable(self, error: StoreUnavailable) -> None:
         log.warning("conversation stream of %s ended: the store is unavailable: %s", self.conversation_id, error)
         self.service.app_metrics.store_unavailable()
+
+
+def _visitor_of(record: HandoffRecord | None) -> dict[str, str] | None:
+    """A hand-off's known visitor as the agent API says it (`visitor`: subject, name, email;
+    null for an anonymous visitor: docs/agents.md, "Known visitors")."""
+    if record is None or "visitor" not in record:
+        return None
+    visitor = record["visitor"]
+    return {"subject": visitor["subject"], "name": visitor["name"], "email": visitor["email"]}

@@ -73,6 +73,15 @@ class HandoffMessageRecord(TypedDict):
     attachments: NotRequired[list[dict[str, Any]]]
 
 
+class KnownVisitor(TypedDict):
+    """The visitor as their identity token named them (widget_server/identity/), copied from the
+    conversation when it is queued, for the agents' console: text, never markup."""
+
+    subject: str
+    name: str
+    email: str
+
+
 class HandoffRecord(TypedDict):
     """A conversation's hand-off (`conv:<cid>`): its state, the agent holding it, its messages,
     the newest event's seq and the requests it answered."""
@@ -89,6 +98,9 @@ class HandoffRecord(TypedDict):
     requests: dict[str, KnownRequest]
     # The ids of its left messages still kept; absent until the first one.
     left: NotRequired[list[str]]
+    # A known visitor's subject, name and email (docs/agents.md, "Known visitors"); absent for
+    # an anonymous one.
+    visitor: NotRequired[KnownVisitor]
 
 
 class QueueEntry(TypedDict):
