@@ -8,6 +8,7 @@ runs on the memory store, a real redis-server, a real Redis Cluster and mounted.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -20,7 +21,7 @@ from widget_server.protocol import ACTION_PREFIX, ATTACHMENT_PREFIX, new_id
 from widget_server.testing import IDENTITY_TEST_SECRET, mint_identity_token
 from widget_server.wire.routes import ROUTES
 
-from .helpers import ChatClient, assert_json_error
+from .helpers import REPO_ROOT, ChatClient, assert_json_error
 
 SECRET = IDENTITY_TEST_SECRET
 
@@ -321,3 +322,17 @@ def test_without_an_identity_key_a_jwt_is_only_a_wrong_token(live_server_factory
         assert "no identity key is configured" in body["error"]["message"]
     finally:
         chat.close()
+
+
+def test_the_plugins_example_in_docs_testing_runs(chat_server_factory, identity_token):
+    """docs/testing.md, "Testing a site's known visitors": its block, read from the page and run
+    with the plugin's own fixtures, as a site's test suite would."""
+    page = (REPO_ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    section = page.split("## Testing a site's known visitors", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert block, "docs/testing.md's known-visitors section has no python block"
+    namespace: dict[str, Any] = {}
+    exec(compile(block.group(1), "docs/testing.md", "exec"), namespace)
+    tests = [value for name, value in namespace.items() if name.startswith("test_")]
+    assert len(tests) == 1
+    tests[0](chat_server_factory, identity_token)
