@@ -18,6 +18,7 @@ from widget_server.chat.service import ChatService
 from widget_server.errors import ApiError
 from widget_server.handoff import events as ev
 from widget_server.handoff.service import HandoffService
+from widget_server.identity.identity import Identity
 
 from .handoff_support import handoff_services
 from .helpers import wait_until
@@ -280,3 +281,20 @@ def test_a_lone_surrogate_becomes_u_fffd_in_the_store_and_the_digest(make_servic
     last = events_of(service, cid)[-1]
     assert last.payload["text"] == "broken \ufffd text"
     assert last.encode().decode("utf-8").count("\ufffd") == 1
+
+
+def test_a_known_visitors_name_and_email_reach_the_agents(make_service):
+    """docs/agents.md, "Known visitors": the queue, the held conversations and the conversation
+    view say who the site vouched for; `visitor` is None for an anonymous visitor."""
+    service, chat = make_service()
+    service.agent_seen("ana")
+    known = chat.create_conversation(Identity("user-7", "Ada <b>Lovelace</b>", "ada@example.com"))[0]
+    anonymous = new_conversation(chat)
+    service.request(known, "r1")
+    service.request(anonymous, "r1")
+    visitor = {"subject": "user-7", "name": "Ada <b>Lovelace</b>", "email": "ada@example.com"}
+    assert [entry["visitor"] for entry in service.queue()] == [visitor, None]
+    service.claim(known, "ana", "Ana")
+    assert service.claimed_by("ana")[0]["visitor"] == visitor
+    assert service.console_view(known)["visitor"] == visitor
+    assert service.console_view(anonymous)["visitor"] is None

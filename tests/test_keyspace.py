@@ -63,3 +63,17 @@ def test_on_one_redis_the_names_are_what_they_were():
     cluster = Keyspace(cluster=True)
     assert cluster.handoff_prefix == "cw:{handoff}:"
     assert cluster.conversation("c_abc") == f"cw:{{{BUCKET_TAGS[ID_ALPHABET.index('c') // 4]}}}:conv:c_abc"
+
+
+def test_a_subjects_list_is_named_by_a_digest_and_sits_in_a_slot_of_its_own():
+    """A known visitor's list (widget_server/identity/): one key per subject, its name of fixed
+    length whatever the subject; on a cluster its own hash tag, so lists spread over the
+    masters and only single-key commands touch one (stores/redis/lua/touch_subject.lua)."""
+    one, cluster = Keyspace(cluster=False), Keyspace(cluster=True)
+    assert one.subject("user-42") == one.subject("user-42") != one.subject("user-43")
+    assert one.subject("user-42").startswith("cw:subject:") and len(one.subject("x" * 200)) == len("cw:subject:") + 32
+    name = cluster.subject("user-42")
+    assert name.startswith("cw:{subject:") and name.endswith("}")
+    assert key_slot(name.encode()) == key_slot(name[len("cw:") :].encode())
+    slots = {key_slot(cluster.subject(f"user-{n}").encode()) * 3 // 16384 for n in range(100)}
+    assert slots == {0, 1, 2}

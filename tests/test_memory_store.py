@@ -359,3 +359,28 @@ def test_a_generating_answer_keeps_its_conversation_alive():
     store.create_conversation(Conversation("c_2", "h", 0.0))
     assert store.message("m_r1").text == "xxxxx"
     assert store.get_conversation("c_1") is not None
+
+
+def test_a_subjects_list_follows_its_conversations():
+    """Known visitors (widget_server/identity/): the list names the subject's conversations still
+    stored, most recently active first, and loses one as it expires or is deleted."""
+    store = make_store(conversation_ttl=0.2)
+    first = Conversation("c_first", "h", 1000.0, "user-1", "Ada", "ada@example.com")
+    second = Conversation("c_second", "h", 1001.0, "user-1")
+    other = Conversation("c_other", "h", 1002.0, "user-2")
+    anonymous = Conversation("c_anonymous", "h", 1003.0)
+    for conversation in (first, second, other, anonymous):
+        store.create_conversation(conversation)
+    assert [entry.conversation for entry in store.subject_conversations("user-1", 10)] == [second, first]
+    store.touch_subject_conversation(first, 2000.0)
+    listed = store.subject_conversations("user-1", 10)
+    assert [(entry.conversation.conversation_id, entry.last_activity) for entry in listed] == [
+        ("c_first", 2000.0),
+        ("c_second", 1001.0),
+    ]
+    assert [entry.conversation.conversation_id for entry in store.subject_conversations("user-1", 1)] == ["c_first"]
+    assert store.subject_conversations("", 10) == []
+    store.delete_conversation("c_second")
+    assert [entry.conversation.conversation_id for entry in store.subject_conversations("user-1", 10)] == ["c_first"]
+    time.sleep(0.3)
+    assert store.subject_conversations("user-1", 10) == [] and store.subject_conversations("user-2", 10) == []

@@ -12,6 +12,7 @@ import pytest
 
 from widget_server.errors import ErrorCode, ErrorInfo
 from widget_server.messages import EventKind
+from widget_server.protocol import CONVERSATION_PREFIX, new_id
 from widget_server.stores.base import Conversation, RequestConflict, StoreUnavailable
 from widget_server.stores.redis import RedisStore
 from widget_server.stores.redis_tail import _Tail
@@ -321,3 +322,36 @@ def test_connection_trouble_is_store_unavailable(redis_server):
         with pytest.raises(StoreUnavailable, match="redis: ConnectionError"):
             call()
     store.close()
+
+
+def test_a_conversation_stored_before_known_visitors_reads_as_anonymous(store):
+    conversation_id = new_id(CONVERSATION_PREFIX)
+    store.redis.hset(store._conv(conversation_id), mapping={"token_hash": "h", "created_at": "1.5"})
+    assert store.get_conversation(conversation_id) == Conversation(conversation_id, "h", 1.5)
+
+
+def test_a_subjects_list_follows_its_conversations(store):
+    """Known visitors (widget_server/identity/): the subject's list (one sorted set) names the
+    conversations still stored, most recently active first; a deleted one leaves it at once, an
+    expired one at the next listing; the list expires with the conversation TTL."""
+    first = Conversation(new_id(CONVERSATION_PREFIX), "h", 1000.0, "user-1", "Ada", "ada@example.com")
+    second = Conversation(new_id(CONVERSATION_PREFIX), "h", 1001.0, "user-1")
+    third = Conversation(new_id(CONVERSATION_PREFIX), "h", 1002.0, "user-1")
+    for conversation in (first, second, third):
+        store.create_conversation(conversation)
+    store.create_conversation(Conversation(new_id(CONVERSATION_PREFIX), "h", 1003.0))  # anonymous
+    assert store.get_conversation(first.conversation_id) == first
+    listed = store.subject_conversations("user-1", 10)
+    assert [entry.conversation for entry in listed] == [third, second, first]
+    store.touch_subject_conversation(first, 2000.0)
+    assert [entry.conversation for entry in store.subject_conversations("user-1", 2)] == [first, third]
+    assert 0 < store.redis.ttl(store.keys.subject("user-1")) <= store._ttl
+    store.delete_conversation(second.conversation_id)
+    assert store.redis.zscore(store.keys.subject("user-1"), second.conversation_id) is None
+    store.redis.delete(store._conv(third.conversation_id))  # as if it had expired
+    assert [entry.conversation for entry in store.subject_conversations("user-1", 10)] == [first]
+    assert store.redis.zcard(store.keys.subject("user-1")) == 1  # pruned
+    # A touch after a delete does not list the conversation again.
+    store.delete_conversation(first.conversation_id)
+    store.touch_subject_conversation(first, 3000.0)
+    assert store.subject_conversations("user-1", 10) == []
