@@ -7,7 +7,8 @@ operation lists, the content type it declares, its documented headers, and
 a body matching its schema. Event streams are read to their end and each
 event is checked against `itemSchema`, including the JSON inside `data`.
 
-Every case carries the bearer token of a real conversation; part of the
+Every case carries the bearer token of a real conversation (a known visitor's list, their
+identity token); part of the
 cases aim at that conversation and one of its answers (their ids pinned),
 so the 200 paths are exercised, not only the 404 of an unknown id. That
 answer proposes an action (its stream carries `action.proposed` and a
@@ -20,6 +21,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -34,6 +36,7 @@ from schemathesis.specs.openapi.checks import (
 
 from widget_server.openapi import build_document
 from widget_server.sse import parse_stream
+from widget_server.testing import IDENTITY_TEST_SECRET, mint_identity_token
 
 from .helpers import ChatClient
 
@@ -110,7 +113,14 @@ def _check_cases(
 
 
 def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
-    server = live_server_factory(DEMO_DELAY_SECONDS=0, ACTIONS_RECORD_PATH=str(tmp_path / "actions.jsonl"))
+    server = live_server_factory(
+        DEMO_DELAY_SECONDS=0, ACTIONS_RECORD_PATH=str(tmp_path / "actions.jsonl"), IDENTITY_SECRET=IDENTITY_TEST_SECRET
+    )
+    # A known visitor with a conversation, for GET /api/v1/me/conversations, which takes their
+    # identity token instead of a conversation's (docs/protocol.md, "Known visitors").
+    identity = mint_identity_token("schemathesis-visitor", secret=IDENTITY_TEST_SECRET, expires_in=3000)
+    with httpx.Client(base_url=server.url) as http:
+        assert http.post("/api/v1/conversations", json={"identity_token": identity}).status_code == 201
     chat = ChatClient(server.url).new_conversation()
     try:
         first = chat.send("/scenario action", "schemathesis-seed")
@@ -187,6 +197,8 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
             suffix = "/" + operation.label.rpartition("/")[2]
             ids_here = {**real_ids, **dismiss_ids} if suffix == "/dismiss" else real_ids
             auth_here = auth
+            if operation.label == "GET /api/v1/me/conversations":
+                auth_here = {"Authorization": f"Bearer {identity}"}
             if suffix in ("/regenerate", "/edit") and ids == "real ids":
                 ids_here, auth_here = last_turn(suffix)
             pinned = (
