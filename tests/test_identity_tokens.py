@@ -328,3 +328,9 @@ def test_mint_identity_token_signs_what_the_verifier_reads():
     assert claims["sub"] == "u" and claims["iss"] == "iss" and claims["exp"] - claims["iat"] == 30
     with pytest.raises(ValueError, match="RS256 needs key"):
         mint_identity_token("u", algorithm="RS256")
+
+
+def test_the_secret_is_not_in_the_settings_repr():
+    identity = load_settings({"IDENTITY_SECRET": SECRET}, environ={}).identity
+    assert identity.secret == SECRET
+    assert SECRET not in repr(identity) and "secret='<set>'" in repr(identity)

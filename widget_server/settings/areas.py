@@ -607,6 +607,20 @@ class IdentitySettings:
         """Whether a key source is set, so identity tokens can be verified at all."""
         return bool(self.secret or self.public_key_file or self.jwks_url)
 
+    def __repr__(self) -> str:
+        # The dataclass's own repr would print the secret wherever these settings are shown (a
+        # log line, a traceback's locals): docs/security.md, "Known visitors".
+        shown = {
+            "secret": "<set>" if self.secret else "",
+            "public_key_file": self.public_key_file,
+            "jwks_url": self.jwks_url,
+            "issuer": self.issuer,
+            "audience": self.audience,
+            "max_age_seconds": self.max_age_seconds,
+            "required": self.required,
+        }
+        return "IdentitySettings(" + ", ".join(f"{name}={value!r}" for name, value in shown.items()) + ")"
+
 
 @dataclass(frozen=True)
 class ThemeSettings:
