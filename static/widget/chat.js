@@ -222,10 +222,9 @@ export class ChatPanel {
         this.submit();
       }
     });
-    // The conversation is created while the visitor types, so Enter sends the message at once
-    // (one request, not two in a row; docs/performance.md, "Widget"); merely opening the panel
-    // creates none (tests/e2e/test_flat_cost.py).
-    this.input.addEventListener('input', () => this.prepareConversation());
+    // No conversation until the first message is sent: opening the panel or typing in it
+    // stores nothing, on the server or in the browser (docs/security.md, "Nothing stored before
+    // the first message"; tests/e2e/test_no_storage_before_send.py).
     this.stopButton.addEventListener('click', () => this.stop());
     // One after another, in the order of the events (a drag's hint, then its drop), whatever
     // order the module's loads resolve in; a failed load (offline) leaves the next one free.
@@ -430,7 +429,7 @@ export class ChatPanel {
     this.scroller.scrollTop = 0;
   }
 
-  // One creation at a time: the composer's first input, Enter and an upload (attachments.js)
+  // One creation at a time: the first send and an upload (attachments.js)
   // share the request in flight.
   ensureConversation() {
     if (this.client.conversationId) return Promise.resolve();
@@ -441,16 +440,6 @@ export class ChatPanel {
         this.creating = null;
       });
     return this.creating;
-  }
-
-  // The visitor typed: create the conversation now, once. A refusal or a network error is
-  // said on Enter, which tries again (submit() clears the flag); offline, the outbox sends.
-  prepareConversation() {
-    if (this.client.conversationId || this.creating || this.prepareFailed) return;
-    if (!navigator.onLine || !this.input.value.trim()) return;
-    this.ensureConversation().catch(() => {
-      this.prepareFailed = true;
-    });
   }
 
   viewOptions() {
@@ -615,7 +604,6 @@ export class ChatPanel {
   // -- sending ---------------------------------------------------------------
 
   async submit() {
-    this.prepareFailed = false;
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).
     const files = this.attachments ? this.attachments.take() : [];
