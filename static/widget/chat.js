@@ -68,6 +68,7 @@ const SLICE_CHARS = 2048;
 /** @typedef {import('./host.js').AttachmentsHook} AttachmentsHook */
 /** @typedef {import('./host.js').HandoffHook} HandoffHook */
 /** @typedef {import('./host.js').HoldHook} HoldHook */
+/** @typedef {import('./host.js').ConsentHook} ConsentHook */
 /**
  * markdown.js's `code` option: a block's line renderer (null until code-blocks.js is in, or for
  * a language it has no rules for), and the hook for a block at its end.
@@ -129,6 +130,8 @@ export class ChatPanel {
     this.handoff = null;
     /** @type {HoldHook | null} */
     this.hold = null;
+    /** @type {ConsentHook | null} consent.js's, with CONSENT_TEXT */
+    this.consent = null;
     /** @type {PanelHost} all that the lazily loaded parts see of the panel */
     this.host = this.makeHost();
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
@@ -137,6 +140,7 @@ export class ChatPanel {
     root.addEventListener('chatwidget:ready', () => {
       const parts = ['outbox', 'tab-sync', 'scroll-follow'];
       if (/** @type {HandoffResume} */ (config.handoff)?.conversation_id) parts.push('handoff');
+      if (config.consent) parts.push('consent');
       for (const name of parts) import(`./${name}.js`).then((m) => m.init(this.host));
     });
     // data-starters / data-greeting the server ignored
@@ -181,6 +185,7 @@ export class ChatPanel {
         return () => this.root.removeEventListener(type, listener);
       },
       ensureConversation: () => this.ensureConversation(),
+      consentBody: () => this.consent?.body(),
       notifyHost: () => this.notifyHost(),
       remember: (conversation) => this.remember(conversation),
       forget: () => this.forget(),
@@ -434,7 +439,7 @@ export class ChatPanel {
   ensureConversation() {
     if (this.client.conversationId) return Promise.resolve();
     this.creating ||= this.client
-      .createConversation()
+      .createConversation(this.consent?.body())
       .then((body) => this.remember(body))
       .finally(() => {
         this.creating = null;
@@ -604,6 +609,7 @@ export class ChatPanel {
   // -- sending ---------------------------------------------------------------
 
   async submit() {
+    if (this.consent?.hold()) return; // the visitor's agreement first (consent.js)
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).
     const files = this.attachments ? this.attachments.take() : [];

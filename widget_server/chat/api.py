@@ -23,9 +23,15 @@ from ..transport import (
     parse_json,
     settings,
 )
-from ..wire.bodies import ClientReport, NewMessage
-from ..wire.errors import FAULTS_DISABLED, INVALID_FAULTS, INVALID_LAST_EVENT_ID, REPORT_EXCEEDS_MESSAGE
-from .service import ChatService, EventStream
+from ..wire.bodies import ClientReport, CreateConversation, NewMessage
+from ..wire.errors import (
+    CONSENT_REQUIRED,
+    FAULTS_DISABLED,
+    INVALID_FAULTS,
+    INVALID_LAST_EVENT_ID,
+    REPORT_EXCEEDS_MESSAGE,
+)
+from .service import ChatService, EventStream, consent_sha256
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -69,9 +75,30 @@ def _faults() -> FaultPlan:
         raise INVALID_FAULTS(str(error)) from None
 
 
+def _has_body() -> bool:
+    return bool(request.content_length) or "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+
+
+def _consent(body: CreateConversation) -> str:
+    """The consent text's SHA-256 the conversation records: with CONSENT_TEXT set, the
+    visitor's agreement to exactly that text is required (docs/protocol.md, "Consent"); without
+    it, nothing is recorded, whatever the body says."""
+    text = settings().chat.consent_text
+    if not text:
+        return ""
+    if body.consent_sha256 != consent_sha256(text):
+        raise CONSENT_REQUIRED(
+            "This chat asks the visitor to agree to its consent text before the first message: "
+            "send consent_sha256, the SHA-256 of the text agreed to (a changed text needs a new agreement)."
+        )
+    return body.consent_sha256
+
+
 @bp.post("/conversations")
 def create_conversation() -> Response:
-    conversation_id, token = chat_service().create_conversation()
+    # An empty request creates a conversation as it always has; a body is read only when sent.
+    body = parse_json(CreateConversation) if _has_body() else CreateConversation()
+    conversation_id, token = chat_service().create_conversation(consent_sha256=_consent(body))
     response = jsonify({"conversation_id": conversation_id, "token": token})
     response.status_code = 201
     # Lets the panel find its conversation again after a reload where a

@@ -66,6 +66,13 @@ log = logging.getLogger(__name__)
 DISCONNECT_PROBE_SECONDS = 1.0
 
 
+def consent_sha256(text: str) -> str:
+    """What names a CONSENT_TEXT (docs/protocol.md, "Consent"): the SHA-256 of its UTF-8, in
+    lowercase hex. The panel's config carries it; a new conversation's request sends it back,
+    and a changed text has another, so an agreement to an older text is not taken for this one."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -171,10 +178,16 @@ class ChatService:
 
     # -- conversations -----------------------------------------------------
 
-    def create_conversation(self) -> tuple[str, str]:
+    def create_conversation(self, *, consent_sha256: str = "") -> tuple[str, str]:
+        """A new conversation and its token; `consent_sha256`, the consent text the visitor
+        agreed to (checked by the caller, chat/api.py), is recorded with it, at its creation."""
         conversation_id = new_id(CONVERSATION_PREFIX)
         token = secrets.token_urlsafe(32)
-        self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time()))
+        now = time.time()
+        consented_at = now if consent_sha256 else 0.0
+        self.store.create_conversation(
+            Conversation(conversation_id, _hash_token(token), now, consent_sha256, consented_at)
+        )
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:

@@ -25,10 +25,12 @@ from ..protocol import (
 from .errors import (
     ATTACHMENT_NOT_FOUND,
     COMMENT_TOO_LONG,
+    CONSENT_REQUIRED,
     DESCRIPTION_TOO_LONG,
     DUPLICATE_ATTACHMENT,
     EMPTY_TEXT,
     INVALID_ATTACHMENTS,
+    INVALID_BODY,
     INVALID_COMMENT,
     INVALID_EMAIL,
     INVALID_IDEMPOTENCY_KEY,
@@ -139,6 +141,33 @@ ATTACHMENTS = Rule(
 )
 
 # -- the bodies ----------------------------------------------------------------------------
+
+
+# The consent a new conversation carries (docs/protocol.md, "Consent"): the SHA-256 of the
+# CONSENT_TEXT the visitor agreed to, in lowercase hex, as the panel's config gives it.
+CONSENT_SHA256 = Rule(
+    wrong=Refusal(INVALID_BODY, "consent_sha256 must be a string: the SHA-256 (hex) of the consent text agreed to."),
+    absent=(None, ""),
+    pattern="[0-9a-f]{64}",
+    invalid=Refusal(
+        CONSENT_REQUIRED,
+        "consent_sha256 must be the SHA-256 (64 lowercase hex digits) of the consent text the visitor agreed to.",
+    ),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateConversation:
+    """POST /api/v1/conversations: optional, and an empty request still creates one. Each field
+    is optional and stands alone, so fields for other purposes join this one class."""
+
+    consent_sha256: str | None = wired(
+        CONSENT_SHA256,
+        default=None,
+        description="The SHA-256 (hex) of the CONSENT_TEXT the visitor agreed to before their first message; "
+        "required when the server sets CONSENT_TEXT (else 403 `consent_required`), recorded with the "
+        "conversation and the time it was created.",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -106,6 +106,9 @@ DESCRIPTION_TOO_LONG = _error("description_too_long", 413)
 ATTACHMENT_NOT_FOUND = _error("attachment_not_found", 404)
 ATTACHMENT_IN_MESSAGE = _error("attachment_in_message", 409)
 ATTACHMENT_STORE_FULL = _error("attachment_store_full", 503)
+# CONSENT_TEXT is set and the new conversation's request does not carry the visitor's agreement
+# to that text (docs/protocol.md, "Consent").
+CONSENT_REQUIRED = _error("consent_required", 403)
 # -- the agent console alone ---------------------------------------------------------------
 NOT_SIGNED_IN = _error("not_signed_in", 401, visitor=False)
 CSRF_FAILED = _error("csrf_failed", 403, visitor=False)

@@ -23,6 +23,7 @@ from .errors import (
     ATTACHMENTS_BUDGET_EXCEEDED,
     BODY_TIMEOUT,
     BODY_TOO_LARGE,
+    CONSENT_REQUIRED,
     EMPTY_FILE,
     FAULTS_DISABLED,
     HANDOFF_ACTIVE,
@@ -137,6 +138,9 @@ ROUTES = (
         201,
         "Created.",
         records.NewConversation,
+        bodies.CreateConversation,
+        body_required=False,
+        raises=(CONSENT_REQUIRED,),
     ),
     Route(
         "get",

@@ -52,8 +52,21 @@ class RedisConversations(RedisCompaction):
     def create_conversation(self, conversation: Conversation) -> None:
         self._create_conversation_batches(
             [self._conv(conversation.conversation_id)],
-            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl],
+            [
+                conversation.token_hash,
+                repr(float(conversation.created_at)),
+                self._ttl,
+                *self._consent_fields(conversation),
+            ],
         )
+
+    @staticmethod
+    def _consent_fields(conversation: Conversation) -> list[str]:
+        """The consent's hash fields, only when there is one: a conversation made without a
+        consent step keeps the record it always had."""
+        if not conversation.consent_sha256:
+            return []
+        return ["consent_sha256", conversation.consent_sha256, "consented_at", repr(float(conversation.consented_at))]
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
@@ -62,7 +75,9 @@ class RedisConversations(RedisCompaction):
         )
         if values is None:
             return None
-        return Conversation(conversation_id, _text(values[0]), float(values[1] or 0))
+        consent = _text(values[2]) if len(values) > 2 and values[2] else ""
+        consented_at = float(values[3] or 0) if consent else 0.0
+        return Conversation(conversation_id, _text(values[0]), float(values[1] or 0), consent, consented_at)
 
     def claim_request(
         self,

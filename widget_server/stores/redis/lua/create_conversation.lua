@@ -3,8 +3,10 @@
 -- pipeline of the HSET and the EXPIRE was redis-py's heaviest per-command path left per
 -- question.
 -- KEYS: conv
--- ARGV: token_hash, created_at, ttl
+-- ARGV: token_hash, created_at, ttl, then optional field/value pairs kept with the record
+--       (the visitor's consent: consent_sha256, consented_at)
 -- Returns 1.
 redis.call('HSET', KEYS[1], 'token_hash', ARGV[1], 'created_at', ARGV[2])
+for i = 4, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1

@@ -5,8 +5,9 @@
 -- KEYS: conv, then the conversation's other keys (stores/redis/core.py
 --       CONVERSATION_KEY_SUFFIXES)
 -- ARGV: ttl
--- Returns {token_hash, created_at}, or nil for an unknown conversation.
-local values = redis.call('HMGET', KEYS[1], 'token_hash', 'created_at')
+-- Returns {token_hash, created_at, consent_sha256, consented_at} (the last two false when the
+-- conversation has no consent recorded), or nil for an unknown conversation.
+local values = redis.call('HMGET', KEYS[1], 'token_hash', 'created_at', 'consent_sha256', 'consented_at')
 if not values[1] then return nil end
 for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 return values
