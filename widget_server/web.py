@@ -27,7 +27,8 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
 # (tests/test_budgets.py); the module fetches its group itself (code-blocks.js; conversation-tools.js; outbox.js
-# while online, for a message typed offline; tab-sync.js; handoff.js; consent.js).
+# while online, for a message typed offline; tab-sync.js; handoff.js), or the page has it
+# (consent: templates/panel.html draws the step with its words, only when CONSENT_TEXT is set).
 LAZY_STRING_GROUPS = (
     "answerTools",
     "codeBlocks",

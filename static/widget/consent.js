@@ -24,8 +24,9 @@ export function init(host) {
       hold() {
         if (host.client.conversationId || agreed()) {
           given = agreed();
-          // The line goes with the first send: it was about this conversation's start.
-          if (given) step?.remove();
+          // The line goes with the first send (or once another tab's conversation is this
+          // one's, tab-sync.js): it was about the conversation's start.
+          step?.remove();
           return false;
         }
         box?.focus();
