@@ -13,6 +13,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from ..helpers import REPO_ROOT
 from .test_accessibility_contract import STRINGS
 from .test_accessibility_contract_conversation import TOOLS, start_over, tab_to
 
@@ -126,3 +127,26 @@ def test_A117_a_starter_waits_for_consent_too_and_a_start_over_keeps_it(embed, c
     expect(widget.frame.locator("[data-chat-consent]")).to_have_count(0)
     records = [record.conversation for record in conversations(server).values()]
     assert len(records) == 2 and all(record.consent_sha256 == DIGEST for record in records)
+
+
+def test_A117_in_hebrew_the_step_is_right_to_left_in_the_panels_words(embed, chat_server_factory):
+    he = json.loads((REPO_ROOT / "static" / "widget" / "i18n" / "he.json").read_text(encoding="utf-8"))
+    server = chat_server_factory(CONSENT_TEXT=CONSENT_TEXT, CONSENT_URL=CONSENT_URL)
+    widget = embed(server, lang="he")
+    widget.open()
+    widget.panel_frame().wait_for_function("() => !!window.chatPanel.consent")
+    frame = widget.frame
+    assert frame.locator("html").get_attribute("dir") == "rtl"
+    box = frame.get_by_role("checkbox", name=he["consent"]["agree"])
+    expect(frame.get_by_role("link", name=f"{he['consent']['link']} {he['sources']['newTab']}")).to_be_visible()
+    # The site's own words keep their direction (English here) inside the right-to-left line.
+    expect(frame.locator("#chat-consent-text > span")).to_have_attribute("dir", "auto")
+    # The box sits at the line's start, the right edge, before its label.
+    box_x = box.bounding_box()["x"]
+    label_x = frame.locator("label[for='chat-consent']").bounding_box()["x"]
+    assert box_x > label_x
+    widget.assert_accessible()
+    widget.input.press_sequentially("/echo שלום")
+    widget.page.keyboard.press("Enter")
+    expect(box).to_be_focused()
+    expect(frame.locator("[data-chat-alert]")).to_have_text(he["consent"]["required"])

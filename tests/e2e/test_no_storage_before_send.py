@@ -7,8 +7,10 @@ sessionStorage of the host page or of the panel's frame, no IndexedDB database, 
 Storage entry, and sends no request that creates a conversation, and the server's store holds
 none. The first message (or a starter) then creates exactly one conversation, and the panel
 keeps it the way it is designed to (chat.js `remember()`, chat/api.py's cookie): a
-`Partitioned` HttpOnly cookie that names it, and in Firefox ESR, where the panel's frame may
-use localStorage, that entry too.
+`Partitioned` HttpOnly cookie that names it, and, where the panel's frame may use
+localStorage, that entry too (measured 2026-12-06: Firefox ESR 153, and Chromium 156's headless
+shell, whose third-party frame got a partitioned localStorage here, not a SecurityError). With CONSENT_TEXT, checking "I agree" stores nothing either:
+the agreement goes with the first message.
 
 What each engine lets the panel's frame use (docs/testing.md, "System browsers"): a store the
 engine refuses to the frame throws, and the probe says "blocked" (nothing can be written
@@ -175,3 +177,23 @@ def test_a_starter_is_the_first_message(embed, page, context, chat_server_factor
     expect(widget.turns.first).to_contain_text(STARTERS[0])
     assert widget.wait_until_complete() == "completed"
     assert_kept_as_designed(widget, context, server, requests)
+
+
+def test_checking_the_consent_box_stores_nothing_either(embed, page, context, chat_server_factory):
+    # With CONSENT_TEXT (docs/accessibility.md A117): agreeing is not yet speaking; the
+    # agreement goes with the first message, and is recorded with its conversation.
+    server = chat_server_factory(CONSENT_TEXT="We keep your messages for 30 days.", CONSENT_URL="https://example.com/p")
+    requests = Requests(context)
+    widget = embed(server)
+    move_around(widget, page)
+    box = widget.frame.get_by_role("checkbox")
+    box.focus()
+    page.keyboard.press("Space")
+    expect(box).to_be_checked()
+    assert_nothing_kept(widget, page, context, server, requests)
+    widget.input.fill("/echo agreed")
+    widget.input.press("Enter")
+    assert widget.wait_until_complete() == "completed"
+    assert_kept_as_designed(widget, context, server, requests)
+    ((record),) = [r.conversation for r in server.service.store._conversations.values()]
+    assert record.consent_sha256 and record.consented_at
