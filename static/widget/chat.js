@@ -236,6 +236,8 @@ export class ChatPanel {
     let attaching = Promise.resolve();
     /** @type {(how: 'choose' | 'drag' | 'drop' | 'paste', files?: File[]) => void} */
     const attach = (how, files) => {
+      // Files go with the first message: the agreement first, as for a send (consent.js).
+      if (how !== 'drag' && this.consent?.hold()) return;
       attaching = attaching
         .catch(() => {})
         .then(attachments)

@@ -115,6 +115,10 @@ def test_A117_a_starter_waits_for_consent_too_and_a_start_over_keeps_it(embed, c
     widget.page.keyboard.press("Enter")
     expect(box).to_be_focused()  # held: the starter's words wait in the composer
     expect(widget.input).to_have_value(STARTERS[0])
+    # Attach too: files go with the first message, so it waits for the agreement as well.
+    widget.frame.locator("[data-chat-attach]").focus()
+    widget.page.keyboard.press("Enter")
+    expect(box).to_be_focused()
     assert conversations(server) == {}
     widget.page.keyboard.press("Space")
     tab_to(widget, starter)
