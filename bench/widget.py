@@ -33,10 +33,10 @@ In one run it
    that POSTs a conversation, then the same message, with fetch() and sets a
    div's textContent on the first text.delta; interleaved, a fresh browser
    context each time, median of --reps (15). The widget creates its
-   conversation on the visitor's first input event (chat.js), so the bench
-   fills the composer (one input event) and, as a person typing the question
-   would, lets up to TYPING_PAUSE_S pass (until the conversation exists)
-   before Enter; a second widget series presses Enter right after fill(), the
+   conversation when the first message is sent (chat.js; it once did on the
+   first input event), so the bench fills the composer (one input event) and,
+   as a person typing the question would, lets up to TYPING_PAUSE_S pass
+   (until a conversation exists, which no longer happens) before Enter; a second widget series presses Enter right after fill(), the
    conversation request still in flight. Each rep ends at the first text's
    next animation frame (the answer's end is not waited for: the bulk runs
    check exactness).

@@ -94,6 +94,8 @@ def test_whole_widget_on_first_open_fits_its_budget(client):
     assert "/static/widget/actions.js" not in assets
     assert {"/static/widget/outbox.js", "/static/widget/lazy-parts.js", "/static/widget/i18n/en.json"} <= set(assets)
     assert "/static/widget/handoff.js" not in assets
+    # The consent step (CONSENT_TEXT, off by default) is its own module and stylesheet.
+    assert not [path for path in assets if "consent" in path]
     sizes = {path: gzipped_size(body) for path, body in assets.items()}
     total = sum(sizes.values())
     assert total <= FIRST_OPEN_BUDGET, f"first open is {total} B gzipped; budget {FIRST_OPEN_BUDGET} B: {sizes}"

@@ -74,7 +74,6 @@ _BODY_SCHEMAS: dict[str, Any] = {
         bodies.HandoffRequest,
         bodies.HandoffMessage,
         bodies.LeftMessage,
-        bodies.NewConversationBody,
     )
 }
 

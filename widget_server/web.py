@@ -12,11 +12,12 @@ from flask import Blueprint, Flask, Response, current_app, render_template, requ
 
 from . import theme
 from .attachments.sniff import MEDIA_TYPES
+from .chat.service import consent_sha256
 from .errors import ApiError
 from .i18n import accepted_languages, load_strings, loader_languages, pick_language, text_direction
 from .settings import Settings
 from .settings.parsing import parse_greeting, parse_starters
-from .stores.base import StoreUnavailable
+from .stores.base import Conversation, StoreUnavailable
 from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, handoff_service, settings
 
 bp = Blueprint("web", __name__)
@@ -26,7 +27,8 @@ _LOADER_KEYS = ("launcher", "launcherLabel", "panelTitle")
 # String groups that only lazily loaded modules use: rendered into the panel's markup where
 # needed but left out of its JSON config, which is part of the first open's bytes
 # (tests/test_budgets.py); the module fetches its group itself (code-blocks.js; conversation-tools.js; outbox.js
-# while online, for a message typed offline; tab-sync.js; handoff.js).
+# while online, for a message typed offline; tab-sync.js; handoff.js), or the page has it
+# (consent: templates/panel.html draws the step with its words, only when CONSENT_TEXT is set).
 LAZY_STRING_GROUPS = (
     "answerTools",
     "codeBlocks",
@@ -35,6 +37,7 @@ LAZY_STRING_GROUPS = (
     "offlineOutbox",
     "syncTabs",
     "handoff",
+    "consent",
 )
 
 
@@ -88,7 +91,7 @@ def _flag(name: str) -> bool:
     return request.args.get(name, "").strip().lower() in {"1", "true", "yes", "on", "reduce"}
 
 
-def _remembered_conversation() -> dict[str, str] | None:
+def _remembered_conversation() -> tuple[dict[str, str], Conversation] | None:
     """The conversation this browser started here, from its partitioned cookie.
 
     A third-party iframe often may not use localStorage (Chromium blocks it
@@ -101,10 +104,10 @@ def _remembered_conversation() -> dict[str, str] | None:
     if not conversation_id or not token:
         return None
     try:
-        chat_service().authorize(conversation_id, token)
+        record = chat_service().authorize(conversation_id, token)
     except ApiError:
         return None
-    return {"conversation_id": conversation_id, "token": token}
+    return {"conversation_id": conversation_id, "token": token}, record
 
 
 # The visitor's announcement preference (docs/accessibility.md A34), written by the panel
@@ -159,6 +162,19 @@ def _handoff(conversation: dict[str, str] | None) -> bool | dict[str, Any]:
     return True
 
 
+def _consent(values: Settings, remembered: Conversation | None) -> dict[str, Any] | None:
+    """The panel's `consent`: None without CONSENT_TEXT; else the text, the privacy notice's
+    address and the text's SHA-256, which the first conversation's request sends back
+    (docs/protocol.md, "Consent"). `given`: the remembered conversation recorded agreement to
+    this very text, so a reload asks nothing again and a start-over carries it on."""
+    text = values.chat.consent_text
+    if not text:
+        return None
+    digest = consent_sha256(text)
+    given = remembered is not None and remembered.consent_sha256 == digest
+    return {"text": text, "url": values.chat.consent_url, "sha256": digest, "given": given}
+
+
 def _render_panel(standalone: bool) -> Response:
     values = settings()
     strings = _strings()
@@ -171,7 +187,8 @@ def _render_panel(standalone: bool) -> Response:
     host_origin = host if host and ("*" in host_origins or host in host_origins) else ""
     warnings: list[str] = []
     starters, greeting = _empty_state(values, warnings)
-    remembered = _remembered_conversation()
+    found = _remembered_conversation()
+    remembered, record = found if found is not None else (None, None)
     # Theming (docs/theming.md): the embed's levers over the THEME_* settings, as a stylesheet
     # of custom properties (the panel's CSP allows no inline style); its contrast notes go to
     # the console with the other warnings.
@@ -203,6 +220,7 @@ def _render_panel(standalone: bool) -> Response:
         "warnings": warnings,
         "handoff": _handoff(remembered),
         "attachments": _attachment_limits(values),
+        "consent": _consent(values, record),
     }
     html = render_template(
         "panel.html",

@@ -68,6 +68,7 @@ const SLICE_CHARS = 2048;
 /** @typedef {import('./host.js').AttachmentsHook} AttachmentsHook */
 /** @typedef {import('./host.js').HandoffHook} HandoffHook */
 /** @typedef {import('./host.js').HoldHook} HoldHook */
+/** @typedef {import('./host.js').ConsentHook} ConsentHook */
 /**
  * markdown.js's `code` option: a block's line renderer (null until code-blocks.js is in, or for
  * a language it has no rules for), and the hook for a block at its end.
@@ -129,6 +130,8 @@ export class ChatPanel {
     this.handoff = null;
     /** @type {HoldHook | null} */
     this.hold = null;
+    /** @type {ConsentHook | null} consent.js's, with CONSENT_TEXT */
+    this.consent = null;
     /** @type {PanelHost} all that the lazily loaded parts see of the panel */
     this.host = this.makeHost();
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
@@ -137,6 +140,7 @@ export class ChatPanel {
     root.addEventListener('chatwidget:ready', () => {
       const parts = ['outbox', 'tab-sync', 'scroll-follow'];
       if (/** @type {HandoffResume} */ (config.handoff)?.conversation_id) parts.push('handoff');
+      if (config.consent) parts.push('consent');
       for (const name of parts) import(`./${name}.js`).then((m) => m.init(this.host));
     });
     // data-starters / data-greeting the server ignored
@@ -181,6 +185,7 @@ export class ChatPanel {
         return () => this.root.removeEventListener(type, listener);
       },
       ensureConversation: () => this.ensureConversation(),
+      consentBody: () => this.consent?.body(),
       notifyHost: () => this.notifyHost(),
       remember: (conversation) => this.remember(conversation),
       forget: () => this.forget(),
@@ -222,16 +227,17 @@ export class ChatPanel {
         this.submit();
       }
     });
-    // The conversation is created while the visitor types, so Enter sends the message at once
-    // (one request, not two in a row; docs/performance.md, "Widget"); merely opening the panel
-    // creates none (tests/e2e/test_flat_cost.py).
-    this.input.addEventListener('input', () => this.prepareConversation());
+    // No conversation until the first message is sent: opening the panel or typing in it
+    // stores nothing, on the server or in the browser (docs/security.md, "Nothing stored before
+    // the first message"; tests/e2e/test_no_storage_before_send.py).
     this.stopButton.addEventListener('click', () => this.stop());
     // One after another, in the order of the events (a drag's hint, then its drop), whatever
     // order the module's loads resolve in; a failed load (offline) leaves the next one free.
     let attaching = Promise.resolve();
     /** @type {(how: 'choose' | 'drag' | 'drop' | 'paste', files?: File[]) => void} */
     const attach = (how, files) => {
+      // Files go with the first message: the agreement first, as for a send (consent.js).
+      if (how !== 'drag' && this.consent?.hold()) return;
       attaching = attaching
         .catch(() => {})
         .then(attachments)
@@ -430,27 +436,17 @@ export class ChatPanel {
     this.scroller.scrollTop = 0;
   }
 
-  // One creation at a time: the composer's first input, Enter and an upload (attachments.js)
+  // One creation at a time: the first send and an upload (attachments.js)
   // share the request in flight.
   ensureConversation() {
     if (this.client.conversationId) return Promise.resolve();
     this.creating ||= this.client
-      .createConversation()
+      .createConversation(this.consent?.body())
       .then((body) => this.remember(body))
       .finally(() => {
         this.creating = null;
       });
     return this.creating;
-  }
-
-  // The visitor typed: create the conversation now, once. A refusal or a network error is
-  // said on Enter, which tries again (submit() clears the flag); offline, the outbox sends.
-  prepareConversation() {
-    if (this.client.conversationId || this.creating || this.prepareFailed) return;
-    if (!navigator.onLine || !this.input.value.trim()) return;
-    this.ensureConversation().catch(() => {
-      this.prepareFailed = true;
-    });
   }
 
   viewOptions() {
@@ -615,7 +611,7 @@ export class ChatPanel {
   // -- sending ---------------------------------------------------------------
 
   async submit() {
-    this.prepareFailed = false;
+    if (this.consent?.hold()) return; // the visitor's agreement first (consent.js)
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).
     const files = this.attachments ? this.attachments.take() : [];

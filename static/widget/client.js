@@ -245,9 +245,18 @@ export class ChatClient {
     });
   }
 
-  /** @returns {Promise<NewConversation>} */
-  async createConversation() {
-    const response = await fetch(`${this.apiBase}/conversations`, { method: 'POST' });
+  /**
+   * @param {{ consent_sha256: string }} [consent] the visitor's agreement (consent.js), if asked
+   * @returns {Promise<NewConversation>}
+   */
+  async createConversation(consent) {
+    const response = await fetch(`${this.apiBase}/conversations`, {
+      method: 'POST',
+      ...(consent && {
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(consent),
+      }),
+    });
     if (!response.ok) throw await errorFrom(response);
     const body = await response.json();
     this.conversationId = body.conversation_id;

@@ -163,7 +163,7 @@ async function startOver(host, strings, remove) {
       // one, so a reload cannot bring the old conversation back.
       fresh = await new ChatClient({
         apiBase: host.config.apiBase,
-      }).createConversation();
+      }).createConversation(host.consentBody());
     }
   } catch (error) {
     host.showAlert(format(strings.failed, { reason: await reasonFor(host, error) }));

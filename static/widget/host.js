@@ -46,6 +46,8 @@
  * @property {boolean | HandoffResume} handoff Whether people take conversations; or the
  *   remembered conversation's hand-off, to resume.
  * @property {Record<string, any>} attachments The upload limits (attachments.js).
+ * @property {ConsentConfig | null} consent CONSENT_TEXT's step before the first message
+ *   (consent.js), or null.
  */
 
 /**
@@ -101,10 +103,25 @@
  */
 
 /**
+ * The consent step (web.py `_consent`): the site's text, its privacy notice, the text's SHA-256
+ * a new conversation's request sends back, and whether the remembered conversation recorded it.
+ * @typedef {{ text: string, url: string, sha256: string, given: boolean }} ConsentConfig
+ */
+
+/**
+ * consent.js: `hold()` is true when the first send must wait for the visitor's agreement (it
+ * said why and moved focus); `body()` is what a new conversation's request carries.
+ * @typedef {object} ConsentHook
+ * @property {() => boolean} hold
+ * @property {() => { consent_sha256: string } | undefined} body
+ */
+
+/**
  * @typedef {object} PanelHooks
  * @property {AttachmentsHook} attachments
  * @property {HandoffHook} handoff
  * @property {HoldHook} hold
+ * @property {ConsentHook} consent
  */
 
 /**
@@ -154,6 +171,9 @@
  *   Follows one of the panel's events; returns what stops following it.
  * @property {() => Promise<void>} ensureConversation The conversation, created once, before a
  *   part's first request needs it (an upload, a hand-off).
+ * @property {() => ({ consent_sha256: string } | undefined)} consentBody What a new
+ *   conversation's request carries: the visitor's agreement to CONSENT_TEXT, once given
+ *   (consent.js), so a start-over's conversation records it too.
  * @property {() => void} notifyHost A new message the launcher counts as unread (A80).
  * @property {(conversation: { conversation_id: string, token: string }) => void} remember This
  *   conversation from now on, kept across a reload (a start-over's new one).

@@ -1,9 +1,10 @@
 """A flat-cost panel (docs/performance.md, "Widget"): what its speed-ups could break, in real browsers.
 
-- The conversation is created when the visitor first types (chat.js `prepareConversation`), not
-  when the panel merely opens; Enter reuses it, or the request still in flight: one conversation,
-  one creation request. A creation refused while typing is not shown then: Enter tries again and
-  says why, and typing on does not retry.
+- The conversation is created when the first message is sent, not when the panel opens nor
+  while the visitor types (nothing is stored before the visitor speaks: docs/security.md,
+  "Nothing stored before the first message"; tests/e2e/test_no_storage_before_send.py); later
+  messages reuse it: one conversation, one creation request. A refused creation is said on
+  Enter, and the next Enter tries again.
 - A long answer received at once (every delta before the first frame, or one snapshot when the
   answer outran the event log) is drawn a frame's share at a time (chat.js `drawSlices`), yet the
   result is the same DOM, byte for byte, as drawing the whole text in one pass, the text is the
@@ -51,7 +52,9 @@ def conversation_ids(server) -> list[str]:
 
 
 @pytest.mark.chromium_only(reason=FLAT_FIREFOX)
-def test_opening_creates_no_conversation_typing_creates_one_and_enter_reuses_it(embed, page, chat_server_factory):
+def test_opening_and_typing_create_no_conversation_enter_creates_one_and_later_messages_reuse_it(
+    embed, page, chat_server_factory
+):
     server = chat_server_factory()
     posts = ConversationPosts(page)
     widget = embed(server)
@@ -59,16 +62,17 @@ def test_opening_creates_no_conversation_typing_creates_one_and_enter_reuses_it(
     # Everything the panel loads once ready (outbox.js is the last of them) has run: a panel
     # that created a conversation on open would have done so by now.
     widget.panel_frame().wait_for_function("() => typeof window.chatPanel.hold === 'function'")
+    widget.input.press_sequentially("/echo typed then sent")
+    # Typing is not sending: a round trip later, still nothing (the panel once created the
+    # conversation on the first input event; that request would have been seen by now).
+    widget.panel_frame().evaluate("() => fetch(location.href, { method: 'HEAD' })")
     assert posts.conversations == [] and conversation_ids(server) == []
-    with page.expect_request(lambda request: request.url.endswith(CONVERSATIONS_PATH)):
-        widget.input.press_sequentially("/echo ")
-    widget.panel_frame().wait_for_function("() => !!window.chatPanel.client.conversationId")
-    (created,) = conversation_ids(server)
-    widget.input.press_sequentially("typed then sent")  # more typing creates nothing more
+    assert widget.panel_frame().evaluate("() => window.chatPanel.client.conversationId") == ""
     widget.input.press("Enter")
     assert widget.wait_until_complete() == "completed"
     expect(widget.last_answer().locator(".turn__body")).to_have_text("typed then sent")
-    assert len(posts.conversations) == 1 and conversation_ids(server) == [created]
+    (created,) = conversation_ids(server)
+    assert len(posts.conversations) == 1
     assert posts.messages == [f"{posts.conversations[0]}/{created}/messages"]
     # The next message goes to the same conversation, with no new one.
     widget.send("/echo again")
@@ -92,7 +96,7 @@ def test_enter_while_the_conversation_is_still_being_created_shares_that_request
 
 
 @pytest.mark.chromium_only(reason=FLAT_FIREFOX)
-def test_a_creation_refused_while_typing_is_said_on_enter_which_tries_again(embed, page, chat_server_factory):
+def test_a_refused_creation_is_said_on_enter_and_the_next_enter_tries_again(embed, page, chat_server_factory):
     server = chat_server_factory(
         RATE_LIMITS=True,
         RATE_LIMIT_CLIENT="",
@@ -104,15 +108,18 @@ def test_a_creation_refused_while_typing_is_said_on_enter_which_tries_again(embe
     widget = embed(server)
     widget.open()
     alert = widget.frame.locator("[data-chat-alert]")
+    widget.input.press_sequentially("/echo refused")
+    expect(alert).to_have_text("")  # nothing asked, nothing said while typing
+    assert posts.conversations == []
     with page.expect_response(lambda response: response.url.endswith(CONVERSATIONS_PATH)) as refused:
-        widget.input.press_sequentially("/echo ")
+        widget.input.press("Enter")
     assert refused.value.status == 429
-    widget.input.press_sequentially("refused")  # typing on after a refusal does not ask again
-    expect(alert).to_have_text("")  # nothing said while typing
-    assert len(posts.conversations) == 1
-    widget.input.press("Enter")
     assert widget.wait_until_complete() == "failed"
     expect(alert).to_contain_text("faster than this chat allows")
+    assert len(posts.conversations) == 1 and posts.messages == []
+    with page.expect_response(lambda response: response.url.endswith(CONVERSATIONS_PATH)) as again:
+        widget.send("/echo once more")
+    assert again.value.status == 429  # asked again, refused again: still within the hour
     assert len(posts.conversations) == 2 and posts.messages == []
     assert len(conversation_ids(server)) == 1  # only the one made before the page
 

@@ -26,15 +26,16 @@ from ..transport import (
     services,
     settings,
 )
-from ..wire.bodies import ClientReport, NewConversationBody, NewMessage
+from ..wire.bodies import ClientReport, CreateConversation, NewMessage
 from ..wire.errors import (
+    CONSENT_REQUIRED,
     FAULTS_DISABLED,
     IDENTITY_REQUIRED,
     INVALID_FAULTS,
     INVALID_LAST_EVENT_ID,
     REPORT_EXCEEDS_MESSAGE,
 )
-from .service import ChatService, EventStream
+from .service import ChatService, EventStream, consent_sha256
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -78,12 +79,10 @@ def _faults() -> FaultPlan:
         raise INVALID_FAULTS(str(error)) from None
 
 
-def _new_conversation_identity() -> Identity | None:
+def _new_conversation_identity(body: CreateConversation) -> Identity | None:
     """The identity a new conversation is started with: its body's `identity_token`, verified
     (docs/protocol.md, "Known visitors"). No body at all (what the panel sends) or no token:
     anonymous, unless IDENTITY_REQUIRED (401 `identity_required`)."""
-    raw = request.environ.get(BODY_KEY)
-    body = parse_json(NewConversationBody) if raw else NewConversationBody()
     if body.identity_token:
         return services().identity.verify(body.identity_token)
     if settings().identity.required:
@@ -94,9 +93,27 @@ def _new_conversation_identity() -> Identity | None:
     return None
 
 
+def _consent(body: CreateConversation) -> str:
+    """The consent text's SHA-256 the conversation records: with CONSENT_TEXT set, the
+    visitor's agreement to exactly that text is required (docs/protocol.md, "Consent"); without
+    it, nothing is recorded, whatever the body says."""
+    text = settings().chat.consent_text
+    if not text:
+        return ""
+    if body.consent_sha256 != consent_sha256(text):
+        raise CONSENT_REQUIRED(
+            "This chat asks the visitor to agree to its consent text before the first message: "
+            "send consent_sha256, the SHA-256 of the text agreed to (a changed text needs a new agreement)."
+        )
+    return body.consent_sha256
+
+
 @bp.post("/conversations")
 def create_conversation() -> Response:
-    conversation_id, token = chat_service().create_conversation(_new_conversation_identity())
+    # An empty request creates a conversation as it always has; a body is read only when sent.
+    body = parse_json(CreateConversation) if request.environ.get(BODY_KEY) else CreateConversation()
+    identity = _new_conversation_identity(body)
+    conversation_id, token = chat_service().create_conversation(identity, consent_sha256=_consent(body))
     response = jsonify({"conversation_id": conversation_id, "token": token})
     response.status_code = 201
     # Lets the panel find its conversation again after a reload where a

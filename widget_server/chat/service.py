@@ -67,6 +67,13 @@ log = logging.getLogger(__name__)
 DISCONNECT_PROBE_SECONDS = 1.0
 
 
+def consent_sha256(text: str) -> str:
+    """What names a CONSENT_TEXT (docs/protocol.md, "Consent"): the SHA-256 of its UTF-8, in
+    lowercase hex. The panel's config carries it; a new conversation's request sends it back,
+    and a changed text has another, so an agreement to an older text is not taken for this one."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -172,13 +179,26 @@ class ChatService:
 
     # -- conversations -----------------------------------------------------
 
-    def create_conversation(self, identity: Identity | None = None) -> tuple[str, str]:
+    def create_conversation(self, identity: Identity | None = None, *, consent_sha256: str = "") -> tuple[str, str]:
         """A new conversation and its token; with a verified `identity`, it belongs to that
-        subject too (docs/protocol.md, "Known visitors")."""
+        subject too (docs/protocol.md, "Known visitors"). `consent_sha256`, the consent text the
+        visitor agreed to (checked by the caller, chat/api.py), is recorded with it, at its
+        creation."""
         conversation_id = new_id(CONVERSATION_PREFIX)
         token = secrets.token_urlsafe(32)
-        owner = (identity.subject, identity.name, identity.email) if identity is not None else ("", "", "")
-        self.store.create_conversation(Conversation(conversation_id, _hash_token(token), time.time(), *owner))
+        now = time.time()
+        self.store.create_conversation(
+            Conversation(
+                conversation_id,
+                _hash_token(token),
+                now,
+                subject=identity.subject if identity else "",
+                name=identity.name if identity else "",
+                email=identity.email if identity else "",
+                consent_sha256=consent_sha256,
+                consented_at=now if consent_sha256 else 0.0,
+            )
+        )
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:

@@ -15,6 +15,7 @@ from .parsing import (
     parse_attachment_types,
     parse_attachments_dir,
     parse_bool,
+    parse_consent_text,
     parse_email,
     parse_float,
     parse_greeting,
@@ -22,6 +23,7 @@ from .parsing import (
     parse_hosts,
     parse_int,
     parse_launcher_label,
+    parse_optional_url,
     parse_origins,
     parse_public_url,
     parse_rate_limits,
@@ -293,6 +295,18 @@ class ChatSettings:
         parse_greeting,
         "",
         "A greeting line shown above the starters in the empty panel (at most 200 characters).",
+    )
+    consent_text: str = setting(
+        "CONSENT_TEXT",
+        parse_consent_text,
+        "",
+        "A consent line the visitor must agree to (a checkbox) before their first message; the agreement is recorded with the conversation (at most 500 characters, plain text; empty: no consent step). Needs CONSENT_URL.",
+    )
+    consent_url: str = setting(
+        "CONSENT_URL",
+        parse_optional_url,
+        "",
+        "The site's privacy notice, linked from the consent line: an absolute http(s) URL. Required when CONSENT_TEXT is set.",
     )
 
 

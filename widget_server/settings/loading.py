@@ -211,6 +211,11 @@ def _check_together(values: Mapping[str, Any]) -> None:
             "PUBLIC_URL: required when ENV is production: the origin visitors reach the server at, "
             "such as https://chat.example.com (links and the widget's API address are built on it)"
         )
+    if values["CONSENT_TEXT"] and not values["CONSENT_URL"]:
+        raise ConfigError(
+            "CONSENT_URL: required when CONSENT_TEXT is set: the address of the site's privacy "
+            "notice, such as https://www.example.com/privacy, which the consent line links to"
+        )
     if values["STORE"] == "memory" and values["WORKERS"] > 1:
         raise ConfigError(
             "WORKERS: the memory store lives in one process, so resume and cancel would break "

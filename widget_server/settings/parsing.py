@@ -269,6 +269,15 @@ def one_line(raw: Any, max_chars: int) -> str:
     return line
 
 
+MAX_CONSENT_TEXT_CHARS = 500
+
+
+def parse_consent_text(raw: Any) -> str:
+    """The consent line the panel shows before a first message: one line of at most
+    MAX_CONSENT_TEXT_CHARS characters ("": no consent step)."""
+    return one_line(raw, MAX_CONSENT_TEXT_CHARS)
+
+
 def parse_greeting(raw: Any) -> str:
     """The panel's greeting: one line of at most MAX_GREETING_CHARS characters."""
     return one_line(raw, MAX_GREETING_CHARS)

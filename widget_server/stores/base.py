@@ -31,6 +31,11 @@ class Conversation:
     subject: str = ""
     name: str = ""
     email: str = ""
+    # The visitor's agreement to CONSENT_TEXT before the first message (docs/protocol.md,
+    # "Consent"): the SHA-256 (hex) of the text they agreed to, and when the server recorded
+    # it; "" and 0.0 when the conversation was made without a consent step.
+    consent_sha256: str = ""
+    consented_at: float = 0.0
 
 
 @dataclass(frozen=True)

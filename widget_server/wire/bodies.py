@@ -25,6 +25,7 @@ from ..protocol import (
 from .errors import (
     ATTACHMENT_NOT_FOUND,
     COMMENT_TOO_LONG,
+    CONSENT_REQUIRED,
     DESCRIPTION_TOO_LONG,
     DUPLICATE_ATTACHMENT,
     EMPTY_TEXT,
@@ -141,6 +142,48 @@ ATTACHMENTS = Rule(
 )
 
 # -- the bodies ----------------------------------------------------------------------------
+
+
+# The consent a new conversation carries (docs/protocol.md, "Consent"): the SHA-256 of the
+# CONSENT_TEXT the visitor agreed to, in lowercase hex, as the panel's config gives it.
+CONSENT_SHA256 = Rule(
+    wrong=Refusal(INVALID_BODY, "consent_sha256 must be a string: the SHA-256 (hex) of the consent text agreed to."),
+    absent=(None, ""),
+    pattern="[0-9a-f]{64}",
+    invalid=Refusal(
+        CONSENT_REQUIRED,
+        "consent_sha256 must be the SHA-256 (64 lowercase hex digits) of the consent text the visitor agreed to.",
+    ),
+)
+
+
+# As transport's TOKEN_MAX_CHARS in identity/tokens.py: a JWT of a few claims is far shorter.
+IDENTITY_TOKEN_MAX_CHARS = 8192
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateConversation:
+    """POST /api/v1/conversations: optional, and an empty request still creates one. Each field
+    is optional and stands alone, so fields for other purposes join this one class."""
+
+    consent_sha256: str | None = wired(
+        CONSENT_SHA256,
+        default=None,
+        description="The SHA-256 (hex) of the CONSENT_TEXT the visitor agreed to before their first message; "
+        "required when the server sets CONSENT_TEXT (else 403 `consent_required`), recorded with the "
+        "conversation and the time it was created.",
+    )
+    identity_token: str = wired(
+        Rule(
+            wrong=Refusal(INVALID_BODY, "identity_token must be a string: the identity token (a JWT) the site signed."),
+            max_length=IDENTITY_TOKEN_MAX_CHARS,
+            too_long=Refusal(
+                IDENTITY_INVALID, "identity_token is {length} characters; an identity token is at most {limit}."
+            ),
+            description='The visitor\'s identity token: a JWT the site signed (docs/protocol.md, "Known visitors").',
+        ),
+        default="",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,29 +366,4 @@ class EndHandoff:
             enum=AGENT_END_REASONS,
         ),
         default="ended",
-    )
-
-
-# -- a new conversation (docs/protocol.md, "Known visitors") --------------------------------
-
-# As transport's TOKEN_MAX_CHARS in identity/tokens.py: a JWT of a few claims is far shorter.
-IDENTITY_TOKEN_MAX_CHARS = 8192
-
-
-@dataclass(frozen=True, kw_only=True)
-class NewConversationBody:
-    """`POST /api/v1/conversations`' optional body: the visitor's identity token, signed by the
-    site (identity/tokens.py verifies it). Without a body, or without the field, the
-    conversation is anonymous, as it always was."""
-
-    identity_token: str = wired(
-        Rule(
-            wrong=Refusal(INVALID_BODY, "identity_token must be a string: the identity token (a JWT) the site signed."),
-            max_length=IDENTITY_TOKEN_MAX_CHARS,
-            too_long=Refusal(
-                IDENTITY_INVALID, "identity_token is {length} characters; an identity token is at most {limit}."
-            ),
-            description='The visitor\'s identity token: a JWT the site signed (docs/protocol.md, "Known visitors").',
-        ),
-        default="",
     )

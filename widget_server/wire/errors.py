@@ -112,6 +112,9 @@ IDENTITY_EXPIRED = _error("identity_expired", 401)
 IDENTITY_REQUIRED = _error("identity_required", 401)
 # The site's keys (IDENTITY_JWKS_URL) could not be fetched: the same token may pass later.
 IDENTITY_KEYS_UNAVAILABLE = _error("identity_keys_unavailable", 503)
+# CONSENT_TEXT is set and the new conversation's request does not carry the visitor's agreement
+# to that text (docs/protocol.md, "Consent").
+CONSENT_REQUIRED = _error("consent_required", 403)
 # -- the agent console alone ---------------------------------------------------------------
 NOT_SIGNED_IN = _error("not_signed_in", 401, visitor=False)
 CSRF_FAILED = _error("csrf_failed", 403, visitor=False)

@@ -23,6 +23,7 @@ from .errors import (
     ATTACHMENTS_BUDGET_EXCEEDED,
     BODY_TIMEOUT,
     BODY_TOO_LARGE,
+    CONSENT_REQUIRED,
     EMPTY_FILE,
     FAULTS_DISABLED,
     HANDOFF_ACTIVE,
@@ -146,12 +147,13 @@ ROUTES = (
         201,
         "Created.",
         records.NewConversation,
-        bodies.NewConversationBody,
+        bodies.CreateConversation,
         body_required=False,
-        raises=(*_IDENTITY_REFUSALS, IDENTITY_REQUIRED),
+        raises=(*_IDENTITY_REFUSALS, IDENTITY_REQUIRED, CONSENT_REQUIRED),
         description="No body, or no `identity_token`: an anonymous conversation (refused with 401 "
         "`identity_required` when IDENTITY_REQUIRED is on). With a valid identity token the conversation "
-        'belongs to its subject as well (docs/protocol.md, "Known visitors").',
+        'belongs to its subject as well (docs/protocol.md, "Known visitors"). With CONSENT_TEXT set, '
+        '`consent_sha256` is required (403 `consent_required`; docs/protocol.md, "Consent").',
     ),
     Route(
         "get",

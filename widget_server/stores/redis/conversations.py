@@ -32,6 +32,8 @@ _CLAIM = load_script(SCRIPTS, "claim")
 _GET_CONVERSATION = load_script(SCRIPTS, "get_conversation")
 _EXCHANGES = load_script(SCRIPTS, "exchanges")
 _CREATE_CONVERSATION = load_script(SCRIPTS, "create_conversation")
+# A conversation record's fields, in the order get_conversation.lua reads them.
+CONVERSATION_FIELDS = ("token_hash", "created_at", "subject", "name", "email", "consent_sha256", "consented_at")
 _TOUCH_SUBJECT = load_script(SCRIPTS, "touch_subject")
 # A subject's list keeps its newest entries only (touch_subject.lua): what is listed is fewer
 # (identity/service.py, LIST_MAX), and the bound keeps one busy subject's key small.
@@ -64,15 +66,36 @@ class RedisConversations(RedisCompaction):
         self._touch_subject = self.redis.register_script(_TOUCH_SUBJECT)
 
     def create_conversation(self, conversation: Conversation) -> None:
-        owner = [conversation.subject, conversation.name, conversation.email] if conversation.subject else []
         self._create_conversation_batches(
             [self._conv(conversation.conversation_id)],
-            [conversation.token_hash, repr(float(conversation.created_at)), self._ttl, *owner],
+            [
+                conversation.token_hash,
+                repr(float(conversation.created_at)),
+                self._ttl,
+                *self._owner_fields(conversation),
+                *self._consent_fields(conversation),
+            ],
         )
         if conversation.subject:
             # The subject's list is another slot's key on a cluster: its own script, after the
             # record exists (a list entry without its conversation is skipped and pruned).
             self._subject_list(conversation, conversation.created_at, "add")
+
+    @staticmethod
+    def _owner_fields(conversation: Conversation) -> list[str]:
+        """An identified visitor's fields (widget_server/identity/), only for one: an anonymous
+        conversation keeps the record it always had."""
+        if not conversation.subject:
+            return []
+        return ["subject", conversation.subject, "name", conversation.name, "email", conversation.email]
+
+    @staticmethod
+    def _consent_fields(conversation: Conversation) -> list[str]:
+        """The consent's hash fields, only when there is one: a conversation made without a
+        consent step keeps the record it always had."""
+        if not conversation.consent_sha256:
+            return []
+        return ["consent_sha256", conversation.consent_sha256, "consented_at", repr(float(conversation.consented_at))]
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
@@ -85,15 +108,18 @@ class RedisConversations(RedisCompaction):
 
     @staticmethod
     def _conversation(conversation_id: str, values: list[bytes | None]) -> Conversation:
-        # A record stored before identity existed has no owner fields: anonymous.
-        subject, name, email = ([*values[2:5], None, None, None])[:3]
+        # A record stored before identity (or consent) existed lacks those fields: anonymous,
+        # without consent.
+        subject, name, email, consent, consented_at = ([*values[2:7], None, None, None, None, None])[:5]
         return Conversation(
             conversation_id,
             _text(values[0] or b""),
             float(values[1] or 0),
-            _text(subject or b""),
-            _text(name or b""),
-            _text(email or b""),
+            subject=_text(subject or b""),
+            name=_text(name or b""),
+            email=_text(email or b""),
+            consent_sha256=_text(consent or b""),
+            consented_at=float(consented_at or 0) if consent else 0.0,
         )
 
     # -- a subject's conversations (widget_server/identity/) -----------------------------------
@@ -117,7 +143,7 @@ class RedisConversations(RedisCompaction):
         # cluster's to each node), which renew nothing: listing is not using a conversation.
         pipeline = self.redis.pipeline(transaction=False)
         for cid, _ in listed:
-            pipeline.hmget(self._conv(cid), "token_hash", "created_at", "subject", "name", "email")
+            pipeline.hmget(self._conv(cid), *CONVERSATION_FIELDS)
         found: list[SubjectConversation] = []
         gone: list[str] = []
         for (cid, at), values in zip(listed, pipeline.execute(), strict=True):

@@ -3,12 +3,12 @@
 -- pipeline of the HSET and the EXPIRE was redis-py's heaviest per-command path left per
 -- question.
 -- KEYS: conv
--- ARGV: token_hash, created_at, ttl, and for an identified visitor (widget_server/identity/)
---       subject, name, email (absent for an anonymous one: its record keeps its two fields)
+-- ARGV: token_hash, created_at, ttl, then optional field/value pairs kept with the record: an
+--       identified visitor's subject, name and email (widget_server/identity/), the visitor's
+--       consent (consent_sha256, consented_at); an anonymous record without consent keeps its
+--       two fields
 -- Returns 1.
 redis.call('HSET', KEYS[1], 'token_hash', ARGV[1], 'created_at', ARGV[2])
-if ARGV[4] and ARGV[4] ~= '' then
-  redis.call('HSET', KEYS[1], 'subject', ARGV[4], 'name', ARGV[5], 'email', ARGV[6])
-end
+for i = 4, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1

@@ -5,9 +5,11 @@
 -- KEYS: conv, then the conversation's other keys (stores/redis/core.py
 --       CONVERSATION_KEY_SUFFIXES)
 -- ARGV: ttl
--- Returns {token_hash, created_at, subject, name, email} (the last three nil for an anonymous
--- conversation), or nil for an unknown conversation.
-local values = redis.call('HMGET', KEYS[1], 'token_hash', 'created_at', 'subject', 'name', 'email')
+-- Returns {token_hash, created_at, subject, name, email, consent_sha256, consented_at} (false
+-- for each field the record does not have: an anonymous conversation has no owner, one made
+-- without a consent step no consent), or nil for an unknown conversation.
+local values = redis.call('HMGET', KEYS[1], 'token_hash', 'created_at', 'subject', 'name', 'email',
+  'consent_sha256', 'consented_at')
 if not values[1] then return nil end
 for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 return values
