@@ -78,6 +78,7 @@
  * @property {boolean} inProgress A new question, a regenerate or a start-over waits for it.
  * @property {boolean} shared Posted to the other tabs already (tab-sync.js sets it).
  * @property {() => Promise<void>} cancel Stop it on the server (a start-over, here or elsewhere).
+ * @property {() => void} drop Stop following it here only, silently (identity.js: a sign-out).
  */
 
 // -- what a part hangs on the panel (host.provide) ---------------------------------------------
@@ -101,10 +102,21 @@
  */
 
 /**
+ * A known visitor's (identity.js): `identityRefused` hears every refusal of a create or a read,
+ * and tells the site when it was the identity token's; `checkIdentity` creates the
+ * conversation before a send takes the composer's text, and says whether to go on.
+ * @typedef {object} IdentityHooks
+ * @property {(error: any) => void} identityRefused
+ * @property {() => Promise<boolean>} checkIdentity
+ */
+
+/**
  * @typedef {object} PanelHooks
  * @property {AttachmentsHook} attachments
  * @property {HandoffHook} handoff
  * @property {HoldHook} hold
+ * @property {IdentityHooks['identityRefused']} identityRefused
+ * @property {IdentityHooks['checkIdentity']} checkIdentity
  */
 
 /**
