@@ -1,0 +1,202 @@
+"""Known visitors in the panel (docs/embedding.md, "Known visitors"; docs/protocol.md, "Known
+visitors"): the site's identity token given by `data-identity-token` or
+`ChatWidget.identify()`, the visitor's conversations on two devices, the Conversations view by
+keyboard, a refused token told to the site, the sign-out, and anonymous panels as before."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from widget_server.backends.demo import SLOW_ANSWER
+from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
+
+from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
+
+pytestmark = pytest.mark.e2e
+
+# The host page counts the loader's event (docs/events.md), heard on `document`.
+EXPIRED_COUNT = """
+window.__expired = 0;
+document.addEventListener('chatwidget:identity-expired', () => { window.__expired += 1; });
+"""
+
+
+@pytest.fixture
+def identity_server(chat_server_factory):
+    return chat_server_factory(IDENTITY_SECRET=IDENTITY_TEST_SECRET)
+
+
+def token(subject: str = "customer-42", **claims) -> str:
+    return mint_identity_token(subject, secret=IDENTITY_TEST_SECRET, **claims)
+
+
+def panel_model_text(widget: ChatWidget) -> str:
+    return widget.panel_frame().evaluate("() => window.chatPanel.current.model.text")
+
+
+def conversations_control(widget: ChatWidget):
+    return widget.frame.locator("[data-chat-conversations]")
+
+
+def own_conversation(server, subject: str, question: str) -> str:
+    """A conversation of `subject` with one completed answer, made over HTTP as another device."""
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        created = http.post("/api/v1/conversations", json={"identity_token": token(subject)}).json()
+        headers = {"Authorization": f"Bearer {created['token']}"}
+        url = f"/api/v1/conversations/{created['conversation_id']}/messages"
+        with http.stream("POST", url, json={"request_id": str(uuid.uuid4()), "text": question}, headers=headers) as r:
+            assert r.status_code == 200
+            body = "".join(r.iter_text())
+        assert "message.completed" in body
+        return created["conversation_id"]
+
+
+def device(browser: Browser, host_site, server, browser_name: str, path: str, **data) -> ChatWidget:
+    """Another browser profile (its own storage and cookies) on a host page embedding the chat."""
+    context = browser.new_context()
+    ChatWidget.install_recorder(context)
+    page = context.new_page()
+    data.setdefault("announce_interval", ANNOUNCE_INTERVAL_MS)
+    page.goto(host_site.embed_page(chat_base_url(server, browser_name), path=path, **data))
+    widget = ChatWidget(page)
+    widget.launcher.wait_for()
+    return widget
+
+
+def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_answer_exactly(
+    embed, identity_server, browser: Browser, host_site, browser_name
+):
+    first = embed(identity_server, identity_token=token())
+    first.open()
+    first.send("/scenario slow")
+    expect(first.last_answer().locator(".turn__body")).not_to_be_empty()  # under way
+    second = device(browser, host_site, identity_server, browser_name, "/other-device", identity_token=token())
+    try:
+        second.open()
+        control = conversations_control(second)
+        expect(control).to_be_visible()
+        control.click()
+        choices = second.frame.locator("#chat-conversations li button")
+        expect(choices).to_have_count(1)
+        expect(choices.first).to_have_text(re.compile(r"^/scenario slow — "))
+        choices.first.click()
+        # Its history, and the answer still being written followed from where it is.
+        expect(second.turns.first).to_have_text(re.compile("/scenario slow"))
+        assert second.wait_until_complete() == "completed"  # its SHA-256 checked by the panel
+        assert first.wait_until_complete() == "completed"
+        assert panel_model_text(second) == panel_model_text(first) == SLOW_ANSWER
+        expect(second.turns).to_have_count(2)
+        expect(second.input).to_be_focused()
+    finally:
+        second.page.context.close()
+
+
+def test_the_conversations_view_by_keyboard_alone(embed, identity_server, page: Page):
+    own_conversation(identity_server, "customer-7", "Where is my order?")
+    own_conversation(identity_server, "customer-7", "/echo Opening hours?")
+    widget = embed(identity_server, identity_token=token("customer-7"))
+    widget.open()
+    control = conversations_control(widget)
+    expect(control).to_be_visible()
+    expect(control).to_have_accessible_name("Conversations")
+    for _ in range(10):  # back from the composer through the header's tools
+        if control.evaluate("(node) => node === document.activeElement"):
+            break
+        page.keyboard.press("Shift+Tab")
+    expect(control).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(control).to_have_attribute("aria-expanded", "true")
+    view = widget.frame.get_by_role("region", name="Your conversations")
+    expect(view).to_be_visible()
+    choices = view.get_by_role("listitem").get_by_role("button")
+    expect(choices).to_have_count(2)
+    # Most recent first; the title and the last activity in words.
+    when = r" — (now|\d+ seconds? ago)$"
+    expect(choices.nth(0)).to_have_accessible_name(re.compile(r"^/echo Opening hours\?" + when))
+    expect(choices.nth(1)).to_have_accessible_name(re.compile(r"^Where is my order\?" + when))
+    expect(choices.nth(0)).to_be_focused()  # focus moved into the view
+    expect(widget.input).to_be_hidden()
+    widget.assert_accessible()
+    page.keyboard.press("Escape")  # closes the view, not the chat
+    expect(view).to_be_hidden()
+    expect(control).to_be_focused()
+    expect(control).to_have_attribute("aria-expanded", "false")
+    expect(widget.launcher).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("Enter")
+    expect(choices.nth(0)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(choices.nth(1)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(view).to_be_hidden()
+    expect(widget.input).to_be_focused()
+    expect(widget.turns).to_have_count(2)
+    expect(widget.turns.first).to_have_text(re.compile("Where is my order"))
+    expect(widget.answers.first).to_have_attribute("data-state", "completed")
+    widget.assert_accessible()
+
+
+def test_a_refused_token_is_told_to_the_site_once_and_the_text_waits_for_a_new_one(embed, identity_server, page: Page):
+    page.add_init_script(EXPIRED_COUNT)
+    widget = embed(identity_server, identity_token=token(expires_in=-600))
+    widget.open()
+    widget.input.fill("Where is my parcel?")
+    widget.input.press("Enter")
+    alert = widget.frame.locator("[data-chat-alert]")
+    expect(alert).to_have_text("Your sign-in for this chat has expired. Reload the page to continue.")
+    expect(widget.input).to_have_value("Where is my parcel?")
+    expect(widget.turns).to_have_count(0)
+    page.wait_for_function("() => window.__expired >= 1")
+    widget.input.press("Enter")  # again, with the same token: said again, not told again
+    expect(widget.input).to_have_value("Where is my parcel?")
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
+    widget.input.press("Enter")
+    assert widget.wait_until_complete() == "completed"
+    expect(widget.input).to_have_value("")
+    expect(widget.turns.first).to_have_text(re.compile("Where is my parcel"))
+    assert page.evaluate("() => window.__expired") == 1
+
+
+def test_logout_forgets_everything_the_panel_kept_on_this_browser(embed, identity_server, page: Page):
+    # A single-page app: signed in after the page loaded, so a reload after the sign-out is the
+    # next visitor's page, without a token.
+    widget = embed(identity_server)
+    widget.open()
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
+    expect(conversations_control(widget)).to_be_visible()
+    widget.send("/echo A private question")
+    assert widget.wait_until_complete() == "completed"
+    widget.input.fill("half typed")
+    page.evaluate("() => ChatWidget.logout()")
+    expect(widget.turns).to_have_count(0)
+    expect(widget.input).to_have_value("")
+    expect(conversations_control(widget)).to_be_hidden()
+    stored = """() => {
+      try { return localStorage.length + sessionStorage.length; } catch { return 0; }
+    }"""
+    widget.panel_frame().wait_for_function(f"() => ({stored})() === 0")
+    # The next visitor on this browser starts fresh, after a reload too (the cookie included).
+    page.reload()
+    widget.launcher.wait_for()
+    widget.open()
+    expect(widget.frame.locator("[data-chat-empty]")).to_be_visible()
+    expect(widget.turns).to_have_count(0)
+    expect(conversations_control(widget)).to_be_hidden()
+
+
+def test_an_anonymous_panel_has_no_conversations_control_nor_identity_code(embed, identity_server, page: Page):
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    widget = embed(identity_server)
+    widget.open()
+    widget.send("/echo Hello")
+    assert widget.wait_until_complete() == "completed"
+    expect(conversations_control(widget)).to_be_hidden()
+    assert not [url for url in fetched if re.search(r"/(identity|conversations)\.js", url)]
+    # A token given later, as a single-page app signs its visitor in, shows it.
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
+    expect(conversations_control(widget)).to_be_visible()
