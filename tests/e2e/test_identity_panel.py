@@ -69,8 +69,10 @@ def device(browser: Browser, host_site, server, browser_name: str, path: str, **
 
 
 def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_answer_exactly(
-    embed, identity_server, browser: Browser, host_site, browser_name
+    embed, chat_server_factory, browser: Browser, host_site, browser_name
 ):
+    # Five sentences 3 s apart: still being written when the second device opens it.
+    identity_server = chat_server_factory(IDENTITY_SECRET=IDENTITY_TEST_SECRET, DEMO_DELAY_SECONDS=0.3)
     first = embed(identity_server, identity_token=token())
     first.open()
     first.send("/scenario slow")
@@ -87,6 +89,7 @@ def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_an
         choices.first.click()
         # Its history, and the answer still being written followed from where it is.
         expect(second.turns.first).to_have_text(re.compile("/scenario slow"))
+        expect(second.last_answer()).to_have_attribute("data-state", "streaming")
         assert second.wait_until_complete() == "completed"  # its SHA-256 checked by the panel
         assert first.wait_until_complete() == "completed"
         assert panel_model_text(second) == panel_model_text(first) == SLOW_ANSWER
