@@ -16,6 +16,7 @@ from widget_server.backends.demo import SLOW_ANSWER
 from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
 
 from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
+from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
 
 pytestmark = pytest.mark.e2e
 
@@ -203,3 +204,30 @@ def test_an_anonymous_panel_has_no_conversations_control_nor_identity_code(embed
     # A token given later, as a single-page app signs its visitor in, shows it.
     page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
     expect(conversations_control(widget)).to_be_visible()
+
+
+def test_the_agent_console_shows_a_known_visitors_name_and_email_as_text(chat_server_factory, tmp_path, context):
+    server = start_handoff_server(chat_server_factory, tmp_path, IDENTITY_SECRET=IDENTITY_TEST_SECRET)
+    console = signed_in(context, server, "ana")
+    created = httpx.post(
+        server.url + "/api/v1/conversations",
+        json={"identity_token": token("customer-9", name="<b>Zoë</b> Ødegaard", email="zoe@example.com")},
+    ).json()
+    known = Visitor(server.url, created["conversation_id"], created["token"])
+    anonymous = Visitor.start(server)
+    for visitor in (known, anonymous):
+        assert visitor.ask_for_a_person()["state"] == "queued"
+    known_entry = console.entry(known.conversation_id).locator(".queue__visitor")
+    # The name's characters, markup and all, as text in its own <bdi>: no <b> element made.
+    expect(known_entry).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
+    expect(known_entry.locator("bdi").first).to_have_text("<b>Zoë</b> Ødegaard")
+    expect(known_entry.locator("b")).to_have_count(0)
+    expect(console.entry(anonymous.conversation_id).locator(".queue__visitor")).to_have_text("Anonymous visitor")
+    console.assert_accessible()
+    claim(console, known)
+    shown = console.page.locator("[data-agent-visitor]")
+    expect(shown).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
+    expect(shown.locator("b")).to_have_count(0)
+    held = console.page.locator(f"[data-agent-mine] > li[data-conversation-id='{known.conversation_id}']")
+    expect(held.locator(".queue__visitor")).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
+    console.assert_accessible()
