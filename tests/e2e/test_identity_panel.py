@@ -16,7 +16,6 @@ from widget_server.backends.demo import SLOW_ANSWER
 from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
 
 from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
-from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
 
 pytestmark = pytest.mark.e2e
 
@@ -100,71 +99,6 @@ def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_an
         second.page.context.close()
 
 
-def test_the_conversations_view_by_keyboard_alone(embed, identity_server, page: Page):
-    own_conversation(identity_server, "customer-7", "Where is my order?")
-    own_conversation(identity_server, "customer-7", "/echo Opening hours?")
-    widget = embed(identity_server, identity_token=token("customer-7"))
-    widget.open()
-    control = conversations_control(widget)
-    expect(control).to_be_visible()
-    expect(control).to_have_accessible_name("Conversations")
-    for _ in range(10):  # back from the composer through the header's tools
-        if control.evaluate("(node) => node === document.activeElement"):
-            break
-        page.keyboard.press("Shift+Tab")
-    expect(control).to_be_focused()
-    page.keyboard.press("Enter")
-    expect(control).to_have_attribute("aria-expanded", "true")
-    view = widget.frame.get_by_role("region", name="Your conversations")
-    expect(view).to_be_visible()
-    choices = view.get_by_role("listitem").get_by_role("button")
-    expect(choices).to_have_count(2)
-    # Most recent first; the title and the last activity in words.
-    when = r" — (now|\d+ seconds? ago)$"
-    expect(choices.nth(0)).to_have_accessible_name(re.compile(r"^/echo Opening hours\?" + when))
-    expect(choices.nth(1)).to_have_accessible_name(re.compile(r"^Where is my order\?" + when))
-    expect(choices.nth(0)).to_be_focused()  # focus moved into the view
-    expect(widget.input).to_be_hidden()
-    widget.assert_accessible()
-    page.keyboard.press("Escape")  # closes the view, not the chat
-    expect(view).to_be_hidden()
-    expect(control).to_be_focused()
-    expect(control).to_have_attribute("aria-expanded", "false")
-    expect(widget.launcher).to_have_attribute("aria-expanded", "true")
-    page.keyboard.press("Enter")
-    expect(choices.nth(0)).to_be_focused()
-    page.keyboard.press("Tab")
-    expect(choices.nth(1)).to_be_focused()
-    page.keyboard.press("Enter")
-    expect(view).to_be_hidden()
-    expect(widget.input).to_be_focused()
-    expect(widget.turns).to_have_count(2)
-    expect(widget.turns.first).to_have_text(re.compile("Where is my order"))
-    expect(widget.answers.first).to_have_attribute("data-state", "completed")
-    widget.assert_accessible()
-
-
-def test_a_refused_token_is_told_to_the_site_once_and_the_text_waits_for_a_new_one(embed, identity_server, page: Page):
-    page.add_init_script(EXPIRED_COUNT)
-    widget = embed(identity_server, identity_token=token(expires_in=-600))
-    widget.open()
-    widget.input.fill("Where is my parcel?")
-    widget.input.press("Enter")
-    alert = widget.frame.locator("[data-chat-alert]")
-    expect(alert).to_have_text("Your sign-in for this chat has expired. Reload the page to continue.")
-    expect(widget.input).to_have_value("Where is my parcel?")
-    expect(widget.turns).to_have_count(0)
-    page.wait_for_function("() => window.__expired >= 1")
-    widget.input.press("Enter")  # again, with the same token: said again, not told again
-    expect(widget.input).to_have_value("Where is my parcel?")
-    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
-    widget.input.press("Enter")
-    assert widget.wait_until_complete() == "completed"
-    expect(widget.input).to_have_value("")
-    expect(widget.turns.first).to_have_text(re.compile("Where is my parcel"))
-    assert page.evaluate("() => window.__expired") == 1
-
-
 def test_logout_forgets_everything_the_panel_kept_on_this_browser(embed, identity_server, page: Page):
     # A single-page app: signed in after the page loaded, so a reload after the sign-out is the
     # next visitor's page, without a token.
@@ -204,30 +138,3 @@ def test_an_anonymous_panel_has_no_conversations_control_nor_identity_code(embed
     # A token given later, as a single-page app signs its visitor in, shows it.
     page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
     expect(conversations_control(widget)).to_be_visible()
-
-
-def test_the_agent_console_shows_a_known_visitors_name_and_email_as_text(chat_server_factory, tmp_path, context):
-    server = start_handoff_server(chat_server_factory, tmp_path, IDENTITY_SECRET=IDENTITY_TEST_SECRET)
-    console = signed_in(context, server, "ana")
-    created = httpx.post(
-        server.url + "/api/v1/conversations",
-        json={"identity_token": token("customer-9", name="<b>Zoë</b> Ødegaard", email="zoe@example.com")},
-    ).json()
-    known = Visitor(server.url, created["conversation_id"], created["token"])
-    anonymous = Visitor.start(server)
-    for visitor in (known, anonymous):
-        assert visitor.ask_for_a_person()["state"] == "queued"
-    known_entry = console.entry(known.conversation_id).locator(".queue__visitor")
-    # The name's characters, markup and all, as text in its own <bdi>: no <b> element made.
-    expect(known_entry).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
-    expect(known_entry.locator("bdi").first).to_have_text("<b>Zoë</b> Ødegaard")
-    expect(known_entry.locator("b")).to_have_count(0)
-    expect(console.entry(anonymous.conversation_id).locator(".queue__visitor")).to_have_text("Anonymous visitor")
-    console.assert_accessible()
-    claim(console, known)
-    shown = console.page.locator("[data-agent-visitor]")
-    expect(shown).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
-    expect(shown.locator("b")).to_have_count(0)
-    held = console.page.locator(f"[data-agent-mine] > li[data-conversation-id='{known.conversation_id}']")
-    expect(held.locator(".queue__visitor")).to_have_text("Visitor: <b>Zoë</b> Ødegaard, zoe@example.com")
-    console.assert_accessible()
