@@ -95,6 +95,13 @@ def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_an
         assert panel_model_text(second) == panel_model_text(first) == SLOW_ANSWER
         expect(second.turns).to_have_count(2)
         expect(second.input).to_be_focused()
+        # Reloaded, the second device shows the chosen conversation again: kept by its id alone,
+        # drawn once the page's token has come (identity.js).
+        second.page.reload()
+        second.launcher.wait_for()
+        second.open()
+        expect(second.turns).to_have_count(2)
+        expect(second.answers.first).to_have_attribute("data-state", "completed")
     finally:
         second.page.context.close()
 
