@@ -134,6 +134,8 @@ export class ChatPanel {
     this.identityRefused = null;
     /** @type {IdentityHooks['checkIdentity'] | null} */
     this.checkIdentity = null;
+    /** @type {Promise<unknown> | null} identity.js, importing or applying the latest token */
+    this.identityPart = null;
     /** @type {PanelHost} all that the lazily loaded parts see of the panel */
     this.host = this.makeHost();
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
@@ -296,9 +298,13 @@ export class ChatPanel {
       if (event.data?.type === 'chatwidget:opened') this.input.focus();
       // A known visitor's token, or null: signed out (static/widget/embed.js). identity.js
       // loads only for one, so that anonymous panels stay as they were (docs/embedding.md).
-      const token = event.data?.type === 'chatwidget:identity' ? event.data.token : '';
+      if (event.data?.type !== 'chatwidget:identity') return;
+      const token = event.data.token;
+      if (token) this.client.identity = token; // a send before identity.js came is theirs too
       if (token || token === null || this.client.identity)
-        import('./identity.js').then((identity) => identity.identify(this.host, token));
+        this.identityPart = import('./identity.js').then((identity) =>
+          identity.identify(this.host, token),
+        );
     });
     // Page lifecycle: come back → resume at once rather than waiting out a backoff.
     const wake = () => this.current?.wake();
@@ -635,6 +641,7 @@ export class ChatPanel {
     this.prepareFailed = false;
     // A known visitor's conversation is created before the composer lets go of the text: a
     // refused identity token keeps it there to send again (identity.js).
+    if (this.identityPart) await this.identityPart.catch(() => {}); // its hooks, below
     if (this.checkIdentity && !(await this.checkIdentity())) return;
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).

@@ -42,12 +42,11 @@ export function identify(host, token) {
     });
   }
   if (token === null) return logout(host, panel);
-  const before = client.identity;
   client.identity = token;
   if (panel.control) panel.control.hidden = !token;
   if (!token) closeView(host);
   // A conversation of the visitor's list, open before a reload: chat.js left it for the token.
-  if (token && !before && !client.conversationId) {
+  if (token && !client.conversationId) {
     const saved = stored(host);
     if (saved?.conversation_id && !saved.token) {
       client.conversationId = saved.conversation_id;

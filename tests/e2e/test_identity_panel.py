@@ -145,3 +145,19 @@ def test_an_anonymous_panel_has_no_conversations_control_nor_identity_code(embed
     # A token given later, as a single-page app signs its visitor in, shows it.
     page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
     expect(conversations_control(widget)).to_be_visible()
+
+
+def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_server, page: Page):
+    widget = embed(identity_server, identity_token=token("customer-5"))
+    widget.open()
+    expect(conversations_control(widget)).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(widget.launcher).to_have_attribute("aria-expanded", "false")
+    widget.open()  # the loader's `chatwidget:opened` again: not a sign-out
+    expect(conversations_control(widget)).to_be_visible()
+    widget.send("/echo Mine")
+    assert widget.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
