@@ -195,6 +195,7 @@ export class ChatPanel {
       redraw: () => this.redraw(),
       provide: (hooks) => Object.assign(this, hooks),
       filesSent: (refs) => this.attachments?.sent(refs),
+      clearFiles: () => this.attachments?.clear(),
     };
   }
 

@@ -88,6 +88,7 @@
  * @typedef {object} AttachmentsHook
  * @property {() => (SentFile[] | null)} take The ready files; null while one uploads, or offline.
  * @property {(refs: AttachmentRef[] | undefined) => void} sent An accepted message's files.
+ * @property {() => void} clear Every file off the composer (a sign-out).
  */
 
 /**
@@ -177,6 +178,7 @@
  * @property {(hooks: Partial<PanelHooks>) => void} provide A part offers what chat.js asks of it.
  * @property {(refs: AttachmentRef[]) => void} filesSent A message's files went (to a person,
  *   handoff.js): attachments.js takes them off the composer's list.
+ * @property {() => void} clearFiles The composer's files gone, unsent (identity.js: a sign-out).
  */
 
 export {};

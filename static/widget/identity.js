@@ -131,6 +131,7 @@ async function logout(host, panel) {
   panel.told = '';
   host.clearTranscript();
   host.input.value = '';
+  host.clearFiles();
   host.forget();
   // The outbox's messages belonged to the conversation that went (its storage and cookie too).
   (await import('./outbox.js')).prune(host);

@@ -16,6 +16,7 @@ from widget_server.backends.demo import SLOW_ANSWER
 from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
 
 from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
+from .test_attachments_widget import attach_with_button
 
 pytestmark = pytest.mark.e2e
 
@@ -116,9 +117,13 @@ def test_logout_forgets_everything_the_panel_kept_on_this_browser(embed, identit
     widget.send("/echo A private question")
     assert widget.wait_until_complete() == "completed"
     widget.input.fill("half typed")
+    attach_with_button(widget, page, ("receipt.txt", "text/plain", b"order 1234"))
+    files = widget.frame.locator(".chat-files > li")
+    expect(files).to_have_count(1)
     page.evaluate("() => ChatWidget.logout()")
     expect(widget.turns).to_have_count(0)
     expect(widget.input).to_have_value("")
+    expect(files).to_have_count(0)
     expect(conversations_control(widget)).to_be_hidden()
     stored = """() => {
       try { return localStorage.length + sessionStorage.length; } catch { return 0; }
