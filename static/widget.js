@@ -116,6 +116,9 @@
   const phone = matchMedia('(max-width:480px),(max-height:480px)');
   const viewport = window.visualViewport;
   let rootStyleBefore = null; // <html>'s own inline style, restored exactly on close (A86)
+  // A known visitor's signed token (docs/embedding.md, "Known visitors"): embed.js posts it to
+  // the panel, never in the iframe's URL; null once the site called logout().
+  let identity = option('identityToken', '');
 
   // The iframe, its messages and the unread count live in static/widget/embed.js, imported
   // on first open (an inline panel: at once), so that host pages pay only for the launcher.
@@ -134,6 +137,8 @@
           launcherName,
           isOpen: () => isOpen,
           close,
+          identity,
+          emit,
         },
         target || panel,
       ),
@@ -282,10 +287,17 @@
     }
   }
 
+  // Sign-in and sign-out of a single-page app: kept for the panel's first load, else forwarded.
+  const identify = (token) => {
+    identity = token;
+    attached?.then((opened) => opened.identify(token));
+  };
   window.ChatWidget = {
     open: open,
     close: close,
     isOpen: () => isOpen,
+    identify,
+    logout: () => identify(null),
   };
   if (document.body) start();
   else document.addEventListener('DOMContentLoaded', start);

@@ -68,6 +68,8 @@ SAME_AS_ENGLISH_ALLOWED = {
     "settingsLabel",
     "comment",
     "message",
+    # French spells "conversations" as English does.
+    "conversationTools.conversationsLabel",
     # French spells "source" and "sources" as English does.
     "sources.toggle",
     "sources.count.one",

@@ -15,7 +15,15 @@ declare const __CHATWIDGET_THEME__: Record<string, string>;
 
 interface Window {
   // The loader's API (static/widget.js, docs/embedding.md).
-  ChatWidget?: { open(): void; close(): void; isOpen(): boolean };
+  ChatWidget?: {
+    open(): void;
+    close(): void;
+    isOpen(): boolean;
+    // A known visitor's signed token, or a new one after `chatwidget:identity-expired`.
+    identify(token: string): void;
+    // The visitor signed out: the panel forgets everything it kept (docs/embedding.md).
+    logout(): void;
+  };
   // The host page's options for the loader (docs/configuration.md).
   ChatWidgetConfig?: Record<string, unknown>;
   // The booted panel, for tests, bench/widget.py and the QA page (static/widget/panel.js).
@@ -31,7 +39,7 @@ interface ChatWidgetEventDetails {
   event: { type: string; seq: number; outcome: 'applied' | 'duplicate' | 'ignored' };
   focus: { target: string };
   action: { actionId: string; messageId: string; status: string };
-  conversation: { reason: 'new' | 'deleted'; conversationId: string };
+  conversation: { reason: 'new' | 'deleted' | 'logout'; conversationId: string };
   copy: { messageId: string };
   feedback: { messageId: string; rating: 'up' | 'down' | null; comment: string };
   handoff: {
@@ -46,4 +54,15 @@ type ChatWidgetEventMap = {
   [K in keyof ChatWidgetEventDetails as `chatwidget:${K}`]: CustomEvent<ChatWidgetEventDetails[K]>;
 };
 
-interface HTMLElementEventMap extends ChatWidgetEventMap {}
+interface HTMLElementEventMap extends ChatWidgetEventMap, ChatWidgetLoaderEventMap {}
+
+// The loader's events on its <script> element, bubbling to `document` (docs/events.md, "On the
+// loader's <script> element"): no detail. `identity-expired`: the server refused the visitor's
+// identity token (expired or invalid); the site answers with ChatWidget.identify(newToken).
+interface ChatWidgetLoaderEventMap {
+  'chatwidget:show': CustomEvent<null>;
+  'chatwidget:hide': CustomEvent<null>;
+  'chatwidget:identity-expired': CustomEvent<null>;
+}
+
+interface DocumentEventMap extends ChatWidgetLoaderEventMap {}

@@ -51,6 +51,16 @@ function setIsolated(node, template, values = {}) {
   node.replaceChildren(...parts.filter((part) => part !== ''));
 }
 
+// Who the visitor is (docs/agents.md, "Known visitors"): the name and email the site vouched
+// for with its identity token, each as text in its own <bdi> (a name may be `<b>…`: it stays
+// those characters), else "Anonymous visitor". The subject names one with no name.
+function showVisitor(node, strings, visitor) {
+  if (!visitor) return setIsolated(node, strings.visitorAnonymous);
+  const name = visitor.name || visitor.subject;
+  if (visitor.email) setIsolated(node, strings.visitorKnown, { name, email: visitor.email });
+  else setIsolated(node, strings.visitorKnownNoEmail, { name });
+}
+
 // Minutes since an ISO time, by this browser's clock (the server's `waited_seconds`, when it
 // sends it, is preferred: clocks differ).
 function minutesWaiting(entry, now) {
@@ -247,7 +257,11 @@ class AgentConsole {
   queueItem(id) {
     const item = element('li', 'queue__item');
     item.dataset.conversationId = id;
-    item.append(element('p', 'queue__wait'), element('p', 'queue__last'));
+    item.append(
+      element('p', 'queue__wait'),
+      element('p', 'queue__visitor'),
+      element('p', 'queue__last'),
+    );
     const claim = element('button', 'button', this.s.claim);
     claim.type = 'button';
     claim.dataset.agentClaim = '';
@@ -263,6 +277,7 @@ class AgentConsole {
     const waitText = `${position}. ${wait[0].toUpperCase()}${wait.slice(1)}`;
     const wait_ = $('.queue__wait', item);
     if (wait_.textContent !== waitText) wait_.textContent = waitText;
+    showVisitor($('.queue__visitor', item), this.s, entry.visitor);
     const last_ = $('.queue__last', item);
     if (entry.last_visitor_message) {
       setIsolated(last_, this.s.lastMessage, { text: entry.last_visitor_message });
@@ -305,9 +320,10 @@ class AgentConsole {
           format(this.s.openLabel, { name: this.conversationName(id) }),
         );
         open.addEventListener('click', () => this.openConversation(id));
-        item.append(name, last, open);
+        item.append(name, element('p', 'queue__visitor'), last, open);
         this.mineItems.set(id, item);
       }
+      showVisitor($('.queue__visitor', item), this.s, entry.visitor);
       // The last visitor message, when the server lists one for a held conversation.
       const lastNode = $('.queue__last', item);
       lastNode.hidden = !entry.last_visitor_message;
@@ -368,6 +384,7 @@ class AgentConsole {
     const state = $('[data-agent-conversation-state]');
     state.textContent = this.s.noConversation;
     state.hidden = false;
+    $('[data-agent-visitor]').hidden = true;
     $('[data-agent-transcript]').hidden = true;
     $('[data-agent-reply]').hidden = true;
     delete this.root.dataset.conversation;
@@ -404,6 +421,9 @@ class AgentConsole {
     $('[data-agent-conversation-heading]').textContent = format(this.s.conversationHeadingWith, {
       name: this.conversationName(id),
     });
+    const visitor = $('[data-agent-visitor]');
+    showVisitor(visitor, this.s, body.visitor);
+    visitor.hidden = false;
     const transcript = $('[data-agent-transcript]');
     transcript.replaceChildren();
     transcript.hidden = false;

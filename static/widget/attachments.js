@@ -293,6 +293,11 @@ class Attachments {
     if (id) this.host.client.deleteAttachment(id).catch(() => {});
   }
 
+  // A sign-out (identity.js): every file leaves the composer, an upload in flight too.
+  clear() {
+    for (const row of [...this.rows]) this.drop(row);
+  }
+
   drop(row) {
     row.request?.abort();
     row.item.remove();

@@ -69,6 +69,7 @@ const SLICE_CHARS = 2048;
 /** @typedef {import('./host.js').HandoffHook} HandoffHook */
 /** @typedef {import('./host.js').HoldHook} HoldHook */
 /** @typedef {import('./host.js').ConsentHook} ConsentHook */
+/** @typedef {import('./host.js').IdentityHooks} IdentityHooks */
 /**
  * markdown.js's `code` option: a block's line renderer (null until code-blocks.js is in, or for
  * a language it has no rules for), and the hook for a block at its end.
@@ -132,6 +133,12 @@ export class ChatPanel {
     this.hold = null;
     /** @type {ConsentHook | null} consent.js's, with CONSENT_TEXT */
     this.consent = null;
+    /** @type {IdentityHooks['identityRefused'] | null} */
+    this.identityRefused = null;
+    /** @type {IdentityHooks['checkIdentity'] | null} */
+    this.checkIdentity = null;
+    /** @type {Promise<unknown> | null} identity.js, importing or applying the latest token */
+    this.identityPart = null;
     /** @type {PanelHost} all that the lazily loaded parts see of the panel */
     this.host = this.makeHost();
     // Once ready, while online: offline sends, other tabs (docs/design.md), following the end.
@@ -193,6 +200,7 @@ export class ChatPanel {
       redraw: () => this.redraw(),
       provide: (hooks) => Object.assign(this, hooks),
       filesSent: (refs) => this.attachments?.sent(refs),
+      clearFiles: () => this.attachments?.clear(),
     };
   }
 
@@ -295,6 +303,15 @@ export class ChatPanel {
     window.addEventListener('message', (event) => {
       if (event.source !== window.parent || !this.originAllowed(event.origin)) return;
       if (event.data?.type === 'chatwidget:opened') this.input.focus();
+      // A known visitor's token, or null: signed out (static/widget/embed.js). identity.js
+      // loads only for one, so that anonymous panels stay as they were (docs/embedding.md).
+      if (event.data?.type !== 'chatwidget:identity') return;
+      const token = event.data.token;
+      if (token) this.client.identity = token; // a send before identity.js came is theirs too
+      if (token || token === null || this.client.identity)
+        this.identityPart = import('./identity.js').then((identity) =>
+          identity.identify(this.host, token),
+        );
     });
     // Page lifecycle: come back → resume at once rather than waiting out a backoff.
     const wake = () => this.current?.wake();
@@ -347,6 +364,9 @@ export class ChatPanel {
     } catch {
       // storage blocked or corrupt: the cookie, or start fresh
     }
+    // A conversation of a known visitor's list has no token of its own: identity.js draws it
+    // once the site's identity token has come.
+    if (saved?.conversation_id && !saved.token && !this.client.identity) return;
     if (!saved?.conversation_id) saved = this.config.conversation;
     if (!saved?.conversation_id) return;
     this.client.conversationId = saved.conversation_id;
@@ -443,6 +463,10 @@ export class ChatPanel {
     this.creating ||= this.client
       .createConversation(this.consent?.body())
       .then((body) => this.remember(body))
+      .catch((error) => {
+        this.identityRefused?.(error); // a known visitor's token, refused (identity.js)
+        throw error;
+      })
       .finally(() => {
         this.creating = null;
       });
@@ -612,6 +636,11 @@ export class ChatPanel {
 
   async submit() {
     if (this.consent?.hold()) return; // the visitor's agreement first (consent.js)
+    this.prepareFailed = false;
+    // A known visitor's conversation is created before the composer lets go of the text: a
+    // refused identity token keeps it there to send again (identity.js).
+    if (this.identityPart) await this.identityPart.catch(() => {}); // its hooks, below
+    if (this.checkIdentity && !(await this.checkIdentity())) return;
     const text = this.input.value;
     // The uploaded files (attachments.js); null while one still uploads, or offline (it says so).
     const files = this.attachments ? this.attachments.take() : [];
@@ -712,10 +741,18 @@ class AnswerRun {
     this.heardLength = -1; // a restored answer: the length heard before the reload
     /** @type {(() => void) | null} finish() waits for the last slices */
     this.whenDrawn = null;
+    this.dropping = new AbortController(); // drop()
   }
 
   get strings() {
     return this.panel.strings;
+  }
+
+  // Gone with the panel's contents (identity.js: a sign-out): no more reads, words or cues; the
+  // answer goes on on the server, the visitor's to read after signing in again.
+  drop() {
+    this.phase = 'dropped';
+    this.dropping.abort();
   }
 
   get inProgress() {
@@ -770,6 +807,7 @@ class AnswerRun {
       // The model's last applied event, not the last one read: after a gap it asks again.
       resumeId: () => this.model.lastEventId,
       stallTimeoutMs: config.stallTimeoutMs,
+      signal: this.dropping.signal,
       retryMs: this.serverRetryMs ?? config.retryMs,
       maxBackoffMs: config.maxBackoffMs,
       refusal: errorFrom,
@@ -795,6 +833,7 @@ class AnswerRun {
     this.follower = follower;
     const { reason, error } = await follower.done;
     if (follower.retry != null) this.serverRetryMs = follower.retry;
+    if (reason === 'aborted') return; // dropped
     if (reason === 'ended') return this.finish();
     if (reason !== 'refused') return this.giveUp(); // offline, or no progress for too long
     const ending = this.endingRefusal(error);
@@ -847,6 +886,7 @@ class AnswerRun {
       });
     if (error.code === ERROR.STORE_UNAVAILABLE.code || error.code === ERROR.SERVER_BUSY.code)
       return strings.errors.unavailable;
+    this.panel.identityRefused?.(error); // a conversation of the visitor's list (identity.js)
     return (await import('./refusals.js')).reasonFor(this.panel.host, error);
   }
 

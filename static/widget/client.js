@@ -27,6 +27,16 @@ import { ERROR, HTTP_ERROR_CODE } from './protocol.js';
  */
 
 /**
+ * A conversation of a known visitor's list (`GET /me/conversations`, docs/protocol.md).
+ * @typedef {object} OwnConversation
+ * @property {string} conversation_id
+ * @property {string} title
+ * @property {string} created_at
+ * @property {string} last_activity
+ * @property {string} state
+ */
+
+/**
  * A stored attachment (`POST …/attachments`; a user entry's `attachments` in the history).
  * @typedef {object} Attachment
  * @property {string} attachment_id
@@ -182,6 +192,14 @@ export class ChatClient {
     this.faults = faults;
     this.conversationId = '';
     this.token = '';
+    // A known visitor's identity token (identity.js; docs/protocol.md, "Known visitors"): sent
+    // with a new conversation, and the Bearer of one from the visitor's list, which has no
+    // token of its own here ('' token); a conversation created here keeps its own token.
+    this.identity = '';
+  }
+
+  get bearer() {
+    return `Bearer ${this.token || this.identity}`;
   }
 
   get conversationUrl() {
@@ -201,7 +219,7 @@ export class ChatClient {
    */
   headers(extra = {}) {
     /** @type {Record<string, string>} */
-    const headers = { Authorization: `Bearer ${this.token}`, ...extra };
+    const headers = { Authorization: this.bearer, ...extra };
     if (this.faults) headers['X-Chat-Faults'] = this.faults;
     return headers;
   }
@@ -212,7 +230,7 @@ export class ChatClient {
    * @returns {Record<string, string>}
    */
   tokenHeaders(extra = {}) {
-    return { Authorization: `Bearer ${this.token}`, ...extra };
+    return { Authorization: this.bearer, ...extra };
   }
 
   // A request with the token and a JSON `body`, if any. Resolves to the response; a refusal
@@ -242,6 +260,7 @@ export class ChatClient {
     return Object.assign(new ChatClient(this), {
       conversationId: this.conversationId,
       token: this.token,
+      identity: this.identity,
     });
   }
 
@@ -250,11 +269,14 @@ export class ChatClient {
    * @returns {Promise<NewConversation>}
    */
   async createConversation(consent) {
+    // A known visitor's conversation is theirs (their list, their other devices); with neither
+    // an identity nor a consent: no body.
+    const sent = this.identity ? { ...consent, identity_token: this.identity } : consent;
     const response = await fetch(`${this.apiBase}/conversations`, {
       method: 'POST',
-      ...(consent && {
+      ...(sent && {
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify(consent),
+        body: JSON.stringify(sent),
       }),
     });
     if (!response.ok) throw await errorFrom(response);
@@ -262,6 +284,16 @@ export class ChatClient {
     this.conversationId = body.conversation_id;
     this.token = body.token;
     return body;
+  }
+
+  // A known visitor's conversations, most recent first (docs/protocol.md, "Known visitors").
+  /** @returns {Promise<OwnConversation[]>} */
+  async ownConversations() {
+    const response = await fetch(`${this.apiBase}/me/conversations`, {
+      headers: { Authorization: `Bearer ${this.identity}` },
+    });
+    if (!response.ok) throw await errorFrom(response);
+    return (await response.json()).conversations;
   }
 
   /** @returns {Promise<HistoryMessage[]>} */
@@ -442,7 +474,7 @@ export class ChatClient {
     return new Promise((resolve, reject) => {
       const request = new XMLHttpRequest();
       request.open('POST', `${this.conversationUrl}/attachments`);
-      request.setRequestHeader('Authorization', `Bearer ${this.token}`);
+      request.setRequestHeader('Authorization', this.bearer);
       request.setRequestHeader('Idempotency-Key', idempotencyKey);
       request.responseType = 'json';
       request.upload.addEventListener('progress', (event) => {

@@ -1,4 +1,4 @@
-// The consent step (CONSENT_TEXT; docs/accessibility.md A117, docs/protocol.md "Consent"). The
+// The consent step (CONSENT_TEXT; docs/accessibility.md A120, docs/protocol.md "Consent"). The
 // server draws it into the panel's page (templates/panel.html: the site's text, its privacy
 // notice's link, a native checkbox "I agree", the reason a held send gives) only while no
 // conversation exists; chat.js loads this module when the config has consent. Until the box is

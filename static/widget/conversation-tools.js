@@ -161,8 +161,9 @@ async function startOver(host, strings, remove) {
     } else if (client.conversationId) {
       // A new conversation at once: its response replaces the cookie that names the old
       // one, so a reload cannot bring the old conversation back.
-      fresh = await new ChatClient({
-        apiBase: host.config.apiBase,
+      // A known visitor's new conversation is theirs too (client.js createConversation).
+      fresh = await Object.assign(new ChatClient({ apiBase: host.config.apiBase }), {
+        identity: client.identity,
       }).createConversation(host.consentBody());
     }
   } catch (error) {

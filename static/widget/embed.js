@@ -20,8 +20,9 @@ const PANEL_OPTIONS = [
 ];
 
 // `shell` is the loader's side: { chatOrigin, chatBase, lang, title, inline, accent, option(name),
-// launcher (null without one), launcherName, isOpen(), close() }. `container` receives the
-// iframe. Returns `opened()`, which the loader calls each time the chat opens.
+// launcher (null without one), launcherName, isOpen(), close(), identity, emit(name) }.
+// `container` receives the iframe. Returns `opened()`, which the loader calls each time the
+// chat opens, with `opened.identify(token)` for ChatWidget.identify() and logout() (null).
 export function attach(shell, container) {
   const { chatOrigin, launcher } = shell;
   const url = new URL('panel', shell.chatBase); // beside the loader: /panel, or /chat/panel
@@ -43,6 +44,13 @@ export function attach(shell, container) {
     frame.style.cssText = 'display:block;width:100%;height:100%;min-height:480px;border:0';
   let loaded = false;
   let unread = 0; // answers and agent messages that came while closed (A80, A81)
+  // A known visitor's token (docs/embedding.md, "Known visitors"): posted to the chat server's
+  // origin only, never put in the iframe's URL (where logs, history and Referer would keep it).
+  // Sent on every load, '' too, so that the panel knows whether one is coming.
+  let identity = shell.identity;
+  const tellIdentity = () =>
+    loaded &&
+    frame.contentWindow.postMessage({ type: 'chatwidget:identity', token: identity }, chatOrigin);
 
   // Tells the panel to put focus in its composer (before load, the frame still holds
   // about:blank of the host's origin: wait for 'load').
@@ -65,6 +73,7 @@ export function attach(shell, container) {
 
   frame.addEventListener('load', () => {
     loaded = true;
+    tellIdentity();
     // Only a panel the user opened takes focus; an inline one never does.
     if (shell.isOpen() && !shell.inline) notifyOpened();
   });
@@ -72,6 +81,9 @@ export function attach(shell, container) {
     if (event.origin !== chatOrigin || event.source !== frame.contentWindow) return;
     const type = event.data?.type;
     if (type === 'chatwidget:close') shell.close();
+    // The panel's create or read was refused for the token (docs/events.md): the site gives a
+    // fresh one with ChatWidget.identify().
+    if (type === 'chatwidget:identity-expired') shell.emit('identity-expired');
     // A new answer or agent message (chat.js notifyHost) while the panel is closed.
     if (type === 'chatwidget:unread' && !shell.isOpen()) {
       unread += 1;
@@ -80,10 +92,16 @@ export function attach(shell, container) {
   });
   container.appendChild(frame);
 
-  return function opened() {
+  function opened() {
     unread = 0;
     showUnread();
     frame.focus();
     if (loaded) notifyOpened();
+  }
+  /** @param {string | null} token */
+  opened.identify = (token) => {
+    identity = token;
+    tellIdentity();
   };
+  return opened;
 }

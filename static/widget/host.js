@@ -80,6 +80,7 @@
  * @property {boolean} inProgress A new question, a regenerate or a start-over waits for it.
  * @property {boolean} shared Posted to the other tabs already (tab-sync.js sets it).
  * @property {() => Promise<void>} cancel Stop it on the server (a start-over, here or elsewhere).
+ * @property {() => void} drop Stop following it here only, silently (identity.js: a sign-out).
  */
 
 // -- what a part hangs on the panel (host.provide) ---------------------------------------------
@@ -89,6 +90,7 @@
  * @typedef {object} AttachmentsHook
  * @property {() => (SentFile[] | null)} take The ready files; null while one uploads, or offline.
  * @property {(refs: AttachmentRef[] | undefined) => void} sent An accepted message's files.
+ * @property {() => void} clear Every file off the composer (a sign-out).
  */
 
 /**
@@ -117,11 +119,22 @@
  */
 
 /**
+ * A known visitor's (identity.js): `identityRefused` hears every refusal of a create or a read,
+ * and tells the site when it was the identity token's; `checkIdentity` creates the
+ * conversation before a send takes the composer's text, and says whether to go on.
+ * @typedef {object} IdentityHooks
+ * @property {(error: any) => void} identityRefused
+ * @property {() => Promise<boolean>} checkIdentity
+ */
+
+/**
  * @typedef {object} PanelHooks
  * @property {AttachmentsHook} attachments
  * @property {HandoffHook} handoff
  * @property {HoldHook} hold
  * @property {ConsentHook} consent
+ * @property {IdentityHooks['identityRefused']} identityRefused
+ * @property {IdentityHooks['checkIdentity']} checkIdentity
  */
 
 /**
@@ -185,6 +198,7 @@
  * @property {(hooks: Partial<PanelHooks>) => void} provide A part offers what chat.js asks of it.
  * @property {(refs: AttachmentRef[]) => void} filesSent A message's files went (to a person,
  *   handoff.js): attachments.js takes them off the composer's list.
+ * @property {() => void} clearFiles The composer's files gone, unsent (identity.js: a sign-out).
  */
 
 export {};

@@ -47,6 +47,8 @@ export const ERROR = Object.freeze({
   ATTACHMENT_TYPE: Object.freeze({ code: 'attachment_type', retryable: false }),
   HANDOFF_ACTIVE: Object.freeze({ code: 'handoff_active', retryable: false }),
   HANDOFF_NOT_ACTIVE: Object.freeze({ code: 'handoff_not_active', retryable: false }),
+  IDENTITY_EXPIRED: Object.freeze({ code: 'identity_expired', retryable: false }),
+  IDENTITY_INVALID: Object.freeze({ code: 'identity_invalid', retryable: false }),
   INVALID_EMAIL: Object.freeze({ code: 'invalid_email', retryable: false }),
   RATE_LIMITED: Object.freeze({ code: 'rate_limited', retryable: true }),
   SERVER_BUSY: Object.freeze({ code: 'server_busy', retryable: true }),

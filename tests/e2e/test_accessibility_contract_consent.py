@@ -1,4 +1,4 @@
-"""docs/accessibility.md, "Consent before the first message" (A117): one test per contract id.
+"""docs/accessibility.md, "Consent before the first message" (A120): one test per contract id.
 
 The widget is embedded in a host page on another origin, with CONSENT_TEXT and CONSENT_URL set,
 and driven by keyboard only in real Chromium and Firefox ESR, with axe in the consent state and
@@ -33,7 +33,7 @@ def conversations(server) -> dict:
     return dict(server.service.store._conversations)
 
 
-def test_A117_consent_is_asked_before_the_first_message_by_keyboard(embed, page, context, chat_server_factory):
+def test_A120_consent_is_asked_before_the_first_message_by_keyboard(embed, page, context, chat_server_factory):
     server = chat_server_factory(CONSENT_TEXT=CONSENT_TEXT, CONSENT_URL=CONSENT_URL)
     creations: list[str] = []
     context.on(
@@ -101,7 +101,7 @@ def test_A117_consent_is_asked_before_the_first_message_by_keyboard(embed, page,
     assert list(conversations(server)) == [conversation_id] and len(creations) == 1
 
 
-def test_A117_a_starter_waits_for_consent_too_and_a_start_over_keeps_it(embed, chat_server_factory):
+def test_A120_a_starter_waits_for_consent_too_and_a_start_over_keeps_it(embed, chat_server_factory):
     server = chat_server_factory(CONSENT_TEXT=CONSENT_TEXT, CONSENT_URL=CONSENT_URL)
     widget = embed(server, starters=json.dumps(STARTERS))
     widget.open()
@@ -133,7 +133,7 @@ def test_A117_a_starter_waits_for_consent_too_and_a_start_over_keeps_it(embed, c
     assert len(records) == 2 and all(record.consent_sha256 == DIGEST for record in records)
 
 
-def test_A117_in_hebrew_the_step_is_right_to_left_in_the_panels_words(embed, chat_server_factory):
+def test_A120_in_hebrew_the_step_is_right_to_left_in_the_panels_words(embed, chat_server_factory):
     he = json.loads((REPO_ROOT / "static" / "widget" / "i18n" / "he.json").read_text(encoding="utf-8"))
     server = chat_server_factory(CONSENT_TEXT=CONSENT_TEXT, CONSENT_URL=CONSENT_URL)
     widget = embed(server, lang="he")

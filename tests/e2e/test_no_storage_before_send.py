@@ -180,7 +180,7 @@ def test_a_starter_is_the_first_message(embed, page, context, chat_server_factor
 
 
 def test_checking_the_consent_box_stores_nothing_either(embed, page, context, chat_server_factory):
-    # With CONSENT_TEXT (docs/accessibility.md A117): agreeing is not yet speaking; the
+    # With CONSENT_TEXT (docs/accessibility.md A120): agreeing is not yet speaking; the
     # agreement goes with the first message, and is recorded with its conversation.
     server = chat_server_factory(CONSENT_TEXT="We keep your messages for 30 days.", CONSENT_URL="https://example.com/p")
     requests = Requests(context)

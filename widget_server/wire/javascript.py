@@ -36,6 +36,8 @@ JS_ERRORS: tuple[HttpError, ...] = (
     errors.ATTACHMENT_TYPE,
     errors.HANDOFF_ACTIVE,
     errors.HANDOFF_NOT_ACTIVE,
+    errors.IDENTITY_EXPIRED,
+    errors.IDENTITY_INVALID,
     errors.INVALID_EMAIL,
     errors.RATE_LIMITED,
     errors.SERVER_BUSY,

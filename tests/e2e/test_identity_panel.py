@@ -1,0 +1,168 @@
+"""Known visitors in the panel (docs/embedding.md, "Known visitors"; docs/protocol.md, "Known
+visitors"): the site's identity token given by `data-identity-token` or
+`ChatWidget.identify()`, the visitor's conversations on two devices, the Conversations view by
+keyboard, a refused token told to the site, the sign-out, and anonymous panels as before."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from widget_server.backends.demo import SLOW_ANSWER
+from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
+
+from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
+from .test_attachments_widget import attach_with_button
+
+pytestmark = pytest.mark.e2e
+
+# The host page counts the loader's event (docs/events.md), heard on `document`.
+EXPIRED_COUNT = """
+window.__expired = 0;
+document.addEventListener('chatwidget:identity-expired', () => { window.__expired += 1; });
+"""
+
+
+@pytest.fixture
+def identity_server(chat_server_factory):
+    return chat_server_factory(IDENTITY_SECRET=IDENTITY_TEST_SECRET)
+
+
+def token(subject: str = "customer-42", **claims) -> str:
+    return mint_identity_token(subject, secret=IDENTITY_TEST_SECRET, **claims)
+
+
+def panel_model_text(widget: ChatWidget) -> str:
+    return widget.panel_frame().evaluate("() => window.chatPanel.current.model.text")
+
+
+def conversations_control(widget: ChatWidget):
+    return widget.frame.locator("[data-chat-conversations]")
+
+
+def own_conversation(server, subject: str, question: str) -> str:
+    """A conversation of `subject` with one completed answer, made over HTTP as another device."""
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        created = http.post("/api/v1/conversations", json={"identity_token": token(subject)}).json()
+        headers = {"Authorization": f"Bearer {created['token']}"}
+        url = f"/api/v1/conversations/{created['conversation_id']}/messages"
+        with http.stream("POST", url, json={"request_id": str(uuid.uuid4()), "text": question}, headers=headers) as r:
+            assert r.status_code == 200
+            body = "".join(r.iter_text())
+        assert "message.completed" in body
+        return created["conversation_id"]
+
+
+def device(browser: Browser, host_site, server, browser_name: str, path: str, **data) -> ChatWidget:
+    """Another browser profile (its own storage and cookies) on a host page embedding the chat."""
+    context = browser.new_context()
+    ChatWidget.install_recorder(context)
+    page = context.new_page()
+    data.setdefault("announce_interval", ANNOUNCE_INTERVAL_MS)
+    page.goto(host_site.embed_page(chat_base_url(server, browser_name), path=path, **data))
+    widget = ChatWidget(page)
+    widget.launcher.wait_for()
+    return widget
+
+
+def test_two_devices_of_one_visitor_share_the_list_and_the_second_resumes_the_answer_exactly(
+    embed, chat_server_factory, browser: Browser, host_site, browser_name
+):
+    # Five sentences 3 s apart: still being written when the second device opens it.
+    identity_server = chat_server_factory(IDENTITY_SECRET=IDENTITY_TEST_SECRET, DEMO_DELAY_SECONDS=0.3)
+    first = embed(identity_server, identity_token=token())
+    first.open()
+    first.send("/scenario slow")
+    expect(first.last_answer().locator(".turn__body")).not_to_be_empty()  # under way
+    second = device(browser, host_site, identity_server, browser_name, "/other-device", identity_token=token())
+    try:
+        second.open()
+        control = conversations_control(second)
+        expect(control).to_be_visible()
+        control.click()
+        choices = second.frame.locator("#chat-conversations li button")
+        expect(choices).to_have_count(1)
+        expect(choices.first).to_have_text(re.compile(r"^/scenario slow — "))
+        choices.first.click()
+        # Its history, and the answer still being written followed from where it is.
+        expect(second.turns.first).to_have_text(re.compile("/scenario slow"))
+        expect(second.last_answer()).to_have_attribute("data-state", "streaming")
+        assert second.wait_until_complete() == "completed"  # its SHA-256 checked by the panel
+        assert first.wait_until_complete() == "completed"
+        assert panel_model_text(second) == panel_model_text(first) == SLOW_ANSWER
+        expect(second.turns).to_have_count(2)
+        expect(second.input).to_be_focused()
+        # Reloaded, the second device shows the chosen conversation again: kept by its id alone,
+        # drawn once the page's token has come (identity.js).
+        second.page.reload()
+        second.launcher.wait_for()
+        second.open()
+        expect(second.turns).to_have_count(2)
+        expect(second.answers.first).to_have_attribute("data-state", "completed")
+    finally:
+        second.page.context.close()
+
+
+def test_logout_forgets_everything_the_panel_kept_on_this_browser(embed, identity_server, page: Page):
+    # A single-page app: signed in after the page loaded, so a reload after the sign-out is the
+    # next visitor's page, without a token.
+    widget = embed(identity_server)
+    widget.open()
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
+    expect(conversations_control(widget)).to_be_visible()
+    widget.send("/echo A private question")
+    assert widget.wait_until_complete() == "completed"
+    widget.input.fill("half typed")
+    attach_with_button(widget, page, ("receipt.txt", "text/plain", b"order 1234"))
+    files = widget.frame.locator(".chat-files > li")
+    expect(files).to_have_count(1)
+    page.evaluate("() => ChatWidget.logout()")
+    expect(widget.turns).to_have_count(0)
+    expect(widget.input).to_have_value("")
+    expect(files).to_have_count(0)
+    expect(conversations_control(widget)).to_be_hidden()
+    stored = """() => {
+      try { return localStorage.length + sessionStorage.length; } catch { return 0; }
+    }"""
+    widget.panel_frame().wait_for_function(f"() => ({stored})() === 0")
+    # The next visitor on this browser starts fresh, after a reload too (the cookie included).
+    page.reload()
+    widget.launcher.wait_for()
+    widget.open()
+    expect(widget.frame.locator("[data-chat-empty]")).to_be_visible()
+    expect(widget.turns).to_have_count(0)
+    expect(conversations_control(widget)).to_be_hidden()
+
+
+def test_an_anonymous_panel_has_no_conversations_control_nor_identity_code(embed, identity_server, page: Page):
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    widget = embed(identity_server)
+    widget.open()
+    widget.send("/echo Hello")
+    assert widget.wait_until_complete() == "completed"
+    expect(conversations_control(widget)).to_be_hidden()
+    assert not [url for url in fetched if re.search(r"/(identity|conversations)\.js", url)]
+    # A token given later, as a single-page app signs its visitor in, shows it.
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", token())
+    expect(conversations_control(widget)).to_be_visible()
+
+
+def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_server, page: Page):
+    widget = embed(identity_server, identity_token=token("customer-5"))
+    widget.open()
+    expect(conversations_control(widget)).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(widget.launcher).to_have_attribute("aria-expanded", "false")
+    widget.open()  # the loader's `chatwidget:opened` again: not a sign-out
+    expect(conversations_control(widget)).to_be_visible()
+    widget.send("/echo Mine")
+    assert widget.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
