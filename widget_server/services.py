@@ -87,6 +87,12 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         stopping=stopping,
         turn_attachments=functools.partial(listed_turn_attachments, attachments),
     )
+    listeners = getattr(store, "forget_listeners", None)
+    if listeners is not None:
+        # The memory store forgets an expired conversation on its own sweep: its hand-off (record,
+        # events, queue place, left messages) goes with it, so nothing of it outlives its
+        # retention (docs/privacy.md; tests/test_retention.py).
+        listeners.append(handoff.forget)
     chat = ChatService(
         store,
         backend,

@@ -179,6 +179,12 @@ class DirectoryAttachmentStore(AttachmentStore):
                 self._total -= conversation.used
             shutil.rmtree(self._path(conversation_id), ignore_errors=True)
 
+    def listing(self, conversation_id: str) -> list[AttachmentMeta]:
+        with self._lock:
+            conversation = self._conversations.get(conversation_id)
+            metas = list(conversation.attachments.values()) if conversation is not None else []
+        return sorted(metas, key=lambda meta: (meta.created_at, meta.attachment_id))
+
     def used_bytes(self, conversation_id: str) -> int:
         with self._lock:
             conversation = self._conversations.get(conversation_id)

@@ -130,6 +130,9 @@ class LeftMessageRecord(TypedDict):
     text: str
     created_at: str  # ISO 8601 UTC with milliseconds
     replied: bool
+    # A known visitor's (widget_server/identity/): kept as long as their conversation
+    # (IDENTIFIED_RETENTION, redis_store.py) and exported with it (widget_server/privacy/).
+    visitor: NotRequired[KnownVisitor]
 
 
 class LeftReply(TypedDict):

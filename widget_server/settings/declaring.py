@@ -36,6 +36,8 @@ class Setting:
             value = self.parse(raw)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"{self.name} (from {source}): invalid value {raw!r}: {error}") from None
+        if value is None:
+            return value  # an optional setting left unset (parse_optional_duration)
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{self.name} (from {source}): {value!r} is below the minimum {self.minimum:g}")
         if self.maximum is not None and value > self.maximum:

@@ -395,6 +395,17 @@ class Store(ABC):
         shows it first, and the list lives on."""
         raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
 
+    def find_subject_conversations(self, subject: str) -> list[str]:
+        """The ids of every stored conversation whose record names `subject`, listed or not
+        (a subject's list keeps its newest entries only): a walk of the whole store, for an
+        operator answering an access or erasure request (widget_server/privacy/, `widget-server
+        data`), never for a request's path."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
+
+    def forget_subject(self, subject: str) -> None:
+        """Remove the subject's list itself (its conversations are deleted apart)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
+
     def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
         """The subject's conversations that still exist, most recently active first, at most
         `limit`. Reads only the subject's own list and those conversations: never a scan."""
