@@ -182,10 +182,13 @@ class MemoryStore(Store):
         self.stored_bytes -= record.stored_bytes
         # Every answer the conversation ever claimed, a replaced one (by_request only) too:
         # nothing of it may outlive it (docs/privacy.md; tests/test_retention.py).
-        for message_id in {e.assistant_message_id for e in (*record.exchanges, *record.by_request.values())}:
+        message_ids = {e.assistant_message_id for e in (*record.exchanges, *record.by_request.values())}
+        for message_id in message_ids:
             message = self._messages.pop(message_id, None)
             for proposal in message.log.actions if message is not None else ():
                 self._actions.pop(proposal["action_id"], None)
+        if self._ended:  # logs waiting to be compacted: their ids go too (only within the grace)
+            self._ended = deque(entry for entry in self._ended if entry[1] not in message_ids)
 
     def _expire(self, now: float, *, making_room: bool = False) -> None:
         self._compact_due(now)
