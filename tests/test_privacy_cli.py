@@ -52,7 +52,7 @@ def stored(request):
 
 
 def test_export_writes_the_subjects_records_even_those_its_list_let_go(stored, tmp_path):
-    server, url, made = stored
+    _server, url, made = stored
     # The list keeps the newest entries only: one of Ada's conversations taken off it is still hers.
     client = redis_client(url)
     client.zrem(keyspace_of(url).subject("ada-cli"), made["ada"][0].conversation_id)

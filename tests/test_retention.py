@@ -23,7 +23,7 @@ from .privacy_support import PRIVACY_CONFIG, realistic_conversation, services_of
 )
 def test_a_retention_is_a_duration_with_units(text, seconds):
     if seconds < 60:
-        with pytest.raises(ConfigError, match="RETENTION .*below the minimum 60"):
+        with pytest.raises(ConfigError, match=r"RETENTION .*below the minimum 60"):
             load_settings({"RETENTION": text}, environ={})
         return
     assert load_settings({"RETENTION": text}, environ={}).store.retention_seconds == seconds
