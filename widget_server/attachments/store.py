@@ -2,7 +2,7 @@
 
 An attachment belongs to one conversation and lives and dies with it: a store keeps its
 bytes and its metadata under the conversation, forgets them when the conversation is deleted
-or expires (CONVERSATION_TTL_SECONDS, refreshed when the conversation is used), and never
+or expires (RETENTION or IDENTIFIED_RETENTION, renewed when the conversation is used), and never
 hands one out under another conversation's id (`get` and `open` take both ids).
 
 Each conversation has a byte budget (ATTACHMENTS_MAX_BYTES_PER_CONVERSATION): `put` checks it

@@ -1,7 +1,7 @@
 """The hand-off store on Redis (with a `redis://` chat store: any worker, any host).
 
-Keys (the chat store's prefix `cw:`; each expires CONVERSATION_TTL_SECONDS after its last
-write, as the conversation's own keys do):
+Keys (the chat store's prefix `cw:`; each expires its conversation's retention, RETENTION or
+IDENTIFIED_RETENTION, after its last write, as the conversation's own keys do):
   conv:{cid}:handoff         hash  v (version), d (the record's JSON)
   conv:{cid}:handoff:events  stream entry ids `<seq>-1`, field `e` = event JSON, trimmed to
                                     CONVERSATION_EVENTS_MAX

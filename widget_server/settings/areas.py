@@ -449,7 +449,7 @@ class HandoffSettings:
         "HANDOFF_INBOX_MAX",
         parse_int,
         10_000,
-        "Most left messages the agents' inbox keeps (each also for CONVERSATION_TTL_SECONDS at most); beyond it the oldest goes, and the inbox counts what it let go.",
+        "Most left messages the agents' inbox keeps (each also for RETENTION at most); beyond it the oldest goes, and the inbox counts what it let go.",
         10,
         1_000_000,
     )

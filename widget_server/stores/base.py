@@ -388,7 +388,7 @@ class Store(ABC):
     # -- a subject's conversations (widget_server/identity/; docs/protocol.md, "Known visitors").
     # Not abstract, like actions. create_conversation adds an identified conversation to its
     # subject's list, delete_conversation (and expiry) removes it; the list expires with the
-    # conversations (CONVERSATION_TTL_SECONDS after its last change).
+    # conversations (IDENTIFIED_RETENTION after its last change).
 
     def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
         """An identified conversation was active at `at` (a new question): its subject's list
