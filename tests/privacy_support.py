@@ -46,11 +46,18 @@ class Made:
     token: str
     message_ids: list[str] = field(default_factory=list)
     attachment_ids: list[str] = field(default_factory=list)
+    action_ids: list[str] = field(default_factory=list)
     left_message_ids: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> set[str]:
-        return {self.conversation_id, *self.message_ids, *self.attachment_ids, *self.left_message_ids}
+        return {
+            self.conversation_id,
+            *self.message_ids,
+            *self.attachment_ids,
+            *self.action_ids,
+            *self.left_message_ids,
+        }
 
 
 def services_of(server: Any) -> Any:
@@ -58,8 +65,9 @@ def services_of(server: Any) -> Any:
 
 
 def realistic_conversation(server: Any, identity_token: str | None = None, tag: str = "a") -> Made:
-    """One conversation with everything a visitor can leave in it: two answered questions, a
-    rating with a comment, an attachment sent with the second question, a hand-off to a person
+    """One conversation with everything a visitor can leave in it: three answered questions (the
+    third's answer proposes an action), a rating with a comment, an attachment sent with the
+    second question, a hand-off to a person
     who answers and ends it, the visitor's message to that person, and a left message."""
     http = httpx.Client(base_url=server.url, timeout=30)
     try:
@@ -89,7 +97,10 @@ def realistic_conversation(server: Any, identity_token: str | None = None, tag: 
             },
         )
         assert second.kinds[-1] == "message.completed", second.kinds
-        made.message_ids += [first.message_id, second.message_id]
+        third = chat.send("/scenario action", f"{tag}-privacy-req-03")
+        assert third.kinds[-1] == "message.completed" and "action.proposed" in third.kinds, third.kinds
+        made.message_ids += [first.message_id, second.message_id, third.message_id]
+        made.action_ids += [action["action_id"] for action in third.payloads[-1]["actions"]]
         rated = chat.http.put(
             f"/api/v1/conversations/{cid}/messages/{first.message_id}/feedback",
             json={"rating": "up", "comment": "Spot on"},

@@ -51,7 +51,7 @@ def test_the_export_is_exactly_the_subjects_data(server):
     records = export_of(server, ada_token)
     kinds = [record["kind"] for record in records]
     assert kinds.count("conversation") == 2
-    assert kinds.count("message") == 8  # two questions and two answers each
+    assert kinds.count("message") == 12  # three questions and three answers each
     assert kinds.count("rating") == 2
     assert kinds.count("attachment") == 2
     assert kinds.count("handoff_message") == 4  # Ana's and the visitor's, each
@@ -88,12 +88,13 @@ def test_erasing_leaves_nothing_of_the_subject_and_keeps_the_others(server, stor
         )
         assert gone.status_code == 404
     # Bob's and the anonymous visitor's data are whole.
-    assert len(export_of(server, bob_token)) == 10  # one realistic conversation
+    assert len(export_of(server, bob_token)) == 12  # one realistic conversation
     for made in (bob, anonymous):
         history = httpx.get(
             f"{server.url}/api/v1/conversations/{made.conversation_id}", headers=bearer(made.token), timeout=30
         )
-        assert history.status_code == 200 and len(history.json()["messages"]) >= 4
+        # Three questions, their answers, and the two hand-off messages in place.
+        assert history.status_code == 200 and len(history.json()["messages"]) == 8
         assert traces(server, store_kind, {made.conversation_id})
         download = httpx.get(
             f"{server.url}/api/v1/conversations/{made.conversation_id}/attachments/{made.attachment_ids[0]}",
@@ -138,6 +139,7 @@ def test_every_key_of_a_conversation_expires_within_its_retention(server, store_
             assert {":handoff", ":handoff:events"} <= suffixes
             assert any(made.left_message_ids[0] in key for key in keys)
             assert any(made.message_ids[0] in key for key in keys)
+            assert any(made.action_ids[0] in key for key in keys)
             for key in keys:
                 ttl = client.pttl(key)
                 assert 0 < ttl <= retention * 1000, f"{key}: PTTL {ttl}, retention {retention} s"

@@ -64,14 +64,14 @@ def test_export_writes_the_subjects_records_even_those_its_list_let_go(stored, t
     assert sorted({record["kind"] for record in records}) == sorted(
         ["conversation", "message", "rating", "attachment", "handoff_message", "left_message"]
     )
-    assert len(records) == 20
+    assert len(records) == 24
     whole = done.stdout.decode("utf-8")
     assert not any(name in whole for other in (*made["bob"], *made["anonymous"]) for name in other.names)
     # --output FILE: the same lines in the file, nothing on stdout.
     output = tmp_path / "ada.jsonl"
     done = run_data("export", "--subject", "ada-cli", "--store", url, "--output", str(output))
     assert done.returncode == 0 and done.stdout == b"", done.stderr.decode()
-    assert len(output.read_text(encoding="utf-8").splitlines()) == 20
+    assert len(output.read_text(encoding="utf-8").splitlines()) == 24
 
 
 def test_erase_asks_then_deletes_everything_of_the_subject(stored):
@@ -89,7 +89,7 @@ def test_erase_asks_then_deletes_everything_of_the_subject(stored):
     done = run_data("erase", "--subject", "ada-cli", "--store", url, "--yes")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == (
-        "Deleted: 2 conversations, 8 messages, 2 ratings, 2 attachments, 4 handoff messages, 2 left messages"
+        "Deleted: 2 conversations, 12 messages, 2 ratings, 2 attachments, 4 handoff messages, 2 left messages"
     )
     assert redis_traces(server, ada_names) == []
     for other in (*made["bob"], *made["anonymous"]):
@@ -97,7 +97,7 @@ def test_erase_asks_then_deletes_everything_of_the_subject(stored):
     again = run_data("export", "--subject", "ada-cli", "--store", url)
     assert again.returncode == 0 and again.stdout == b""
     bob = run_data("export", "--subject", "bob-cli", "--store", url)
-    assert len(bob.stdout.splitlines()) == 10
+    assert len(bob.stdout.splitlines()) == 12
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,7 @@ def test_everything_of_a_conversation_goes_after_its_retention(server, monkeypat
 
     # Used again (read with its token), the known visitor's conversation lives on from then.
     history = services_of(server).chat.history(identified.conversation_id)
-    assert len(history) == 4
+    assert len(history) == 6
     services_of(server).store.get_conversation(identified.conversation_id)
     clock.now += 3 * 3600 - 1
     sweep(server)
