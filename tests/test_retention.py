@@ -127,3 +127,40 @@ def test_everything_of_a_conversation_goes_after_its_retention(server, monkeypat
     sweep(server)
     assert traces(server, "memory", identified_names) == []
     assert store._conversations == {} and store._messages == {} and store._subjects == {}
+
+
+def test_a_redis_record_keeps_its_retention_and_an_older_one_gets_the_shorter(redis_server):
+    """Each conversation's retention is in its record (`retention`, create_conversation.lua),
+    read by every script that renews a key; a record stored before that field existed falls back
+    on the shorter of the two retentions, so an upgrade never keeps anything longer than said."""
+    import time
+
+    from widget_server.stores.base import Conversation
+    from widget_server.stores.redis import RedisStore
+
+    from .redis_support import redis_client
+
+    redis_server.flush()
+    store = RedisStore(redis_server.url, conversation_ttl=3600, identified_ttl=86400)
+    client = redis_client(redis_server.url)
+    try:
+        store.create_conversation(Conversation("c_retention00000A", "hash", time.time()))
+        store.create_conversation(Conversation("c_retention00000B", "hash", time.time(), "ret-sub", "", ""))
+        anonymous, identified = (
+            store.keys.conversation("c_retention00000A"),
+            store.keys.conversation("c_retention00000B"),
+        )
+        assert client.hget(anonymous, "retention") == b"3600" and 0 < client.ttl(anonymous) <= 3600
+        assert client.hget(identified, "retention") == b"86400" and 3600 < client.ttl(identified) <= 86400
+        assert 3600 < client.ttl(store.keys.subject("ret-sub")) <= 86400
+        # Renewed on use, by its own retention.
+        client.expire(identified, 100)
+        assert store.get_conversation("c_retention00000B") is not None
+        assert 3600 < client.ttl(identified) <= 86400
+        # A record from before: renewed to the shorter one.
+        client.hdel(identified, "retention")
+        assert store.get_conversation("c_retention00000B") is not None
+        assert 0 < client.ttl(identified) <= 3600
+    finally:
+        client.close()
+        store.close()
