@@ -120,3 +120,51 @@ def test_bad_input_is_one_clear_line(args, message):
     assert done.returncode in (1, 2), stderr
     assert message in stderr
     assert "Traceback" not in stderr
+
+
+def run_on_a_terminal(args: list[str], answer: bytes) -> tuple[int, str]:
+    """`widget-server data …` with a terminal for stdin and stdout (a pty), `answer` typed at
+    its question; its exit status and all it wrote."""
+    import pty
+    import select
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WIDGET_SERVER_")}
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [*widget_server_command(), "data", *args], stdin=terminal, stdout=terminal, stderr=terminal, env=env
+    )
+    os.close(terminal)
+    written = b""
+    answered = False
+    try:
+        while True:
+            ready, _, _ = select.select([controller], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the child closed the terminal: it has exited
+                break
+            if not chunk:
+                break
+            written += chunk
+            if not answered and b"[y/N]" in written:
+                os.write(controller, answer)
+                answered = True
+        return process.wait(timeout=60), written.decode("utf-8", "replace")
+    finally:
+        os.close(controller)
+        if process.poll() is None:
+            process.kill()
+
+
+def test_erase_on_a_terminal_asks_and_does_nothing_unless_told_yes(stored):
+    server, url, made = stored
+    ada_names = {name for m in made["ada"] for name in m.names}
+    status, said = run_on_a_terminal(["erase", "--subject", "ada-cli", "--store", url], b"n\n")
+    assert "Delete every conversation of 'ada-cli' and all that goes with them? [y/N]" in said
+    assert status == 1 and "Nothing deleted." in said
+    assert redis_traces(server, ada_names)
+    status, said = run_on_a_terminal(["erase", "--subject", "ada-cli", "--store", url], b"y\n")
+    assert status == 0 and "Deleted: 2 conversations" in said, said
+    assert redis_traces(server, ada_names) == []
