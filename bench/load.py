@@ -129,7 +129,7 @@ RSS (server processes / redis-server): idle before; under load at the start
 (mean of the samples 2-22 s after the first answer length) and at the end
 (mean of the last 20 s); idle after; the server's drift end - start per
 answer completed in between; and redis `used_memory` (redis grows by design:
-conversations are kept CONVERSATION_TTL_SECONDS, 24 h).
+conversations are kept RETENTION, 24 h).
 """
 
 from __future__ import annotations

@@ -379,25 +379,33 @@ def test_deleting_the_conversation_removes_its_attachments(live_server, chat_fac
     assert download(keep, kept["attachment_id"]).content == b"kept\n"
 
 
-def test_attachments_expire_with_the_conversation(live_server_factory, chat_factory, store_kind):
-    server = live_server_factory(CONVERSATION_TTL_SECONDS=1)
+def test_attachments_expire_with_the_conversation(live_server_factory, chat_factory, store_kind, monkeypatch):
+    server = live_server_factory(RETENTION="1m")
+    store = server.app.extensions[SERVICES_KEY].store
+    if store_kind == "memory":
+        # The memory store's clock, moved by the test (MemoryStore(clock=…); tests/test_retention.py).
+        now = [store._clock()]
+        monkeypatch.setattr(store, "_clock", lambda: now[0])
     chat = chat_factory(server)
     assert upload(chat, samples.gif(2, 2), "a.gif").status_code == 201
     assert traces(server, store_kind, chat.conversation_id)
     if store_kind != "memory":
+        # Redis's clock cannot be moved: the attachments' keys are under the conversation's
+        # TTL, renewed with it, and within RETENTION (tests/test_api_privacy.py reads them all).
         url = server.app.config["WIDGET_SERVER"]["STORE"]
         client = redis_client(url)
         conv = keyspace_of(url).conversation(chat.conversation_id)
-        # Under the conversation's TTL, refreshed with it.
+        assert 0 < client.pttl(conv) <= 60_000
         assert 0 < client.pttl(conv + META_SUFFIX) <= client.pttl(conv) + 50
         assert 0 < client.pttl(conv + BYTES_SUFFIX) <= client.pttl(conv) + 50
         client.close()
+        return
+    now[0] += 61
     probe = ChatClient(server.url)
     try:
-        # The memory store forgets on its next access after the TTL (a sweep): any request.
-        assert wait_until(
-            lambda: probe.new_conversation() and not traces(server, store_kind, chat.conversation_id), timeout=10
-        )
+        # The memory store forgets on its next access after the retention (a sweep): any request.
+        assert probe.new_conversation()
+        assert traces(server, store_kind, chat.conversation_id) == []
     finally:
         probe.close()
     assert_json_error(download(chat, "f_whatever000000"), 404, "not_found")

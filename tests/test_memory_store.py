@@ -319,6 +319,27 @@ def test_conversation_expires_after_ttl_without_other_activity():
         claim(store, "r2")
 
 
+def test_each_conversation_expires_by_its_own_retention_on_the_stores_clock():
+    """RETENTION for an anonymous conversation, IDENTIFIED_RETENTION for a known visitor's
+    (docs/privacy.md), on the clock the store is given: a known visitor's older conversation,
+    kept longer, never holds back the expiry of anonymous ones behind it."""
+    now = [1000.0]
+    store = MemoryStore(conversation_ttl=60, identified_ttl=600, clock=lambda: now[0])
+    store.create_conversation(Conversation("c_known", "h", 0.0, "sub-1", "", ""))
+    now[0] += 10
+    store.create_conversation(Conversation("c_anon", "h", 0.0))
+    now[0] += 55  # the anonymous one is 55 s old, the known one 65 s
+    assert store.get_conversation("c_anon") is not None
+    now[0] += 60  # the anonymous one was used 60 s ago: gone; the known one is kept
+    assert store.get_conversation("c_anon") is None
+    assert store.get_conversation("c_known") is not None
+    assert [entry.conversation.conversation_id for entry in store.subject_conversations("sub-1", 10)] == ["c_known"]
+    now[0] += 600
+    assert store.find_subject_conversations("sub-1") == []
+    assert store.get_conversation("c_known") is None
+    assert store._subjects == {} and all(not order for order in store._by_retention.values())
+
+
 def test_conversation_expires_when_another_is_created():
     store = make_store(conversation_ttl=0.05)
     claim(store, "r1")

@@ -116,8 +116,8 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     server = live_server_factory(
         DEMO_DELAY_SECONDS=0, ACTIONS_RECORD_PATH=str(tmp_path / "actions.jsonl"), IDENTITY_SECRET=IDENTITY_TEST_SECRET
     )
-    # A known visitor with a conversation, for GET /api/v1/me/conversations, which takes their
-    # identity token instead of a conversation's (docs/protocol.md, "Known visitors").
+    # A known visitor with a conversation, for the routes under /api/v1/me, which take their
+    # identity token instead of a conversation's (docs/protocol.md, "Known visitors", "Your data").
     identity = mint_identity_token("schemathesis-visitor", secret=IDENTITY_TEST_SECRET, expires_in=3000)
     with httpx.Client(base_url=server.url) as http:
         assert http.post("/api/v1/conversations", json={"identity_token": identity}).status_code == 201
@@ -181,8 +181,10 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     # Deleting the conversation ends it for every later case: it goes last, so the other
     # operations reach it alive (its own later cases get the documented 404).
     # Deleting the attachment goes just before, after its downloads.
+    # Erasing the known visitor's data goes after everything, their list and export included.
     operations.sort(
         key=lambda operation: (
+            operation.label == "DELETE /api/v1/me",
             operation.label == "DELETE /api/v1/conversations/{conversation_id}",
             operation.label == "DELETE /api/v1/conversations/{conversation_id}/attachments/{attachment_id}",
         )
@@ -197,7 +199,7 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
             suffix = "/" + operation.label.rpartition("/")[2]
             ids_here = {**real_ids, **dismiss_ids} if suffix == "/dismiss" else real_ids
             auth_here = auth
-            if operation.label == "GET /api/v1/me/conversations":
+            if operation.label.split(" ")[1].startswith("/api/v1/me"):
                 auth_here = {"Authorization": f"Bearer {identity}"}
             if suffix in ("/regenerate", "/edit") and ids == "real ids":
                 ids_here, auth_here = last_turn(suffix)

@@ -30,6 +30,7 @@ from .feedback import api as feedback_api
 from .flask_app import WidgetFlask
 from .handoff import api as handoff_api
 from .identity import api as identity_api
+from .privacy import api as privacy_api
 from .resources import resource_dir, static_folder
 from .revisions import api as revisions_api
 from .services import SERVICES_KEY, build_services
@@ -147,4 +148,5 @@ def create_app(
     app.register_blueprint(handoff_api.bp)  # hand-off: request, messages, the conversation stream
     attachments_api.init_app(app)  # attachments: upload, download, delete (widget_server/attachments/)
     identity_api.init_app(app)  # a known visitor's own conversations (widget_server/identity/)
+    privacy_api.init_app(app)  # a known visitor's own data: export and erase (widget_server/privacy/)
     return app

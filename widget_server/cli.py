@@ -18,6 +18,7 @@ from .agents.commands import add_agents_commands, agents_command, check_agents_f
 from .backends.base import UnknownBackend, create_backend
 from .feedback.service import export as export_feedback
 from .feedback.service import parse_since
+from .privacy.commands import add_data_commands, data_command
 from .settings import CORE_SETTINGS, ConfigError, load_settings
 
 
@@ -46,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     option("--workers", "WORKERS", type=int)
     option("--log-level", "LOG_LEVEL", type=str.upper)
     option("--env", "ENV")
-    add_agents_commands(_add_feedback_commands(parser))  # `agents add|remove|list`: docs/agents.md
+    commands = _add_feedback_commands(parser)
+    add_agents_commands(commands)  # `agents add|remove|list`: docs/agents.md
+    add_data_commands(commands)  # `data export|erase`: docs/privacy.md
     return parser
 
 
@@ -57,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _feedback_command(args, explicit)
     if args.command == "agents":
         return agents_command(args, explicit)
+    if args.command == "data":
+        return data_command(args, explicit)
     try:
         settings = load_settings(explicit)
         # Build the backend once here, before any worker starts, so its own
@@ -87,7 +92,7 @@ def _add_feedback_commands(parser: argparse.ArgumentParser) -> Any:
     commands = parser.add_subparsers(
         dest="command",
         metavar="COMMAND",
-        help="`feedback export`, `agents add|remove|list`; without a command, serve the chat.",
+        help="`feedback export`, `agents add|remove|list`, `data export|erase`; without a command, serve the chat.",
     )
     feedback = commands.add_parser("feedback", help="The visitors' feedback on answers.")
     actions = feedback.add_subparsers(dest="feedback_command", metavar="ACTION", required=True)
@@ -97,7 +102,7 @@ def _add_feedback_commands(parser: argparse.ArgumentParser) -> Any:
         description="Write every feedback record the store holds as JSON Lines to stdout, oldest first: "
         "conversation_id, message_id, rating, comment, question, answer, time. It reads a shared store "
         "(--store redis://…, the server's STORE); feedback expires with its conversation "
-        "(CONVERSATION_TTL_SECONDS).",
+        "(RETENTION).",
     )
     export.add_argument(
         "--since",

@@ -246,6 +246,10 @@ _SPECIAL_ANSWERS: dict[str, dict[str, Any]] = {
         "headers": _EVENT_STREAM["headers"],
         "content": {"text/event-stream": {"itemSchema": {"$ref": "#/components/schemas/ConversationEvent"}}},
     },
+    routes.JSON_LINES: {
+        "description": "JSON Lines: one JSON object a line, each with its `kind` (docs/privacy.md).",
+        "content": {"application/x-ndjson": {"itemSchema": {"type": "object", "required": ["kind"]}}},
+    },
     routes.FILE: {
         "description": "The bytes, with the sniffed Content-Type.",
         "headers": _DOWNLOAD_HEADERS,

@@ -289,7 +289,7 @@ _QUERY_TOKEN_ENDPOINTS = frozenset({"api.get_events", "handoff_visitor.conversat
 
 
 # A known visitor's own routes (identity/api.py): authorised by an identity token alone.
-_IDENTITY_ENDPOINTS = frozenset({"identity.list_conversations"})
+_IDENTITY_ENDPOINTS = frozenset({"identity.list_conversations", "privacy.export_my_data", "privacy.erase_my_data"})
 
 
 def _identified() -> bool:

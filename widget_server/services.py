@@ -10,6 +10,7 @@ an object after it is made. The Flask app keeps the result as one `Services`
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from .attachments import create_attachment_store
 from .attachments.store import AttachmentStore
 from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
+from .errors import ApiError
 from .handoff import create_handoff_store
 from .handoff.service import HandoffService
 from .identity.tokens import IdentityVerifier
@@ -31,6 +33,8 @@ from .stores import create_store
 from .stores.base import Store
 
 SERVICES_KEY = "widget_server.services"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,16 @@ def open_accounts(path: str) -> AgentAccounts:
     return accounts
 
 
+def _forget_handoff(handoff: HandoffService, conversation_id: str) -> None:
+    """The hand-off of a conversation the memory store forgets. Called inside the store's sweep,
+    for whatever request ran it: a hand-off desk too busy to commit (HANDOFF_BUSY) is logged,
+    never that request's error; the record then expires on its own (the hand-off store's ttl)."""
+    try:
+        handoff.forget(conversation_id)
+    except ApiError as error:
+        log.warning("conversation %s: its hand-off was not forgotten with it: %s", conversation_id, error)
+
+
 def build_services(settings: Settings, *, console_url: str = "") -> Services:
     """The server's objects. `console_url`: the agent console's absolute URL, for the links in
     mail (PUBLIC_URL, the mount path, `/agent`)."""
@@ -87,6 +101,12 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         stopping=stopping,
         turn_attachments=functools.partial(listed_turn_attachments, attachments),
     )
+    listeners = getattr(store, "forget_listeners", None)
+    if listeners is not None:
+        # The memory store forgets an expired conversation on its own sweep: its hand-off (record,
+        # events, queue place, left messages) goes with it, so nothing of it outlives its
+        # retention (docs/privacy.md; tests/test_retention.py).
+        listeners.append(functools.partial(_forget_handoff, handoff))
     chat = ChatService(
         store,
         backend,

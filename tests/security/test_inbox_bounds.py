@@ -141,7 +141,7 @@ def test_past_its_bound_the_inbox_lets_the_oldest_go_and_counts_them(make_app):
 def test_left_messages_older_than_the_ttl_are_let_go_and_counted(make_app):
     app = make_app()
     store = handoff_of(app).store
-    ttl = app.config["WIDGET_SERVER"]["CONVERSATION_TTL_SECONDS"]
+    ttl = app.config["WIDGET_SERVER"]["RETENTION"]
     old, new = "l_old", "l_new"
     entries = {i: {"left_message_id": i, "conversation_id": "c_x", "text": i, "replied": False} for i in (old, new)}
     assert store.commit(

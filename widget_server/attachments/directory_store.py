@@ -13,7 +13,7 @@ So that a mistyped ATTACHMENTS_DIR cannot make it remove someone else's files, t
 must be empty or carry the marker file this store writes there (`MARKER`).
 
 Expiry: the memory store tells this store whenever it forgets a conversation — deleted,
-idle past CONVERSATION_TTL_SECONDS (its sweep runs on every access to it), or evicted by
+idle past its retention, RETENTION or IDENTIFIED_RETENTION (its sweep runs on every access to it), or evicted by
 MEMORY_STORE_MAX_BYTES — through `MemoryStore.forget_listeners` (`__init__.py` connects
 them), and its subdirectory goes at once. The whole directory holds at most
 ATTACHMENTS_DIR_MAX_BYTES; beyond it an upload is refused (StoreFull) until some go.
@@ -178,6 +178,12 @@ class DirectoryAttachmentStore(AttachmentStore):
             if conversation is not None:
                 self._total -= conversation.used
             shutil.rmtree(self._path(conversation_id), ignore_errors=True)
+
+    def listing(self, conversation_id: str) -> list[AttachmentMeta]:
+        with self._lock:
+            conversation = self._conversations.get(conversation_id)
+            metas = list(conversation.attachments.values()) if conversation is not None else []
+        return sorted(metas, key=lambda meta: (meta.created_at, meta.attachment_id))
 
     def used_bytes(self, conversation_id: str) -> int:
         with self._lock:

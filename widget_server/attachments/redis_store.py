@@ -103,6 +103,13 @@ class RedisAttachmentStore(AttachmentStore):
         # for a caller that deletes only the attachments.
         self.redis.delete(*self._keys(conversation_id))
 
+    def listing(self, conversation_id: str) -> list[AttachmentMeta]:
+        found = self.redis.hgetall(self._keys(conversation_id)[0])
+        metas = [
+            AttachmentMeta.from_record(json.loads(raw)) for field, raw in found.items() if _text(field).startswith("m:")
+        ]
+        return sorted(metas, key=lambda meta: (meta.created_at, meta.attachment_id))
+
     def used_bytes(self, conversation_id: str) -> int:
         return int(self.redis.hget(self._keys(conversation_id)[0], "used") or 0)
 

@@ -2,7 +2,7 @@
 
 An attachment belongs to one conversation and lives and dies with it: a store keeps its
 bytes and its metadata under the conversation, forgets them when the conversation is deleted
-or expires (CONVERSATION_TTL_SECONDS, refreshed when the conversation is used), and never
+or expires (RETENTION or IDENTIFIED_RETENTION, renewed when the conversation is used), and never
 hands one out under another conversation's id (`get` and `open` take both ids).
 
 Each conversation has a byte budget (ATTACHMENTS_MAX_BYTES_PER_CONVERSATION): `put` checks it
@@ -20,7 +20,7 @@ ATTACHMENT_STORE setting; it is built as `Class(settings, chat_store)` and must:
 - make `put`'s budget check and write atomic per conversation (a conditional write, or a
   lock held in a shared place);
 - keep a conversation's attachments as long as the conversation: it expires
-  `settings.store.conversation_ttl_seconds` after its last use (an object store's lifecycle rule
+  `settings.store.retention_seconds` after its last use (an object store's lifecycle rule
   of at least that since the conversation's last upload is one way; with the memory chat
   store, `delete_conversation` is also called whenever it forgets a conversation), and remove
   them in `delete_conversation`, which the server calls when the conversation is deleted;
@@ -112,6 +112,11 @@ class AttachmentStore(ABC):
     @abstractmethod
     def used_bytes(self, conversation_id: str) -> int:
         """The bytes the conversation's attachments hold (what its budget counts)."""
+
+    def listing(self, conversation_id: str) -> list[AttachmentMeta]:
+        """Every attachment of the conversation, sent or not, oldest first (the export of a
+        subject's data: widget_server/privacy/). Not abstract: a plugin without it cannot export."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list a conversation's attachments")
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release files and connections."""

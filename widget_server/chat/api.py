@@ -123,7 +123,7 @@ def create_conversation() -> Response:
     response.set_cookie(
         CONVERSATION_COOKIE,
         f"{conversation_id}.{token}",
-        max_age=int(settings().store.conversation_ttl_seconds),
+        max_age=int(settings().store.retention_seconds),
         path="/",
         secure=True,
         httponly=True,

@@ -1,7 +1,8 @@
 """The hand-off store in this process's memory (with the `memory` chat store: one process).
 
-A record expires CONVERSATION_TTL_SECONDS after its last write, as the chat store's
-conversations do, so a forgotten conversation's hand-off does not stay forever.
+A record expires the longer of RETENTION and IDENTIFIED_RETENTION after its last write, and
+goes with its conversation when the chat store forgets it (services.py), so a forgotten
+conversation's hand-off does not stay forever.
 
 Its bytes are counted and bounded (HANDOFF_MEMORY_STORE_MAX_BYTES; docs/security.md,
 "Memory"), as the chat memory store bounds its own (stores/memory.py). Records are kept as

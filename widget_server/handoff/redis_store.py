@@ -1,7 +1,7 @@
 """The hand-off store on Redis (with a `redis://` chat store: any worker, any host).
 
-Keys (the chat store's prefix `cw:`; each expires CONVERSATION_TTL_SECONDS after its last
-write, as the conversation's own keys do):
+Keys (the chat store's prefix `cw:`; each expires its conversation's retention, RETENTION or
+IDENTIFIED_RETENTION, after its last write, as the conversation's own keys do):
   conv:{cid}:handoff         hash  v (version), d (the record's JSON)
   conv:{cid}:handoff:events  stream entry ids `<seq>-1`, field `e` = event JSON, trimmed to
                                     CONVERSATION_EVENTS_MAX
@@ -41,6 +41,7 @@ from ..stores.lua import load_script
 from ..stores.redis import unavailable_on_connection_errors
 from ..stores.script_batches import ScriptBatches
 from .store import (
+    CONVERSATION_PREFIX,
     DESK,
     LEFT_PREFIX,
     LEGACY_INBOX,
@@ -48,6 +49,7 @@ from .store import (
     HandoffStore,
     InboxPage,
     StoredRecord,
+    conversation_key,
     inbox_score,
     left_key,
 )
@@ -73,7 +75,15 @@ def _events_key(prefix: str, conversation_id: str) -> str:
 class RedisHandoffStore(HandoffStore):
     shared = True
 
-    def __init__(self, client: Any, *, max_events: int = 500, ttl: float = 86400.0, max_inbox: int = 10_000) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        max_events: int = 500,
+        ttl: float = 86400.0,
+        identified_ttl: float | None = None,
+        max_inbox: int = 10_000,
+    ) -> None:
 
         from ..stores.keyspace import Keyspace
         from ..stores.redis_connection import connection_trouble, is_cluster
@@ -81,7 +91,13 @@ class RedisHandoffStore(HandoffStore):
 
         self.redis = client
         self.max_events = max_events
-        self._ttl = max(1, int(ttl))
+        # Retention (docs/privacy.md): a record or log of a known visitor's conversation (one
+        # whose record names its `visitor`) lives IDENTIFIED_RETENTION after its last write, any
+        # other RETENTION; the desk and the inbox's index, shared by every conversation, the
+        # longer of the two.
+        self._anonymous_ttl = max(1, int(ttl))
+        self._identified_ttl = self._anonymous_ttl if identified_ttl is None else max(1, int(identified_ttl))
+        self._ttl = max(self._anonymous_ttl, self._identified_ttl)
         self.max_inbox = max_inbox
         self._commit = client.register_script(_COMMIT)
         self._inbox_page = client.register_script(_INBOX_PAGE)
@@ -116,15 +132,24 @@ class RedisHandoffStore(HandoffStore):
             elif change.writes[name] is None:
                 records.append([version, "del", ""])
             else:
-                records.append([version, "set", json.dumps(change.writes[name], ensure_ascii=False)])
+                value = change.writes[name]
+                records.append([version, "set", json.dumps(value, ensure_ascii=False), self._record_ttl(name, value)])
         logs: list[list[Any]] = []
         log_keys: list[str] = []
         for conversation_id in change.drop_logs:
             log_keys.append(_events_key(self._prefix, conversation_id))
-            logs.append(["del", []])
+            logs.append(["del", [], 0])
         for conversation_id, events in change.events.items():
             log_keys.append(_events_key(self._prefix, conversation_id))
-            logs.append(["add", [[seq, raw] for seq, raw in events]])
+            record = change.writes.get(conversation_key(conversation_id))
+            # A log lives as its conversation's record; written without it (never, today), the
+            # shorter retention, so it cannot outlive its conversation.
+            ttl = (
+                self._record_ttl(conversation_key(conversation_id), record)
+                if record
+                else min(self._anonymous_ttl, self._identified_ttl)
+            )
+            logs.append(["add", [[seq, raw] for seq, raw in events], ttl])
         inbox = [change.inbox_remove, [[i, str(score)] for i, score in change.inbox_add], change.inbox_replied]
         spec = json.dumps({"records": records, "logs": logs, "inbox": inbox}, ensure_ascii=False)
         # cjson decodes an empty JSON array as an empty object; Lua's ipairs and # take both alike.
@@ -137,6 +162,14 @@ class RedisHandoffStore(HandoffStore):
             return False
         self._delete_left(applied[1:])
         return True
+
+    def _record_ttl(self, name: str, value: Any) -> int:
+        """Seconds a written record lives: its conversation's retention for a conversation's
+        hand-off or a left message (identified when it names its `visitor`), the longer one for
+        the desk."""
+        if not name.startswith((CONVERSATION_PREFIX, LEFT_PREFIX)):
+            return self._ttl
+        return self._identified_ttl if isinstance(value, dict) and "visitor" in value else self._anonymous_ttl
 
     def _horizon(self) -> str:
         return str(inbox_score(time.time() - self._ttl))

@@ -413,6 +413,10 @@ class HandoffService:
 
         def change(tx: _Transaction) -> dict[str, Any]:
             record = tx.conversation(conversation_id)
+            if visitor is not None:
+                # Whatever the outcome, the record is a known visitor's: it lives as long as
+                # their conversation (IDENTIFIED_RETENTION; handoff/redis_store.py).
+                record["visitor"] = visitor
             known = self._known_request(record, request_id, fingerprint)
             if record["state"] in ev.ACTIVE_STATES:
                 result = {**self._current(tx, conversation_id), "seq": record["seq"]}
@@ -558,6 +562,7 @@ class HandoffService:
         text = clean_text(text)
         fingerprint = _fingerprint("left", text=text, email=email or "")
         most = self.settings.handoff.left_messages_max
+        visitor = self._known_visitor(conversation_id)
         to_mail: list[LeftMessageRecord] = []
 
         def change(tx: _Transaction) -> dict[str, Any]:
@@ -594,6 +599,10 @@ class HandoffService:
                 created_at=iso(now),
                 replied=False,
             )
+            if visitor is not None:
+                # Its owner's: kept as long as their conversation (docs/privacy.md).
+                entry["visitor"] = visitor
+                record["visitor"] = visitor
             tx.put(left_key(left_message_id), entry)
             tx.inbox_add.append((left_message_id, inbox_score(now)))
             record["left"] = [*(e["left_message_id"] for e in kept), left_message_id]
@@ -891,8 +900,10 @@ class HandoffService:
         page = self.store.inbox_page(limit, before)
         keys = [left_key(left_message_id) for _, left_message_id in page.entries]
         records = self.store.load(keys) if keys else {}
+        # As the agents' inbox has always listed them: a known visitor's `visitor`, kept for
+        # retention (docs/privacy.md), is not part of it.
         messages = [
-            LeftMessageRecord(**value)
+            LeftMessageRecord(**{name: item for name, item in value.items() if name != "visitor"})  # type: ignore[typeddict-item]
             for key in keys
             if (value := as_record(LeftMessageRecord, records[key][1])) is not None
         ]
@@ -1151,6 +1162,14 @@ class HandoffService:
             self.release_lapsed()
 
     # -- deleting a conversation -------------------------------------------------
+
+    def left_messages(self, conversation_id: str) -> list[LeftMessageRecord]:
+        """The conversation's left messages still kept, oldest first (a subject's export:
+        widget_server/privacy/)."""
+        record = self._stored_record(conversation_id)
+        keys = [left_key(left_message_id) for left_message_id in (record.get("left", []) if record else [])]
+        found = self.store.load(keys) if keys else {}
+        return [value for key in keys if (value := as_record(LeftMessageRecord, found[key][1])) is not None]
 
     def forget(self, conversation_id: str) -> None:
         """Everything of the conversation's hand-off, at once: its record and events, its

@@ -15,7 +15,7 @@ The agents' inbox is an index of the left messages' ids, newest first, kept by t
 their records and changed in the same commit (`Commit.inbox_add`, `inbox_replied`,
 `inbox_remove`): a left message costs one record and one index entry, whatever the inbox holds,
 and the console reads it a page at a time (`inbox_page`). The index keeps a left message
-CONVERSATION_TTL_SECONDS from when it was left and at most HANDOFF_INBOX_MAX of them; what it
+RETENTION from when it was left and at most HANDOFF_INBOX_MAX of them; what it
 lets go, by age or by that bound, is counted (`InboxPage.expired`), never dropped in silence
 (docs/agents.md, "The inbox").
 
@@ -130,6 +130,9 @@ class LeftMessageRecord(TypedDict):
     text: str
     created_at: str  # ISO 8601 UTC with milliseconds
     replied: bool
+    # A known visitor's (widget_server/identity/): kept as long as their conversation
+    # (IDENTIFIED_RETENTION, redis_store.py) and exported with it (widget_server/privacy/).
+    visitor: NotRequired[KnownVisitor]
 
 
 class LeftReply(TypedDict):

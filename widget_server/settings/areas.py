@@ -16,6 +16,7 @@ from .parsing import (
     parse_attachments_dir,
     parse_bool,
     parse_consent_text,
+    parse_duration,
     parse_email,
     parse_float,
     parse_greeting,
@@ -24,6 +25,7 @@ from .parsing import (
     parse_int,
     parse_launcher_label,
     parse_optional_url,
+    parse_optional_duration,
     parse_origins,
     parse_public_url,
     parse_rate_limits,
@@ -157,6 +159,12 @@ class WebSettings:
     )
 
 
+# Retention's bounds: a minute at least (a conversation must outlive its answers), three years
+# at most (GDPR Art. 5(1)(e): kept no longer than needed; a site wanting longer exports).
+RETENTION_MIN_SECONDS = 60
+RETENTION_MAX_SECONDS = 3 * 365 * 86400
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     """Where conversations and answer logs live, and for how long."""
@@ -191,13 +199,29 @@ class StoreSettings:
         65536,
         1 << 40,
     )
-    conversation_ttl_seconds: float = setting(
-        "CONVERSATION_TTL_SECONDS",
-        parse_float,
+    retention_seconds: float = setting(
+        "RETENTION",
+        parse_duration,
         86400.0,
-        "Idle time after which the store forgets a conversation (memory: on the next sweep; Redis: key expiry, refreshed on use).",
-        1,
-        31_536_000,
+        "How long an anonymous conversation is kept after its last use: everything of it (its messages, feedback, attachments, hand-off and left messages) is gone after it (memory: on the next sweep; Redis: key expiry, renewed on use). A duration: `30d`, `12h`, `90m` or seconds.",
+        RETENTION_MIN_SECONDS,
+        RETENTION_MAX_SECONDS,
+    )
+    identified_retention: float | None = setting(
+        "IDENTIFIED_RETENTION",
+        parse_optional_duration,
+        None,
+        "How long a known visitor's conversation (one started with an identity token) is kept after its last use, and their list of conversations; empty: RETENTION.",
+        RETENTION_MIN_SECONDS,
+        RETENTION_MAX_SECONDS,
+    )
+    deprecated_conversation_ttl_seconds: float | None = setting(
+        "CONVERSATION_TTL_SECONDS",
+        parse_optional_duration,
+        None,
+        "Deprecated: the old name of RETENTION, still read (a start-up error when both are set and differ).",
+        RETENTION_MIN_SECONDS,
+        RETENTION_MAX_SECONDS,
     )
     worker_lease_seconds: float = setting(
         "WORKER_LEASE_SECONDS",
@@ -207,6 +231,11 @@ class StoreSettings:
         1,
         60,
     )
+
+    @property
+    def identified_retention_seconds(self) -> float:
+        """How long a known visitor's conversations are kept: IDENTIFIED_RETENTION, else RETENTION."""
+        return self.identified_retention if self.identified_retention is not None else self.retention_seconds
 
 
 @dataclass(frozen=True)
@@ -434,7 +463,7 @@ class HandoffSettings:
         "HANDOFF_INBOX_MAX",
         parse_int,
         10_000,
-        "Most left messages the agents' inbox keeps (each also for CONVERSATION_TTL_SECONDS at most); beyond it the oldest goes, and the inbox counts what it let go.",
+        "Most left messages the agents' inbox keeps (each also for RETENTION at most); beyond it the oldest goes, and the inbox counts what it let go.",
         10,
         1_000_000,
     )

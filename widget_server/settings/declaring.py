@@ -36,13 +36,21 @@ class Setting:
             value = self.parse(raw)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"{self.name} (from {source}): invalid value {raw!r}: {error}") from None
+        if value is None:
+            return value  # an optional setting left unset (parse_optional_duration)
         if self.minimum is not None and value < self.minimum:
-            raise ConfigError(f"{self.name} (from {source}): {value!r} is below the minimum {self.minimum:g}")
+            raise ConfigError(f"{self.name} (from {source}): {value!r} is below the minimum {_bound(self.minimum)}")
         if self.maximum is not None and value > self.maximum:
-            raise ConfigError(f"{self.name} (from {source}): {value!r} is above the maximum {self.maximum:g}")
+            raise ConfigError(f"{self.name} (from {source}): {value!r} is above the maximum {_bound(self.maximum)}")
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{self.name} (from {source}): {value!r} is not one of {', '.join(self.choices)}")
         return value
+
+
+def _bound(bound: float) -> str:
+    """A bound as written in docs/configuration.md: a whole number in full (94608000, not
+    9.4608e+07), a fraction as it is."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 def setting(

@@ -9,6 +9,7 @@ misspelt name is an error mypy finds.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from .areas import (
     WebSettings,
 )
 from .declaring import ENV_PREFIX, Area, ConfigError, Setting, build, declared
+
+log = logging.getLogger(__name__)
 
 CORE_AREAS: tuple[type, ...] = (
     ServerSettings,
@@ -93,7 +96,10 @@ class Settings(Mapping[str, Any]):
 
     def replace(self, **values: Any) -> Settings:
         """These settings with some values changed by name, validated again (tests, benches)."""
-        return load_settings({**self.by_name, **values}, environ={})
+        base = {name: value for name, value in self.by_name.items() if value is not None}
+        if "CONVERSATION_TTL_SECONDS" in values:
+            base.pop("RETENTION", None)  # the old name given: it is RETENTION's value
+        return load_settings({**base, **values}, environ={})
 
 
 def all_settings(backend: str = "", attachment_store: str = "") -> tuple[Setting, ...]:
@@ -132,16 +138,20 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
         for declaration in declared(area):
             by_name.setdefault(declaration.name, declaration)
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # where each setting given (not defaulted) came from
     for declaration in by_name.values():
         value = declaration.default
         if declaration.env_var in environ:
-            value = declaration.convert(environ[declaration.env_var], f"environment variable {declaration.env_var}")
+            sources[declaration.name] = f"environment variable {declaration.env_var}"
+            value = declaration.convert(environ[declaration.env_var], sources[declaration.name])
         values[declaration.name] = value
     for key, raw in explicit.items():
         name = key.removeprefix(ENV_PREFIX).upper()
         if name not in by_name:
             raise ConfigError(f"{key}: unknown setting (known: {', '.join(by_name)})")
+        sources[name] = "configuration"
         values[name] = by_name[name].convert(raw, "configuration")
+    _fold_deprecated_retention(values, sources)
     _check_together(values)
     return Settings(
         server=build(ServerSettings, values),
@@ -158,6 +168,22 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
         plugins={area: build(area, values) for area in plugin_areas},
         by_name=values,
     )
+
+
+def _fold_deprecated_retention(values: dict[str, Any], sources: Mapping[str, str]) -> None:
+    """CONVERSATION_TTL_SECONDS is RETENTION's old name (docs/configuration.md): its value
+    becomes RETENTION's, and it is an error only when both are given and differ."""
+    old = values.get("CONVERSATION_TTL_SECONDS")
+    if old is None:
+        return
+    if "RETENTION" in sources and values["RETENTION"] != old:
+        raise ConfigError(
+            f"RETENTION (from {sources['RETENTION']}) is {values['RETENTION']:g} s but its deprecated name "
+            f"CONVERSATION_TTL_SECONDS (from {sources['CONVERSATION_TTL_SECONDS']}) is {old:g} s: set RETENTION only"
+        )
+    log.warning("CONVERSATION_TTL_SECONDS is deprecated: it is read as RETENTION (docs/configuration.md)")
+    values["RETENTION"] = old
+    values["CONVERSATION_TTL_SECONDS"] = None
 
 
 # RFC 7518 §3.2: an HS256 key must be at least as long as the hash's output, 256 bits.

@@ -46,6 +46,31 @@ def parse_str(raw: Any) -> str:
     return str(raw).strip()
 
 
+# A duration's units (docs/configuration.md, "Value formats"): seconds, minutes, hours, days.
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+
+
+def parse_duration(raw: Any) -> float:
+    """A duration in seconds: a plain number of seconds (`86400`), or a number with a unit,
+    `s`, `m`, `h` or `d` (`90m`, `12h`, `30d`)."""
+    if isinstance(raw, bool):
+        raise ValueError("expected a duration such as 30d, 12h, 90m or a number of seconds")
+    if isinstance(raw, (int, float)):
+        return parse_float(raw)
+    found = _DURATION.fullmatch(str(raw).strip().lower())
+    if found is None:
+        raise ValueError("expected a duration such as 30d, 12h, 90m or a number of seconds")
+    return float(found.group(1)) * _DURATION_UNITS[found.group(2)]
+
+
+def parse_optional_duration(raw: Any) -> float | None:
+    """A duration (parse_duration), or None when empty: unset, another setting decides."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    return parse_duration(raw)
+
+
 def parse_handoff(raw: Any) -> str:
     """HANDOFF: auto, on or off; the boolean spellings too (`HANDOFF=0` is off)."""
     text = str(raw).strip().lower()

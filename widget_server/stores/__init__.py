@@ -19,7 +19,8 @@ def _create_store(settings: Settings) -> Store:
 
         return MemoryStore(
             max_events=settings.store.log_max_events,
-            conversation_ttl=settings.store.conversation_ttl_seconds,
+            conversation_ttl=settings.store.retention_seconds,
+            identified_ttl=settings.store.identified_retention_seconds,
             finished_log_grace=settings.store.finished_log_grace_seconds,
             max_bytes=settings.store.memory_max_bytes,
         )
@@ -28,7 +29,8 @@ def _create_store(settings: Settings) -> Store:
     return RedisStore(
         url,
         max_events=settings.store.log_max_events,
-        conversation_ttl=settings.store.conversation_ttl_seconds,
+        conversation_ttl=settings.store.retention_seconds,
+        identified_ttl=settings.store.identified_retention_seconds,
         lease_seconds=settings.store.worker_lease_seconds,
         finished_log_grace=settings.store.finished_log_grace_seconds,
     )

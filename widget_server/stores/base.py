@@ -393,11 +393,22 @@ class Store(ABC):
     # -- a subject's conversations (widget_server/identity/; docs/protocol.md, "Known visitors").
     # Not abstract, like actions. create_conversation adds an identified conversation to its
     # subject's list, delete_conversation (and expiry) removes it; the list expires with the
-    # conversations (CONVERSATION_TTL_SECONDS after its last change).
+    # conversations (IDENTIFIED_RETENTION after its last change).
 
     def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
         """An identified conversation was active at `at` (a new question): its subject's list
         shows it first, and the list lives on."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
+
+    def find_subject_conversations(self, subject: str) -> list[str]:
+        """The ids of every stored conversation whose record names `subject`, listed or not
+        (a subject's list keeps its newest entries only): a walk of the whole store, for an
+        operator answering an access or erasure request (widget_server/privacy/, `widget-server
+        data`), never for a request's path."""
+        raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
+
+    def forget_subject(self, subject: str) -> None:
+        """Remove the subject's list itself (its conversations are deleted apart)."""
         raise NotImplementedError(f"{type(self).__name__} does not support known visitors")
 
     def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:

@@ -73,9 +73,11 @@ class MemoryStore(Store):
         *,
         max_events: int = 2048,
         conversation_ttl: float = 86400.0,
+        identified_ttl: float | None = None,
         max_conversations: int = 100_000,
         finished_log_grace: float = 30.0,
         max_bytes: int = 256 * 1024 * 1024,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_events = max_events
         # The byte budget: beyond it, the least recently used conversations
@@ -86,7 +88,16 @@ class MemoryStore(Store):
         # get the exact events), then only its text and terminal event.
         self._grace = finished_log_grace
         self._ended: deque[tuple[float, str]] = deque()  # (when to compact, message id), oldest first
+        # Retention (docs/privacy.md): an anonymous conversation is forgotten `conversation_ttl`
+        # (RETENTION) after its last use, a known visitor's `identified_ttl`
+        # (IDENTIFIED_RETENTION). The clock is injectable so tests move time instead of
+        # sleeping (tests/test_retention.py); the answer waits below keep the real one.
         self._ttl = conversation_ttl
+        self._identified_ttl = conversation_ttl if identified_ttl is None else identified_ttl
+        self._clock = clock
+        # Each retention's conversations, least recently used first: expiry walks each from
+        # its oldest and stops at the first one still kept, never past it.
+        self._by_retention: dict[float, OrderedDict[str, None]] = {}
         self._max_conversations = max_conversations
         self._lock = rlock()
         self._conversations: OrderedDict[str, _ConversationRecord] = OrderedDict()
@@ -105,13 +116,22 @@ class MemoryStore(Store):
 
     def create_conversation(self, conversation: Conversation) -> None:
         with self._lock:
-            self._expire(time.monotonic(), making_room=True)
-            record = _ConversationRecord(conversation, last_used=time.monotonic())
+            now = self._clock()
+            self._expire(now, making_room=True)
+            record = _ConversationRecord(conversation, last_used=now)
             self._conversations[conversation.conversation_id] = record
+            self._by_retention.setdefault(self.retention_of(conversation), OrderedDict())[
+                conversation.conversation_id
+            ] = None
             if conversation.subject:
                 listed = self._subjects.setdefault(conversation.subject, {})
                 listed[conversation.conversation_id] = conversation.created_at
             self._add_bytes(record, CONVERSATION_BYTES)
+
+    def retention_of(self, conversation: Conversation) -> float:
+        """Seconds `conversation` is kept after its last use: IDENTIFIED_RETENTION for a known
+        visitor's, RETENTION for an anonymous one (docs/privacy.md)."""
+        return self._identified_ttl if conversation.subject else self._ttl
 
     def _add_bytes(self, record: _ConversationRecord, count: int) -> None:
         record.stored_bytes += count
@@ -150,6 +170,7 @@ class MemoryStore(Store):
 
     def _forget(self, conversation_id: str) -> None:
         record = self._conversations.pop(conversation_id)
+        self._by_retention.get(self.retention_of(record.conversation), OrderedDict()).pop(conversation_id, None)
         subject = record.conversation.subject
         listed = self._subjects.get(subject) if subject else None
         if listed is not None:
@@ -159,10 +180,15 @@ class MemoryStore(Store):
         for listener in self.forget_listeners:
             listener(conversation_id)
         self.stored_bytes -= record.stored_bytes
-        for exchange in record.exchanges:
-            message = self._messages.pop(exchange.assistant_message_id, None)
+        # Every answer the conversation ever claimed, a replaced one (by_request only) too:
+        # nothing of it may outlive it (docs/privacy.md; tests/test_retention.py).
+        message_ids = {e.assistant_message_id for e in (*record.exchanges, *record.by_request.values())}
+        for message_id in message_ids:
+            message = self._messages.pop(message_id, None)
             for proposal in message.log.actions if message is not None else ():
                 self._actions.pop(proposal["action_id"], None)
+        if self._ended:  # logs waiting to be compacted: their ids go too (only within the grace)
+            self._ended = deque(entry for entry in self._ended if entry[1] not in message_ids)
 
     def _expire(self, now: float, *, making_room: bool = False) -> None:
         self._compact_due(now)
@@ -170,16 +196,19 @@ class MemoryStore(Store):
         # the cap, so memory stays bounded however long the server runs.
         # `making_room`: a conversation is about to be added, keep one slot free.
         limit = self._max_conversations - 1 if making_room else self._max_conversations
-        while self._conversations:
-            cid, record = next(iter(self._conversations.items()))
-            if now - record.last_used < self._ttl and len(self._conversations) <= limit:
-                break
-            self._forget(cid)
+        for ttl, order in list(self._by_retention.items()):
+            while order:
+                cid = next(iter(order))
+                if now - self._conversations[cid].last_used < ttl:
+                    break
+                self._forget(cid)
+        while len(self._conversations) > limit:
+            self._forget(next(iter(self._conversations)))
 
     def _record(self, conversation_id: str) -> _ConversationRecord | None:
         # Expire here too, not only on create: an idle conversation must be
         # forgotten after its TTL even if no new conversation is created.
-        now = time.monotonic()
+        now = self._clock()
         self._expire(now)
         return self._touch(conversation_id, now)
 
@@ -188,6 +217,7 @@ class MemoryStore(Store):
         if record is not None:
             record.last_used = now
             self._conversations.move_to_end(conversation_id)
+            self._by_retention[self.retention_of(record.conversation)].move_to_end(conversation_id)
         return record
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
@@ -273,7 +303,7 @@ class MemoryStore(Store):
             except InvalidTransition:
                 return None
             # A generating answer is activity: its conversation stays alive.
-            now = time.monotonic()
+            now = self._clock()
             conversation = self._touch(record.conversation_id, now)
             if conversation is not None:
                 self._add_bytes(conversation, log.stored_bytes - before)
@@ -440,7 +470,7 @@ class MemoryStore(Store):
 
     def feedback_conversations(self) -> list[str]:
         with self._lock:
-            self._expire(time.monotonic())
+            self._expire(self._clock())
             return [cid for cid, record in self._conversations.items() if record.feedback]
 
     def delete_conversation(self, conversation_id: str) -> bool:
@@ -470,9 +500,18 @@ class MemoryStore(Store):
             if listed is not None and conversation.conversation_id in listed:
                 listed[conversation.conversation_id] = max(listed[conversation.conversation_id], at)
 
+    def find_subject_conversations(self, subject: str) -> list[str]:
+        with self._lock:
+            self._expire(self._clock())
+            return [cid for cid, record in self._conversations.items() if record.conversation.subject == subject]
+
+    def forget_subject(self, subject: str) -> None:
+        with self._lock:
+            self._subjects.pop(subject, None)
+
     def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
         with self._lock:
-            self._expire(time.monotonic())
+            self._expire(self._clock())
             listed = self._subjects.get(subject, {})
             newest = sorted(listed.items(), key=lambda item: (item[1], item[0]), reverse=True)[:limit]
             return [

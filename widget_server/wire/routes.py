@@ -71,6 +71,8 @@ ANSWER_STREAM = "answer stream"
 CONVERSATION_STREAM = "conversation stream"
 FILE = "file"
 UPLOAD = "upload"
+# A known visitor's data as JSON Lines (privacy/api.py, GET /api/v1/me/export).
+JSON_LINES = "json lines"
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,31 @@ ROUTES = (
         raises=_IDENTITY_REFUSALS,
         description="Authorised by the visitor's identity token (`Authorization: Bearer <JWT>`); each "
         "conversation can then be read and continued with the same token.",
+    ),
+    Route(
+        "get",
+        ME + "/export",
+        "exportMyData",
+        "All of a known visitor's data, as JSON Lines: each conversation, message, rating, attachment, "
+        "hand-off message and left message, one record a line, typed by its `kind`.",
+        200,
+        "The records.",
+        JSON_LINES,
+        raises=_IDENTITY_REFUSALS,
+        description="Authorised by the visitor's identity token (`Authorization: Bearer <JWT>`): their own "
+        "subject's newest 200 conversations, never another's (docs/privacy.md).",
+    ),
+    Route(
+        "delete",
+        ME,
+        "eraseMyData",
+        "Erase all of a known visitor's data: every conversation of theirs, whole, and their list.",
+        204,
+        "Erased.",
+        raises=_IDENTITY_REFUSALS,
+        description="Authorised by the visitor's identity token (`Authorization: Bearer <JWT>`): each of "
+        "their conversations goes as `DELETE /api/v1/conversations/{conversation_id}` removes one "
+        "(docs/privacy.md).",
     ),
     Route(
         "get",

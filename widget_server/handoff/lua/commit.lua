@@ -3,9 +3,10 @@
 -- only if none changed, writes the records, appends the events and changes the inbox's index.
 -- KEYS: the records read (as many as ARGV[3]'s records), then one events key per log, then
 --   the inbox's index, unreplied and meta keys
--- ARGV: ttl seconds, the logs' bound (MAXLEN), the change as JSON:
---   {"records": [[expected version, "keep"|"set"|"del", value JSON]],
---    "logs": [["add", [[seq, event JSON], …]] | ["del", []]],
+-- ARGV: ttl seconds (the inbox's keys'), the logs' bound (MAXLEN), the change as JSON:
+--   {"records": [[expected version, "keep"|"set"|"del", value JSON, ttl seconds]],
+--    "logs": [["add", [[seq, event JSON], …], ttl seconds] | ["del", [], 0]],
+--   (each record's and log's ttl is its conversation's retention: redis_store.py),
 --    "inbox": [[left message ids removed], [[id, score], …] added, [ids replied to]]},
 --   PUBLISH or SPUBLISH (each new log entry is published as `<seq> <event JSON>`: redis_tail.py),
 --   the inbox's bound, the score below which its entries have expired
@@ -20,7 +21,7 @@ end
 for i, record in ipairs(records) do
   if record[2] == 'set' then
     redis.call('HSET', KEYS[i], 'v', record[1] + 1, 'd', record[3])
-    redis.call('EXPIRE', KEYS[i], ARGV[1])
+    redis.call('EXPIRE', KEYS[i], record[4])
   elseif record[2] == 'del' then
     redis.call('DEL', KEYS[i])
   end
@@ -34,7 +35,7 @@ for j, log in ipairs(change['logs']) do
       redis.call('XADD', key, 'MAXLEN', ARGV[2], event[1] .. '-1', 'e', event[2])
       redis.call(ARGV[4], key, event[1] .. ' ' .. event[2])  -- heard by readers (stores/redis_tail.py)
     end
-    redis.call('EXPIRE', key, ARGV[1])
+    redis.call('EXPIRE', key, log[3])
   end
 end
 local inbox = change['inbox']

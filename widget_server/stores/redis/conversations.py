@@ -22,6 +22,7 @@ from ..base import (
     UnknownMessage,
     backend_history,
 )
+from ..keyspace import PREFIX
 from ..lua import load_script
 from ..script_batches import ScriptBatches
 from .compaction import RedisCompaction
@@ -71,7 +72,7 @@ class RedisConversations(RedisCompaction):
             [
                 conversation.token_hash,
                 repr(float(conversation.created_at)),
-                self._ttl,
+                self.retention_of(conversation),
                 *self._owner_fields(conversation),
                 *self._consent_fields(conversation),
             ],
@@ -96,6 +97,11 @@ class RedisConversations(RedisCompaction):
         if not conversation.consent_sha256:
             return []
         return ["consent_sha256", conversation.consent_sha256, "consented_at", repr(float(conversation.consented_at))]
+
+    def retention_of(self, conversation: Conversation) -> int:
+        """Seconds `conversation`'s keys live after its last use: IDENTIFIED_RETENTION for a
+        known visitor's, RETENTION for an anonymous one (docs/privacy.md)."""
+        return self._identified_ttl if conversation.subject else self._anonymous_ttl
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         key = self._conv(conversation_id)
@@ -127,12 +133,28 @@ class RedisConversations(RedisCompaction):
     def _subject_list(self, conversation: Conversation, at: float, mode: str) -> None:
         self._touch_subject(
             keys=[self.keys.subject(conversation.subject)],
-            args=[conversation.conversation_id, repr(float(at)), self._ttl, SUBJECT_LIST_MAX, mode],
+            args=[conversation.conversation_id, repr(float(at)), self._identified_ttl, SUBJECT_LIST_MAX, mode],
         )
 
     def touch_subject_conversation(self, conversation: Conversation, at: float) -> None:
         if conversation.subject:
             self._subject_list(conversation, at, "touch")
+
+    def find_subject_conversations(self, subject: str) -> list[str]:
+        # SCAN over every conversation record (on a cluster, redis-py walks each primary): an
+        # operator's request, never a visitor's (Store.find_subject_conversations).
+        found: list[str] = []
+        for key in self.redis.scan_iter(match=f"{PREFIX}*conv:*", count=1000, _type="HASH"):
+            name = _text(key)
+            conversation_id = name.rsplit("conv:", 1)[1]
+            if ":" in conversation_id or self._conv(conversation_id) != name:
+                continue  # one of a conversation's other keys (its feedback, its attachments)
+            if _text(self.redis.hget(name, "subject") or b"") == subject:
+                found.append(conversation_id)
+        return found
+
+    def forget_subject(self, subject: str) -> None:
+        self.redis.delete(self.keys.subject(subject))
 
     def subject_conversations(self, subject: str, limit: int) -> list[SubjectConversation]:
         key = self.keys.subject(subject)

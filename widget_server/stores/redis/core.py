@@ -47,12 +47,20 @@ class RedisStoreBase(Store):
         *,
         max_events: int = 4096,
         conversation_ttl: float = 86400.0,
+        identified_ttl: float | None = None,
         lease_seconds: float = 10.0,
         finished_log_grace: float = 30.0,
         client: Any = None,
     ) -> None:
         self.max_events = max_events
-        self._ttl = max(1, int(conversation_ttl))
+        # Retention (docs/privacy.md): a conversation's is chosen once, when it is made
+        # (RETENTION, or IDENTIFIED_RETENTION for a known visitor's), and kept in its record
+        # (`retention`), which every script that renews its keys reads. `_ttl`, the shorter of
+        # the two, is what a script falls back on for a record stored before that field
+        # existed, and append.lua's bound for renewing during a stream.
+        self._anonymous_ttl = max(1, int(conversation_ttl))
+        self._identified_ttl = self._anonymous_ttl if identified_ttl is None else max(1, int(identified_ttl))
+        self._ttl = min(self._anonymous_ttl, self._identified_ttl)
         self.lease_seconds = lease_seconds
         # A finished answer keeps its whole log this long, then only its terminal entry.
         self._grace_ms = max(0, int(finished_log_grace * 1000))

@@ -11,7 +11,10 @@ local encoded = '{"kind":"action.proposed","message_id":"' .. ARGV[4] .. '","seq
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], seq .. '-1', 'e', encoded)
 redis.call(ARGV[7], KEYS[2], seq .. ' ' .. encoded)
 redis.call('RPUSH', KEYS[3], ARGV[1])
+-- The answer's retention (claim.lua) is the action's too, kept in its record for its later
+-- writes (claim_action.lua, finish_action.lua).
+local ttl = redis.call('HGET', KEYS[1], 'retention') or ARGV[3]
 redis.call('HSET', KEYS[4], 'conversation_id', ARGV[5], 'message_id', ARGV[4], 'name', ARGV[6],
-  'proposal', ARGV[1], 'status', 'proposed', 'key', '')
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+  'proposal', ARGV[1], 'status', 'proposed', 'key', '', 'retention', ttl)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 return encoded

@@ -27,7 +27,8 @@ if op == 'start' or op == 'text' or op == 'progress' then
   encoded = string.sub(ARGV[2], 1, -2) .. ',"seq":' .. seq .. ',"message_id":"' .. ARGV[6] .. '"}'
   if op == 'start' then redis.call('HSET', KEYS[1], 'state', 'running')
   elseif op == 'text' and redis.call('APPEND', KEYS[2], ARGV[3]) == #ARGV[3] then
-    redis.call('EXPIRE', KEYS[2], ARGV[5])  -- the first delta made the text: it expires too
+    -- the first delta made the text: it expires too, with the answer's retention (claim.lua)
+    redis.call('EXPIRE', KEYS[2], redis.call('HGET', KEYS[1], 'retention') or ARGV[5])
   end
 else
   local event = cjson.decode(ARGV[2])
@@ -69,8 +70,11 @@ redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[4], seq .. '-1', 'e', encoded)
 redis.call(ARGV[8], KEYS[3], seq .. ' ' .. encoded)
 -- Every key expires a TTL after its last use (the actions list too, if any; never the lease).
 -- A delta renews them only once a minute: four EXPIREs per delta were most of its commands.
+-- ARGV[5] is the shorter of the two retentions, so a delta of an answer kept longer renews
+-- nothing (its start did); the renewal reads the answer's own retention (claim.lua).
 if op ~= 'text' or redis.call('TTL', KEYS[1]) < ARGV[5] - 60 then
-  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
+  local ttl = redis.call('HGET', KEYS[1], 'retention') or ARGV[5]
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
 if ending then
   redis.call('DEL', KEYS[5])  -- ended: nobody owns it

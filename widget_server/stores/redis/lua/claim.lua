@@ -17,8 +17,12 @@ end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 local conversation = cjson.decode(ARGV[2])
-redis.call('HSET', KEYS[4], 'conversation_id', conversation['conversation_id'], 'state', 'accepted', 'last_seq', 0)
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+-- The conversation's retention (create_conversation.lua) goes to its answer's record too, which
+-- append.lua renews its keys by; ARGV[4] for a record stored before it existed.
+local ttl = redis.call('HGET', KEYS[1], 'retention') or ARGV[4]
+redis.call('HSET', KEYS[4], 'conversation_id', conversation['conversation_id'], 'state', 'accepted', 'last_seq', 0,
+  'retention', ttl)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
 -- With the conversation's exchanges, the new one last: the backend's history is read from
 -- them, without another round trip.

@@ -7,7 +7,7 @@
 -- this key), 'other' (claimed with another key), or nil for an unknown action.
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return nil end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], redis.call('HGET', KEYS[1], 'retention') or ARGV[2])
 if status == 'proposed' then
   redis.call('HSET', KEYS[1], 'status', 'executing', 'key', ARGV[1])
   return 'claimed'

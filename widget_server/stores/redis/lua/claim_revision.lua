@@ -47,7 +47,11 @@ new['replaces'] = target['assistant_message_id']
 local encoded = cjson.encode(new)
 redis.call('RPUSH', KEYS[2], encoded)
 redis.call('HSET', KEYS[3], ARGV[1], encoded)
-redis.call('HSET', KEYS[4], 'conversation_id', new['conversation_id'], 'state', 'accepted', 'last_seq', 0)
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+-- The conversation's retention (create_conversation.lua) goes to its answer's record too, which
+-- append.lua renews its keys by; ARGV[4] for a record stored before it existed.
+local ttl = redis.call('HGET', KEYS[1], 'retention') or ARGV[4]
+redis.call('HSET', KEYS[4], 'conversation_id', new['conversation_id'], 'state', 'accepted', 'last_seq', 0,
+  'retention', ttl)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[5])
 return {'created', encoded}

@@ -6,6 +6,6 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local previous = redis.call('HGET', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call('EXPIRE', KEYS[2], redis.call('HGET', KEYS[1], 'retention') or ARGV[3])  -- the conversation's
 if previous then return {'replaced', previous} end
 return {'created'}
