@@ -54,6 +54,8 @@ def test_an_answer_lost_by_the_server_is_said_to_be_lost(embed, chat_server_fact
     with store._lock:  # what a restart of the store without persistence does
         store._conversations.clear()
         store._messages.clear()
+        for order in store._by_retention.values():  # each retention's least-recently-used order
+            order.clear()
     assert widget.wait_until_complete() == "failed"
     expect(widget.last_answer().locator(".turn__status")).to_contain_text(
         "This answer is no longer available on the server. What arrived is incomplete; ask again."
