@@ -244,11 +244,14 @@ def store_config(request, store_kind) -> dict[str, Any]:
 
 
 @pytest.fixture
-def live_server_factory(store_config, url_prefix) -> Callable[..., LiveServer]:
+def live_server_factory(store_config, url_prefix, tmp_path) -> Callable[..., LiveServer]:
     servers: list[LiveServer] = []
+    # A confirmed action is recorded in the test's own folder, never in the working directory
+    # (the setting's default, docs/configuration.md).
+    records = {"ACTIONS_RECORD_PATH": str(tmp_path / "widget-server-actions.jsonl")}
 
     def start(**config: Any) -> LiveServer:
-        server = LiveServer({**TEST_CONFIG, **store_config, **config}, url_prefix).start()
+        server = LiveServer({**TEST_CONFIG, **records, **store_config, **config}, url_prefix).start()
         servers.append(server)
         return server
 
