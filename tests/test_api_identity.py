@@ -35,7 +35,9 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def server(live_server_factory):
+def server(live_server_factory, shared_store):
+    # shared_store empties the worker's Redis first: a subject's list is the store's, so another
+    # module's conversations for the same subject ("bob") would be listed here too.
     return live_server_factory(IDENTITY_SECRET=SECRET)
 
 

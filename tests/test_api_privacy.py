@@ -30,7 +30,9 @@ IDENTIFIED_RETENTION = 30 * 86400
 
 
 @pytest.fixture
-def server(live_server_factory):
+def server(live_server_factory, shared_store):
+    # shared_store empties the worker's Redis first: an export or an erase takes every
+    # conversation of its subject in the store, another module's for the same subject included.
     return live_server_factory(**PRIVACY_CONFIG, RETENTION="2h", IDENTIFIED_RETENTION="30d")
 
 
