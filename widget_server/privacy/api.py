@@ -3,7 +3,7 @@ docs/privacy.md). Authorised by the visitor's identity token (`Authorization: Be
 transport.bearer_identity), so a visitor reaches their own subject's data and nobody else's:
 `GET /api/v1/me/export` answers it as JSON Lines (GDPR Art. 15 and 20), `DELETE /api/v1/me`
 erases it (Art. 17). Both read the subject's own list (its newest conversations, at most
-EXPORT_CONVERSATIONS_MAX), never a scan of the store; `widget-server data` is the operator's
+SUBJECT_LIST_MAX), never a scan of the store; `widget-server data` is the operator's
 complete walk (privacy/commands.py)."""
 
 from __future__ import annotations
@@ -13,23 +13,19 @@ import json
 from flask import Blueprint, Flask, Response
 
 from ..ratelimits import current_limits
+from ..stores.base import SUBJECT_LIST_MAX
 from ..transport import bearer_identity, services
 from .erase import erase_subject
 from .export import export_records
 
 bp = Blueprint("privacy", __name__, url_prefix="/api/v1/me")
 
-# The most conversations one request exports or erases: the subject's list holds no more on
-# Redis (stores/redis/conversations.py SUBJECT_LIST_MAX), and it bounds the request's work.
-EXPORT_CONVERSATIONS_MAX = 200
 NDJSON = "application/x-ndjson"
 
 
 def _own_conversation_ids(subject: str) -> list[str]:
     store = services().store
-    return [
-        entry.conversation.conversation_id for entry in store.subject_conversations(subject, EXPORT_CONVERSATIONS_MAX)
-    ]
+    return [entry.conversation.conversation_id for entry in store.subject_conversations(subject, SUBJECT_LIST_MAX)]
 
 
 @bp.get("/export")

@@ -1,6 +1,6 @@
 """Which conversations are a subject's (docs/privacy.md): the subject's own list, and for an
 operator a walk of the whole store besides, since the list keeps only its newest entries
-(stores/redis/conversations.py SUBJECT_LIST_MAX)."""
+(stores/base.py SUBJECT_LIST_MAX)."""
 
 from __future__ import annotations
 

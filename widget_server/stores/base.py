@@ -38,6 +38,11 @@ class Conversation:
     consented_at: float = 0.0
 
 
+# The most conversations a subject's list keeps on a shared store (its oldest drop out first):
+# what one /me request can reach, so it bounds that request's work (privacy/api.py).
+SUBJECT_LIST_MAX = 200
+
+
 @dataclass(frozen=True)
 class SubjectConversation:
     """One conversation of a subject's list (Store.subject_conversations): the conversation and

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..base import (
+    SUBJECT_LIST_MAX,
     Claim,
     Conversation,
     Exchange,
@@ -36,9 +37,6 @@ _CREATE_CONVERSATION = load_script(SCRIPTS, "create_conversation")
 # A conversation record's fields, in the order get_conversation.lua reads them.
 CONVERSATION_FIELDS = ("token_hash", "created_at", "subject", "name", "email", "consent_sha256", "consented_at")
 _TOUCH_SUBJECT = load_script(SCRIPTS, "touch_subject")
-# A subject's list keeps its newest entries only (touch_subject.lua): what is listed is fewer
-# (identity/service.py, LIST_MAX), and the bound keeps one busy subject's key small.
-SUBJECT_LIST_MAX = 200
 
 
 @unavailable_on_connection_errors
