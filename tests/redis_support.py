@@ -38,6 +38,19 @@ def free_cluster_port() -> int:
     raise RuntimeError("no free port pair for a cluster node")
 
 
+def _accepting(port: int) -> bool:
+    """Whether a server listens on the loopback `port`. A connection whose two ends are the same
+    address is no server: while nothing listens on a port of the ephemeral range, Linux may give
+    the connecting socket that very port, and it connects to itself (TCP simultaneous open, RFC 9293
+    §3.5); a Redis client then reads its own HELLO back. Once redis-server listens, the kernel
+    no longer hands out its port to a connecting socket."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            return probe.getsockname() != probe.getpeername()
+    except OSError:
+        return False
+
+
 class RedisServer:
     def __init__(self, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
@@ -72,16 +85,13 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.05)
+        while not _accepting(self.port):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+        client = redis.Redis.from_url(self.url)
+        client.ping()
         client.close()
         return self
 
