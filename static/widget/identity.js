@@ -122,13 +122,24 @@ function closeView(host) {
  * @param {{ told: string, control: HTMLButtonElement | null }} panel
  */
 async function logout(host, panel) {
+  if (panel.control) panel.control.hidden = true;
+  host.client.identity = '';
+  panel.told = '';
+  await forgetHere(host, 'logout');
+}
+
+// What a sign-out and an erasure of the visitor's data (my-data.js) both leave: an empty
+// panel, and nothing of the conversation on this browser. `reason`: the `conversation`
+// event's (docs/events.md).
+/**
+ * @param {PanelHost} host
+ * @param {'logout' | 'erased'} reason
+ */
+export async function forgetHere(host, reason) {
   const client = host.client;
   const had = client.conversationId;
   host.currentRun()?.drop();
   closeView(host);
-  if (panel.control) panel.control.hidden = true;
-  client.identity = '';
-  panel.told = '';
   host.clearTranscript();
   host.input.value = '';
   host.clearFiles();
@@ -143,5 +154,5 @@ async function logout(host, panel) {
   }
   if (had)
     await new ChatClient({ apiBase: host.config.apiBase }).createConversation().catch(() => {});
-  host.emit('conversation', { reason: 'logout', conversationId: '' });
+  host.emit('conversation', { reason, conversationId: '' });
 }
