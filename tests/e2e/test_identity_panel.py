@@ -166,3 +166,27 @@ def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_s
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
+
+
+def test_a_token_given_in_chatwidgetconfig_makes_the_visitor_known(embed, identity_server, page: Page):
+    # docs/embedding.md, "Known visitors": `window.ChatWidgetConfig = { identityToken }` before
+    # the loader runs, the way a site without data-* attributes gives it. The test host sends no
+    # CSP, so an inline script may set it (as test_theming.py's ChatWidgetConfig does).
+    own_conversation(identity_server, "customer-11", "Where is my order?")
+    config = f"<script>window.ChatWidgetConfig = {{identityToken: '{token('customer-11')}'}};</script>"
+    widget = embed(identity_server, head=config)
+    widget.open()
+    control = conversations_control(widget)
+    expect(control).to_be_visible()
+    control.click()
+    choices = widget.frame.locator("#chat-conversations").get_by_role("listitem").get_by_role("button")
+    expect(choices).to_have_count(1)
+    expect(choices.first.locator("bdi")).to_have_text("Where is my order?")
+    # A new conversation from this panel is the visitor's too.
+    page.keyboard.press("Escape")
+    widget.send("/echo From the config")
+    assert widget.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-11')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo From the config", "Where is my order?"]
