@@ -46,6 +46,7 @@ export async function place(host, options) {
  */
 function build(host, strings) {
   const group = /** @type {HTMLFieldSetElement} */ (element('fieldset', 'chat-options__group'));
+  group.id = 'chat-my-data'; // hidden by identity.js at a sign-out
   group.append(element('legend', '', strings.legend));
   /** @type {HTMLDialogElement | null} */
   let dialog = null;

@@ -190,3 +190,43 @@ def test_a_token_given_in_chatwidgetconfig_makes_the_visitor_known(embed, identi
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-11')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo From the config", "Where is my order?"]
+
+
+def test_logout_in_one_tab_makes_the_sites_other_tabs_forget_too(
+    embed, identity_server, context, host_site, browser_name
+):
+    # Two tabs of one site, the visitor known in both; the site signs them out in the first.
+    first = embed(identity_server, identity_token=token("customer-12"))
+    first.open()
+    first.send("/echo A private question")
+    assert first.wait_until_complete() == "completed"
+    page = context.new_page()
+    page.goto(
+        host_site.embed_page(
+            chat_base_url(identity_server, browser_name),
+            identity_token=token("customer-12"),
+            announce_interval=ANNOUNCE_INTERVAL_MS,
+        )
+    )
+    second = ChatWidget(page)
+    page.bring_to_front()
+    second.open()
+    expect(second.turns).to_have_count(2)  # the same conversation, followed (tab-sync.js)
+    expect(conversations_control(second)).to_be_visible()
+    second.input.fill("half typed in the second tab")
+    first.page.bring_to_front()
+    first.page.evaluate("() => ChatWidget.logout()")
+    expect(first.turns).to_have_count(0)
+    # The second tab forgets the visitor too: no list, no conversation, no draft, no token.
+    expect(conversations_control(second)).to_be_hidden()
+    expect(second.turns).to_have_count(0)
+    expect(second.input).to_have_value("")
+    second.panel_frame().wait_for_function("() => chatPanel.client.identity === '' && !chatPanel.client.conversationId")
+    # The next message in it is anonymous: the visitor's list keeps only their first conversation.
+    page.bring_to_front()
+    second.send("/echo Someone else now")
+    assert second.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-12')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo A private question"]
