@@ -230,3 +230,22 @@ def test_logout_in_one_tab_makes_the_sites_other_tabs_forget_too(
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-12')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo A private question"]
+
+
+def test_logout_takes_your_data_out_of_the_open_options(embed, identity_server, page: Page):
+    # my-data.js's group is the known visitor's only: a sign-out with the Options open hides it
+    # at once (identity.js), and it stays hidden when they open again.
+    widget = embed(identity_server, identity_token=token("customer-13"))
+    widget.open()
+    options = widget.frame.get_by_role("button", name="Options")
+    options.click()
+    group = widget.frame.get_by_role("group", name="Your data in this chat")
+    expect(group).to_be_visible()
+    page.evaluate("() => ChatWidget.logout()")
+    expect(group).to_be_hidden()
+    options.click()
+    expect(options).to_have_attribute("aria-expanded", "false")
+    options.click()
+    expect(options).to_have_attribute("aria-expanded", "true")
+    expect(widget.frame.get_by_role("button", name="Download transcript")).to_be_visible()
+    expect(group).to_be_hidden()
