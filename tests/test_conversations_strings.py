@@ -20,8 +20,18 @@ CONVERSATIONS = I18N / "conversations"
 LANGUAGES = sorted(path.stem for path in I18N.glob("*.json"))
 
 
-def texts(lang: str) -> dict[str, Any]:
-    return json.loads((CONVERSATIONS / f"{lang}.json").read_text(encoding="utf-8"))["conversations"]
+# The view's group, and the Options' Download and Erase my data (my-data.js), which only a known
+# visitor's panel loads, as it does this file.
+GROUPS = ["conversations", "myData"]
+
+
+def texts(lang: str, group: str = "conversations") -> dict[str, Any]:
+    return json.loads((CONVERSATIONS / f"{lang}.json").read_text(encoding="utf-8"))[group]
+
+
+def test_the_files_hold_exactly_the_groups():
+    for lang in LANGUAGES:
+        assert sorted(json.loads((CONVERSATIONS / f"{lang}.json").read_text(encoding="utf-8"))) == GROUPS
 
 
 def test_every_language_of_the_panel_has_a_conversations_file():
@@ -29,13 +39,15 @@ def test_every_language_of_the_panel_has_a_conversations_file():
     assert sorted(path.stem for path in CONVERSATIONS.glob("*.json")) == LANGUAGES
 
 
+@pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
-def test_each_language_has_englishs_keys_and_placeholders(lang):
-    assert differences(lang, texts("en"), texts(lang), "conversations") == []
+def test_each_language_has_englishs_keys_and_placeholders(lang, group):
+    assert differences(lang, texts("en", group), texts(lang, group), group) == []
 
 
+@pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
-def test_the_sentences_are_translated(lang):
-    english = texts("en")
-    same = [key for key, text in texts(lang).items() if text == english[key] and key != "item"]
+def test_the_sentences_are_translated(lang, group):
+    english = texts("en", group)
+    same = [key for key, text in texts(lang, group).items() if text == english[key] and key != "item"]
     assert same == []

@@ -98,3 +98,28 @@ def test_the_panel_words_refusals_through_one_helper():
         source = path.read_text(encoding="utf-8")
         assert not re.search(r"reason:\s*error\.message", source), path.name
         assert not re.search(r"failLocally\(error\.message\)", source), path.name
+
+
+# A refused identity token is cured by a fresh one from the site (static/widget/identity.js
+# REFRESHABLE; docs/embedding.md, "Known visitors"), which a reload does not bring while the
+# visitor's sign-in on the site is gone: the words send them to sign in again, the same for both
+# codes, and never to reload. Each language's word for reloading a page, as it was written there.
+RELOAD_WORDS = {
+    "en": "reload",
+    "es": "recarga",
+    "fr": "recharge",
+    "de": "seite neu",
+    "pt": "recarregue",
+    "ar": "تحميل",
+    "he": "לטעון",
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_refused_identity_says_sign_in_again_never_reload(lang):
+    texts = refusals(lang)
+    expired, invalid = texts["identity_expired"], texts["identity_invalid"]
+    assert RELOAD_WORDS[lang] not in expired.lower() and RELOAD_WORDS[lang] not in invalid.lower()
+    # The same instruction closes both: "Sign in again on this site to continue."
+    instruction = expired.rstrip(".").rsplit(". ", 1)[-1]
+    assert len(instruction) > 10 and invalid.endswith(f"{instruction}.")

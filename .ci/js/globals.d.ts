@@ -39,7 +39,7 @@ interface ChatWidgetEventDetails {
   event: { type: string; seq: number; outcome: 'applied' | 'duplicate' | 'ignored' };
   focus: { target: string };
   action: { actionId: string; messageId: string; status: string };
-  conversation: { reason: 'new' | 'deleted' | 'logout'; conversationId: string };
+  conversation: { reason: 'new' | 'deleted' | 'logout' | 'erased'; conversationId: string };
   copy: { messageId: string };
   feedback: { messageId: string; rating: 'up' | 'down' | null; comment: string };
   handoff: {

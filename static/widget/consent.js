@@ -8,6 +8,17 @@
 // creation without it (403 consent_required).
 
 /** @typedef {import('./host.js').PanelHost} PanelHost */
+/** @typedef {import('./host.js').ConsentHook} ConsentHook */
+
+/** @type {WeakMap<PanelHost, ConsentHook>} */
+const hooks = new WeakMap();
+
+// "Talk to a person" (handoff.js) starts the conversation as a first send does, so it waits for
+// the agreement the same way: true when it must (focus went to the box, the reason was said).
+/** @param {PanelHost} host */
+export function hold(host) {
+  return !!hooks.get(host)?.hold();
+}
 
 /** @param {PanelHost} host */
 export function init(host) {
@@ -19,21 +30,22 @@ export function init(host) {
   const agreed = () => given || !!box?.checked;
   // A conversation the panel restored from its own storage was agreed to when it was made.
   if (host.client.conversationId) step?.remove();
-  host.provide({
-    consent: {
-      hold() {
-        if (host.client.conversationId || agreed()) {
-          given = agreed();
-          // The line goes with the first send (or once another tab's conversation is this
-          // one's, tab-sync.js): it was about the conversation's start.
-          step?.remove();
-          return false;
-        }
-        box?.focus();
-        host.showAlert(step?.dataset.required || '');
-        return true;
-      },
-      body: () => (agreed() ? { consent_sha256: consent.sha256 } : undefined),
+  /** @type {ConsentHook} */
+  const hook = {
+    hold() {
+      if (host.client.conversationId || agreed()) {
+        given = agreed();
+        // The line goes with the first send (or once another tab's conversation is this
+        // one's, tab-sync.js): it was about the conversation's start.
+        step?.remove();
+        return false;
+      }
+      box?.focus();
+      host.showAlert(step?.dataset.required || '');
+      return true;
     },
-  });
+    body: () => (agreed() ? { consent_sha256: consent.sha256 } : undefined),
+  };
+  hooks.set(host, hook);
+  host.provide({ consent: hook });
 }

@@ -61,6 +61,9 @@ export async function use(host, trigger) {
           toggleOptions(trigger, parts.options),
         );
     }
+    // A known visitor's Download and Erase my data (my-data.js): loaded for them only.
+    if (host.client.identity || parts.myData)
+      parts.myData = await (await import('./my-data.js')).place(host, parts.options);
     toggleOptions(trigger, parts.options);
   }
 }
@@ -76,31 +79,52 @@ export async function use(host, trigger) {
  * @param {HTMLButtonElement} trigger
  */
 function buildDialog(host, strings, trigger) {
+  return confirmDialog(host, trigger, {
+    id: 'chat-new-conversation',
+    title: strings.confirmTitle,
+    text: strings.confirmText,
+    cancel: strings.cancel,
+    choices: [
+      ['button', strings.startOver, () => startOver(host, strings, false)],
+      ['button button--danger', strings.startOverDelete, () => startOver(host, strings, true)],
+    ],
+  });
+}
+
+// The panel's one confirmation dialog, also my-data.js's (Erase my data): `choices` are
+// [class, label, act]; a choice closes the dialog first, then acts, and focus goes where the
+// act put it (the composer), or back to `trigger` when it changed nothing (false: an error,
+// said in the assertive region) or when the dialog closes by Cancel or Escape.
+/**
+ * @param {PanelHost} host
+ * @param {HTMLElement} trigger
+ * @param {{ id: string, title: string, text: string, cancel: string,
+ *   choices: [string, string, () => Promise<boolean>][] }} content
+ * @returns {HTMLDialogElement}
+ */
+export function confirmDialog(host, trigger, { id, title, text, cancel, choices }) {
   const dialog = element('dialog', 'chat-dialog');
-  dialog.id = 'chat-new-conversation';
-  dialog.setAttribute('aria-labelledby', 'chat-new-conversation-title');
-  dialog.setAttribute('aria-describedby', 'chat-new-conversation-text');
-  const title = element('h2', 'chat-dialog__title', strings.confirmTitle);
-  title.id = 'chat-new-conversation-title';
-  const text = element('p', 'chat-dialog__text', strings.confirmText);
-  text.id = 'chat-new-conversation-text';
-  // A choice closes the dialog first; focus then goes to the composer (or, on an error,
-  // back to the header button), never to the button as for a plain close.
+  dialog.id = id;
+  dialog.setAttribute('aria-labelledby', `${id}-title`);
+  dialog.setAttribute('aria-describedby', `${id}-text`);
+  const heading = element('h2', 'chat-dialog__title', title);
+  heading.id = `${id}-title`;
+  const description = element('p', 'chat-dialog__text', text);
+  description.id = `${id}-text`;
   let choosing = false;
-  const choose = (remove) => async () => {
-    choosing = true;
-    dialog.close();
-    if (!(await startOver(host, strings, remove))) trigger.focus();
-  };
-  const cancel = button('button button--secondary', strings.cancel, () => dialog.close());
-  cancel.autofocus = true;
   const buttons = element('div', 'chat-dialog__buttons');
-  buttons.append(
-    button('button', strings.startOver, choose(false)),
-    button('button button--danger', strings.startOverDelete, choose(true)),
-    cancel,
-  );
-  dialog.append(title, text, buttons);
+  for (const [className, label, act] of choices)
+    buttons.append(
+      button(className, label, async () => {
+        choosing = true;
+        dialog.close();
+        if (!(await act())) trigger.focus();
+      }),
+    );
+  const cancelButton = button('button button--secondary', cancel, () => dialog.close());
+  cancelButton.autofocus = true;
+  buttons.append(cancelButton);
+  dialog.append(heading, description, buttons);
   keepEscape(dialog);
   // Tab and Shift+Tab wrap inside the dialog: a modal <dialog> in an iframe would otherwise
   // let focus leave for the host page (WAI-ARIA APG, "Dialog (Modal)": Tab stays inside).
@@ -257,7 +281,7 @@ function setAnnounceMode(host, mode) {
 
 // -- Download transcript ---------------------------------------------------------------------
 
-function today() {
+export function today() {
   const now = new Date();
   return [now.getFullYear(), now.getMonth() + 1, now.getDate()]
     .map((part) => String(part).padStart(2, '0'))
@@ -334,15 +358,25 @@ async function download(host, strings) {
     host.announcer.cue(strings.downloadEmpty);
     return;
   }
-  // A Blob and <a download>: no navigation, so the panel's CSP has nothing to allow.
-  const url = URL.createObjectURL(new Blob([markdown], { type: 'text/markdown;charset=utf-8' }));
+  offerFile(markdown, 'text/markdown;charset=utf-8', format(strings.fileName, { date: today() }));
+  host.announcer.cue(strings.downloaded);
+}
+
+// A Blob and <a download>: no navigation, so the panel's CSP has nothing to allow. Also the
+// visitor's own data (my-data.js).
+/**
+ * @param {string} text
+ * @param {string} type
+ * @param {string} name
+ */
+export function offerFile(text, type, name) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
   const link = element('a');
   link.href = url;
-  link.download = format(strings.fileName, { date: today() });
+  link.download = name;
   link.hidden = true;
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60000);
-  host.announcer.cue(strings.downloaded);
 }

@@ -223,6 +223,9 @@ class Handoff {
     const model = this.model;
     await this.ready();
     if (this.active || model.state === 'requesting') return;
+    // With CONSENT_TEXT, asking for a person before any message makes the conversation: the
+    // visitor's agreement first, as for a send (consent.js, loaded with the panel then; A120).
+    if (host.config.consent && (await import('./consent.js')).hold(host)) return;
     this.removeForm();
     model.state = 'requesting';
     let body;

@@ -20,7 +20,9 @@ import { reasonFor } from './refusals.js';
 /** @type {string[]} */
 const REFRESHABLE = [ERROR.IDENTITY_EXPIRED.code, ERROR.IDENTITY_INVALID.code];
 
-/** @type {WeakMap<PanelHost, { told: string, control: HTMLButtonElement | null }>} */
+/** @typedef {{ told: string, control: HTMLButtonElement | null, tabs: BroadcastChannel }} KnownPanel */
+
+/** @type {WeakMap<PanelHost, KnownPanel>} */
 const panels = new WeakMap();
 
 /**
@@ -31,7 +33,20 @@ export function identify(host, token) {
   const client = host.client;
   let panel = panels.get(host);
   if (!panel) {
-    panel = { told: '', control: host.root.querySelector('[data-chat-conversations]') };
+    // The site's other tabs (docs/privacy.md, "In the visitor's browser"): a sign-out or an
+    // erasure in one is followed in the others, whose panels share this origin's storage and
+    // cookie. Its own channel, not tab-sync.js's, which every first open loads
+    // (tests/test_budgets.py); a channel never hears its own posts.
+    panel = {
+      told: '',
+      control: host.root.querySelector('[data-chat-conversations]'),
+      tabs: new BroadcastChannel(`${host.storageKey}:identity`),
+    };
+    const known = panel;
+    panel.tabs.onmessage = ({ data }) => {
+      if (data === 'logout') logout(host, known, true);
+      if (data === 'erased') forgetHere(host, 'erased', true);
+    };
     panels.set(host, panel);
     panel.control?.addEventListener('click', () =>
       import('./conversations.js').then((view) => view.toggle(host, panel.control)),
@@ -119,29 +134,52 @@ function closeView(host) {
 // (conversation-tools.js), by an empty anonymous conversation that this panel does not keep.
 /**
  * @param {PanelHost} host
- * @param {{ told: string, control: HTMLButtonElement | null }} panel
+ * @param {KnownPanel} panel
+ * @param {boolean} [elsewhere] another tab signed out (forgetHere)
  */
-async function logout(host, panel) {
+async function logout(host, panel, elsewhere = false) {
+  if (panel.control) panel.control.hidden = true;
+  const mine = host.root.querySelector('#chat-my-data');
+  if (mine) /** @type {HTMLElement} */ (mine).hidden = true; // my-data.js, in the Options
+  host.client.identity = '';
+  panel.told = '';
+  await forgetHere(host, 'logout', elsewhere);
+}
+
+// What a sign-out and an erasure of the visitor's data (my-data.js) both leave: an empty
+// panel, and nothing of the conversation on this browser. `reason`: the `conversation`
+// event's (docs/events.md). `elsewhere`: another tab did it and told this one; it has already
+// emptied the storage and replaced the cookie that the tabs share (and may have kept a new
+// conversation there since), so this tab forgets only its own, as tab-sync.js's reset does,
+// and emits nothing, which its tab-sync.js would post back.
+/**
+ * @param {PanelHost} host
+ * @param {'logout' | 'erased'} reason
+ * @param {boolean} [elsewhere]
+ */
+export async function forgetHere(host, reason, elsewhere = false) {
   const client = host.client;
   const had = client.conversationId;
   host.currentRun()?.drop();
   closeView(host);
-  if (panel.control) panel.control.hidden = true;
-  client.identity = '';
-  panel.told = '';
   host.clearTranscript();
   host.input.value = '';
   host.clearFiles();
-  host.forget();
+  if (elsewhere) {
+    client.conversationId = '';
+    client.token = '';
+  } else host.forget();
   // The outbox's messages belonged to the conversation that went (its storage and cookie too).
   (await import('./outbox.js')).prune(host);
   try {
-    localStorage.clear();
-    sessionStorage.clear();
+    sessionStorage.clear(); // each tab's own
+    if (!elsewhere) localStorage.clear();
   } catch {
     /* storage blocked: nothing was kept there */
   }
+  if (elsewhere) return;
+  panels.get(host)?.tabs.postMessage(reason);
   if (had)
     await new ChatClient({ apiBase: host.config.apiBase }).createConversation().catch(() => {});
-  host.emit('conversation', { reason: 'logout', conversationId: '' });
+  host.emit('conversation', { reason, conversationId: '' });
 }

@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 from ..helpers import REPO_ROOT
 from .test_accessibility_contract import STRINGS
 from .test_accessibility_contract_conversation import TOOLS, start_over, tab_to
+from .test_agent_console import start_handoff_server
+from .test_handoff_widget import talk_to_a_person
 
 pytestmark = pytest.mark.e2e
 
@@ -154,3 +156,33 @@ def test_A120_in_hebrew_the_step_is_right_to_left_in_the_panels_words(embed, cha
     widget.page.keyboard.press("Enter")
     expect(box).to_be_focused()
     expect(frame.locator("[data-chat-alert]")).to_have_text(he["consent"]["required"])
+
+
+def test_A120_talk_to_a_person_waits_for_consent_too(embed, chat_server_factory, tmp_path):
+    # Asking for a person before any message makes the conversation, as a first send does
+    # (handoff.js request): it is held the same way, nothing reaching the server.
+    server = start_handoff_server(chat_server_factory, tmp_path, CONSENT_TEXT=CONSENT_TEXT, CONSENT_URL=CONSENT_URL)
+    widget = embed(server)
+    widget.open()
+    widget.panel_frame().wait_for_function("() => !!window.chatPanel.consent")
+    box = widget.frame.get_by_role("checkbox", name=CONSENT["agree"])
+    talk_to_a_person(widget)
+    expect(box).to_be_focused()
+    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(CONSENT["required"])
+    said = [entry["text"] for entry in widget.announcements() if entry["politeness"] == "assertive"]
+    assert said == [CONSENT["required"]]
+    expect(widget.turns).to_have_count(0)
+    widget.assert_accessible()
+    assert conversations(server) == {}
+    # Space checks it; asked again, the hand-off's request goes, and the conversation it makes
+    # records the agreement.
+    widget.page.keyboard.press("Space")
+    expect(box).to_be_checked()
+    with widget.page.expect_response(
+        lambda response: response.request.method == "POST" and response.url.endswith("/handoff")
+    ) as asked:
+        talk_to_a_person(widget)
+    assert asked.value.ok
+    expect(widget.frame.locator("[data-chat-consent]")).to_have_count(0)
+    ((_conversation_id, record),) = conversations(server).items()
+    assert record.conversation.consent_sha256 == DIGEST

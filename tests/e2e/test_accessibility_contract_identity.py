@@ -97,7 +97,7 @@ def test_A118_a_refused_token_keeps_the_text_says_why_once_and_tells_the_site_on
     widget.input.fill("Where is my parcel?")
     widget.input.press("Enter")
     alert = widget.frame.locator("[data-chat-alert]")
-    expect(alert).to_have_text("Your sign-in for this chat has expired. Reload the page to continue.")
+    expect(alert).to_have_text("Your sign-in for this chat has expired. Sign in again on this site to continue.")
     expect(widget.input).to_have_value("Where is my parcel?")
     expect(widget.turns).to_have_count(0)
     expect(widget.input).to_be_focused()

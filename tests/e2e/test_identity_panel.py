@@ -166,3 +166,86 @@ def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_s
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
+
+
+def test_a_token_given_in_chatwidgetconfig_makes_the_visitor_known(embed, identity_server, page: Page):
+    # docs/embedding.md, "Known visitors": `window.ChatWidgetConfig = { identityToken }` before
+    # the loader runs, the way a site without data-* attributes gives it. The test host sends no
+    # CSP, so an inline script may set it (as test_theming.py's ChatWidgetConfig does).
+    own_conversation(identity_server, "customer-11", "Where is my order?")
+    config = f"<script>window.ChatWidgetConfig = {{identityToken: '{token('customer-11')}'}};</script>"
+    widget = embed(identity_server, head=config)
+    widget.open()
+    control = conversations_control(widget)
+    expect(control).to_be_visible()
+    control.click()
+    choices = widget.frame.locator("#chat-conversations").get_by_role("listitem").get_by_role("button")
+    expect(choices).to_have_count(1)
+    expect(choices.first.locator("bdi")).to_have_text("Where is my order?")
+    # A new conversation from this panel is the visitor's too.
+    page.keyboard.press("Escape")
+    widget.send("/echo From the config")
+    assert widget.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-11')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo From the config", "Where is my order?"]
+
+
+def test_logout_in_one_tab_makes_the_sites_other_tabs_forget_too(
+    embed, identity_server, context, host_site, browser_name
+):
+    # Two tabs of one site, the visitor known in both; the site signs them out in the first.
+    first = embed(identity_server, identity_token=token("customer-12"))
+    first.open()
+    first.send("/echo A private question")
+    assert first.wait_until_complete() == "completed"
+    page = context.new_page()
+    page.goto(
+        host_site.embed_page(
+            chat_base_url(identity_server, browser_name),
+            identity_token=token("customer-12"),
+            announce_interval=ANNOUNCE_INTERVAL_MS,
+        )
+    )
+    second = ChatWidget(page)
+    page.bring_to_front()
+    second.open()
+    expect(second.turns).to_have_count(2)  # the same conversation, followed (tab-sync.js)
+    expect(conversations_control(second)).to_be_visible()
+    second.input.fill("half typed in the second tab")
+    first.page.bring_to_front()
+    first.page.evaluate("() => ChatWidget.logout()")
+    expect(first.turns).to_have_count(0)
+    # The second tab forgets the visitor too: no list, no conversation, no draft, no token.
+    expect(conversations_control(second)).to_be_hidden()
+    expect(second.turns).to_have_count(0)
+    expect(second.input).to_have_value("")
+    second.panel_frame().wait_for_function("() => chatPanel.client.identity === '' && !chatPanel.client.conversationId")
+    # The next message in it is anonymous: the visitor's list keeps only their first conversation.
+    page.bring_to_front()
+    second.send("/echo Someone else now")
+    assert second.wait_until_complete() == "completed"
+    listed = httpx.get(
+        identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-12')}"}
+    ).json()["conversations"]
+    assert [conversation["title"] for conversation in listed] == ["/echo A private question"]
+
+
+def test_logout_takes_your_data_out_of_the_open_options(embed, identity_server, page: Page):
+    # my-data.js's group is the known visitor's only: a sign-out with the Options open hides it
+    # at once (identity.js), and it stays hidden when they open again.
+    widget = embed(identity_server, identity_token=token("customer-13"))
+    widget.open()
+    options = widget.frame.get_by_role("button", name="Options")
+    options.click()
+    group = widget.frame.get_by_role("group", name="Your data in this chat")
+    expect(group).to_be_visible()
+    page.evaluate("() => ChatWidget.logout()")
+    expect(group).to_be_hidden()
+    options.click()
+    expect(options).to_have_attribute("aria-expanded", "false")
+    options.click()
+    expect(options).to_have_attribute("aria-expanded", "true")
+    expect(widget.frame.get_by_role("button", name="Download transcript")).to_be_visible()
+    expect(group).to_be_hidden()
