@@ -118,6 +118,17 @@ def test_a_4xx_is_not_retried(webhook_server, receiver):
     assert wait_until(lambda: metric(server, "conversation.created", "rejected") == 1)
 
 
+def test_a_private_address_is_refused_without_allow_private(webhook_server, receiver):
+    # The receiver's own URL, on loopback, as an attacker's setting could name the server's network.
+    server = webhook_server(**webhook_config(receiver, WEBHOOK_ALLOW_PRIVATE=False))
+    answered(server)
+    for event in ("conversation.created", "message.completed"):
+        assert wait_until(lambda event=event: metric(server, event, "refused") == 1)
+    # Both refused before any connection: the receiver never heard of them, nor will (not retried).
+    assert receiver.received == []
+    assert server.app.extensions[SERVICES_KEY].webhooks.queue.pending() == 0
+
+
 def test_only_the_chosen_events_are_sent(webhook_server, receiver):
     server = webhook_server(**webhook_config(receiver, WEBHOOK_EVENTS="message.completed"))
     answered(server)

@@ -29,7 +29,8 @@ def refusal(address: Address) -> str | None:
     (::ffff:127.0.0.1) is judged as the IPv4 address it carries."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return refusal(address.ipv4_mapped)
-    for name in ("loopback", "private", "link_local", "reserved", "multicast", "unspecified"):
+    # Most telling first: ipaddress counts 169.254.0.0/16 and 0.0.0.0 as private too.
+    for name in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
         if getattr(address, f"is_{name}"):
             return name.replace("_", "-")
     if not address.is_global:
