@@ -4,6 +4,8 @@ without WEBHOOK_URLS nothing is queued and no sender runs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from widget_server import create_app
@@ -32,7 +34,7 @@ def settings(**values):
     ],
 )
 def test_a_bad_url_stops_the_start_naming_the_setting(urls, message):
-    with pytest.raises(ConfigError, match=f"WEBHOOK_URLS.*{message}"):
+    with pytest.raises(ConfigError, match=f"WEBHOOK_URLS.*{re.escape(message)}"):
         settings(WEBHOOK_URLS=urls, WEBHOOK_SECRET=SECRET)
 
 
@@ -68,7 +70,7 @@ def test_events_default_to_all_and_unknown_ones_are_refused():
         "message.failed",
         "handoff.queued",
     )
-    with pytest.raises(ConfigError, match="WEBHOOK_EVENTS.*unknown event 'message.deleted'"):
+    with pytest.raises(ConfigError, match=r"WEBHOOK_EVENTS.*unknown event 'message\.deleted'"):
         settings(WEBHOOK_EVENTS="message.deleted")
 
 
