@@ -56,7 +56,7 @@ def answered(server, text="hello", request_id="wh-req-01"):
 def metric(server, event, outcome):
     exposition = httpx.get(f"{server.url}/metrics", timeout=10).text
     found = re.search(
-        rf'webhook_deliveries_total\{{event="{re.escape(event)}",outcome="{outcome}"\}} (\S+)', exposition
+        rf'chat_webhook_deliveries_total\{{event="{re.escape(event)}",outcome="{outcome}"\}} (\S+)', exposition
     )
     return float(found.group(1)) if found else 0.0
 

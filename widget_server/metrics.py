@@ -121,7 +121,7 @@ class Metrics:
         # Webhooks (widget_server/webhooks/delivery.py): each attempt's outcome, by event type
         # (docs/webhooks.md, "Monitoring").
         self._webhook_deliveries = Counter(
-            "webhook_deliveries",
+            "chat_webhook_deliveries",
             "Webhook delivery attempts by event type and outcome: `delivered` (2xx), `retried` (5xx, 408, 429, timeout or no connection; sent again later), `failed` (given up after WEBHOOK_RETRY_FOR), `rejected` (another 4xx), `refused` (the URL's address is private), `not_queued` (the store could not take it).",
             ["event", "outcome"],
             registry=registry,

@@ -7,7 +7,7 @@ an answer (bench/webhooks.py). A sender claims one lane at a time (queue.py) und
 than one attempt can take, sends its head, and then takes it off (2xx; a 4xx other than 408 and
 429, which retrying would not change; an address refused) or puts it back for an exponential
 backoff (a 5xx, 408, 429, a timeout, no connection) until WEBHOOK_RETRY_FOR after the event,
-when it is given up. Every outcome is counted: `webhook_deliveries_total{event,outcome}`.
+when it is given up. Every outcome is counted: `chat_webhook_deliveries_total{event,outcome}`.
 """
 
 from __future__ import annotations
