@@ -46,8 +46,23 @@ def webhook_server(live_server_factory, shared_store):
             delivery.stop()
 
 
-def answered(server, text="hello", request_id="wh-req-01"):
-    chat = ChatClient(server.url).new_conversation()
+@pytest.fixture
+def open_chat():
+    """A ChatClient with a new conversation on `server`, closed after the test."""
+    opened = []
+
+    def open_on(server):
+        chat = ChatClient(server.url).new_conversation()
+        opened.append(chat)
+        return chat
+
+    yield open_on
+    for chat in opened:
+        chat.close()
+
+
+def answered(open_chat, server, text="hello", request_id="wh-req-01"):
+    chat = open_chat(server)
     result = chat.send(text, request_id)
     assert result.kinds[-1] == "message.completed", result.kinds
     return chat, result
@@ -61,9 +76,9 @@ def metric(server, event, outcome):
     return float(found.group(1)) if found else 0.0
 
 
-def test_each_event_is_delivered_signed_with_its_data(webhook_server, receiver):
+def test_each_event_is_delivered_signed_with_its_data(webhook_server, receiver, open_chat):
     server = webhook_server(**webhook_config(receiver))
-    chat, result = answered(server)
+    chat, result = answered(open_chat, server)
     got = receiver.wait_for(lambda items: len(items) >= 2)
     verify = docs_verifier()
     for item in got:
@@ -88,10 +103,10 @@ def test_each_event_is_delivered_signed_with_its_data(webhook_server, receiver):
     assert wait_until(lambda: metric(server, "message.completed", "delivered") == 1)
 
 
-def test_a_500_is_retried_with_the_same_id_and_the_conversation_waits_its_turn(webhook_server, receiver):
+def test_a_500_is_retried_with_the_same_id_and_the_conversation_waits_its_turn(webhook_server, receiver, open_chat):
     receiver.statuses.extend([500])
     server = webhook_server(**webhook_config(receiver))
-    answered(server)
+    answered(open_chat, server)
     got = receiver.wait_for(lambda items: len(delivered_types(items)) >= 2)
     first, retried = got[0], got[1]
     assert first.status == 500 and retried.status == 200
@@ -106,11 +121,11 @@ def test_a_500_is_retried_with_the_same_id_and_the_conversation_waits_its_turn(w
     assert wait_until(lambda: metric(server, "conversation.created", "delivered") == 1)
 
 
-def test_a_4xx_is_not_retried(webhook_server, receiver):
+def test_a_4xx_is_not_retried(webhook_server, receiver, open_chat):
     receiver.statuses.extend([410])
     server = webhook_server(**webhook_config(receiver, WEBHOOK_EVENTS="conversation.created"))
-    ChatClient(server.url).new_conversation()
-    second = ChatClient(server.url).new_conversation()
+    open_chat(server)
+    second = open_chat(server)
     got = receiver.wait_for(lambda items: len(items) >= 2)
     # The refused one was let go: the next request is the other conversation's event.
     assert [item.status for item in got[:2]] == [410, 200]
@@ -118,10 +133,34 @@ def test_a_4xx_is_not_retried(webhook_server, receiver):
     assert wait_until(lambda: metric(server, "conversation.created", "rejected") == 1)
 
 
-def test_a_private_address_is_refused_without_allow_private(webhook_server, receiver):
+def test_a_failed_answer_is_delivered_with_its_code(webhook_server, receiver, open_chat):
+    server = webhook_server(**webhook_config(receiver, WEBHOOK_EVENTS="message.failed,message.completed"))
+    chat = open_chat(server)
+    result = chat.send("/scenario fail-provider", "wh-fail-01")
+    assert result.kinds[-1] == "message.failed", result.kinds
+    got = receiver.wait_for(lambda items: len(items) >= 1)
+    assert got[0].json["type"] == "message.failed"
+    assert got[0].json["data"] == {"message_id": result.message_id, "code": "provider"}
+
+
+def test_a_delivery_failing_past_the_retry_horizon_is_given_up_and_the_next_goes(webhook_server, receiver, open_chat):
+    receiver.statuses.extend([503])
+    # WEBHOOK_RETRY_FOR=0: one attempt each, the 503 given up at once.
+    server = webhook_server(**webhook_config(receiver, WEBHOOK_RETRY_FOR=0))
+    answered(open_chat, server)
+    got = receiver.wait_for(lambda items: len(items) >= 2)
+    assert [(item.json["type"], item.status) for item in got] == [
+        ("conversation.created", 503),
+        ("message.completed", 200),
+    ]
+    assert wait_until(lambda: metric(server, "conversation.created", "failed") == 1)
+    assert metric(server, "conversation.created", "retried") == 0
+
+
+def test_a_private_address_is_refused_without_allow_private(webhook_server, receiver, open_chat):
     # The receiver's own URL, on loopback, as an attacker's setting could name the server's network.
     server = webhook_server(**webhook_config(receiver, WEBHOOK_ALLOW_PRIVATE=False))
-    answered(server)
+    answered(open_chat, server)
     for event in ("conversation.created", "message.completed"):
         assert wait_until(lambda event=event: metric(server, event, "refused") == 1)
     # Both refused before any connection: the receiver never heard of them, nor will (not retried).
@@ -129,9 +168,9 @@ def test_a_private_address_is_refused_without_allow_private(webhook_server, rece
     assert server.app.extensions[SERVICES_KEY].webhooks.queue.pending() == 0
 
 
-def test_only_the_chosen_events_are_sent(webhook_server, receiver):
+def test_only_the_chosen_events_are_sent(webhook_server, receiver, open_chat):
     server = webhook_server(**webhook_config(receiver, WEBHOOK_EVENTS="message.completed"))
-    answered(server)
+    answered(open_chat, server)
     got = receiver.wait_for(lambda items: len(items) >= 1)
     # conversation.created would have been first in the conversation's lane: it was never queued.
     assert [item.json["type"] for item in got] == ["message.completed"]
@@ -166,14 +205,14 @@ def test_feedback_and_the_handoff_are_delivered_in_order(webhook_server, receive
     assert {item.json["conversation_id"] for item in got} == {made.conversation_id}
 
 
-def test_a_receiver_that_hangs_never_holds_up_an_answer(webhook_server, receiver):
+def test_a_receiver_that_hangs_never_holds_up_an_answer(webhook_server, receiver, open_chat):
     receiver.hang()
     server = webhook_server(**webhook_config(receiver, WEBHOOK_TIMEOUT=60, DEMO_DELAY_SECONDS=0.001))
     # One conversation per sender: each sender of the process is now stuck on the receiver.
     for _ in range(SENDERS):
-        ChatClient(server.url).new_conversation()
+        open_chat(server)
     receiver.wait_hanging(SENDERS)
-    chat = ChatClient(server.url).new_conversation()
+    chat = open_chat(server)
     for number in range(1, 7):
         result = chat.send(f"/echo question {number}", f"wh-hang-{number:02}")
         assert result.kinds[0] == "message.started" and result.kinds[-1] == "message.completed", result.kinds
@@ -185,12 +224,12 @@ def test_a_receiver_that_hangs_never_holds_up_an_answer(webhook_server, receiver
     receiver.release()
 
 
-def test_a_delivery_queued_by_a_stopped_worker_is_sent_by_the_next(webhook_server, receiver, store_kind):
+def test_a_delivery_queued_by_a_stopped_worker_is_sent_by_the_next(webhook_server, receiver, store_kind, open_chat):
     if store_kind == "memory":
         pytest.skip("the memory store's queue lives and dies with its one process")
     first = webhook_server(**webhook_config(receiver))
     first.app.extensions[SERVICES_KEY].webhook_delivery.stop()  # as a worker stopping
-    chat, _ = answered(first)
+    chat, _ = answered(open_chat, first)
     queue = first.app.extensions[SERVICES_KEY].webhooks.queue
     assert queue.pending() == 2  # queued in Redis, nobody sending
     second = webhook_server(**webhook_config(receiver))
