@@ -9,7 +9,7 @@ import pytest
 
 from widget_server.stores.redis_connection import connect
 from widget_server.webhooks.memory_queue import MemoryWebhookQueue
-from widget_server.webhooks.queue import WebhookQueue, lane_name, lane_url_index
+from widget_server.webhooks.queue import QueueFull, WebhookQueue, lane_name, lane_url_index
 from widget_server.webhooks.redis_queue import RedisWebhookQueue
 
 NOW = 1_800_000_000.0
@@ -80,3 +80,15 @@ def test_a_lease_that_runs_out_gives_the_same_item_to_the_next_sender(queue):
     assert queue.pending() == 1
     assert queue.done(taken, NOW + LEASE + 2)
     assert queue.pending() == 0
+
+
+def test_the_memory_queue_is_bounded():
+    bounded = MemoryWebhookQueue(max_items=2)
+    bounded.push(lane_name(0, "c_a"), "one", NOW)
+    bounded.push(lane_name(0, "c_b"), "two", NOW)
+    with pytest.raises(QueueFull):
+        bounded.push(lane_name(0, "c_c"), "three", NOW)
+    claimed = bounded.claim(NOW, LEASE, "sender-a")
+    assert claimed is not None and bounded.done(claimed, NOW)
+    bounded.push(lane_name(0, "c_c"), "three", NOW)  # room again
+    assert bounded.pending() == 2

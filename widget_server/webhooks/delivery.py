@@ -43,6 +43,10 @@ POLL_SECONDS = 0.5
 # lanes of a receiver that was down do not all come back in the same instant.
 FIRST_BACKOFF_SECONDS = 1.0
 MOST_BACKOFF_SECONDS = 300.0
+# A delivery found this long past WEBHOOK_RETRY_FOR (the queue fell behind: a receiver that
+# hangs holds a sender for WEBHOOK_TIMEOUT per attempt) is given up unsent, so a queue that fell
+# behind catches up instead of spending an attempt on each.
+LATE_SECONDS = 60.0
 # What is read of a receiver's answer: its status is what counts.
 ANSWER_READ_BYTES = 4096
 USER_AGENT = "widget-server-webhooks/1"
@@ -147,6 +151,13 @@ class DeliveryWorker:
             return FAILED
         url = self.settings.urls[index]
         envelope_id = json.loads(item["b"])["id"]
+        if time.time() > item["at"] + self.settings.retry_for_seconds + LATE_SECONDS:
+            self.queue.done(claimed, time.time())
+            log.warning(
+                "webhook %s %s to URL %d: failed (given up unsent: queued too long ago)", event, envelope_id, index
+            )
+            self.metrics.webhook_delivery(event, FAILED)
+            return FAILED
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,

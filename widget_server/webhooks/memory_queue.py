@@ -5,11 +5,18 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from .queue import Claimed, WebhookQueue
+from .queue import Claimed, QueueFull, WebhookQueue
+
+# Most deliveries the process keeps waiting (docs/security.md, "Memory"): a receiver that hangs
+# drains about 4 / WEBHOOK_TIMEOUT a second, and a busy site queues more than that. Beyond it an
+# event is not queued (counted `not_queued`): a few KB each, about 100 MB at most.
+MEMORY_QUEUE_MAX_ITEMS = 50_000
 
 
 class MemoryWebhookQueue(WebhookQueue):
-    def __init__(self) -> None:
+    def __init__(self, max_items: int = MEMORY_QUEUE_MAX_ITEMS) -> None:
+        self.max_items = max_items
+        self._items = 0
         self._lock = threading.Lock()
         self._lanes: dict[str, deque[str]] = {}
         self._due: dict[str, float] = {}  # lanes waiting for a sender, by when they are due
@@ -18,6 +25,9 @@ class MemoryWebhookQueue(WebhookQueue):
 
     def push(self, lane: str, item: str, now: float) -> None:
         with self._lock:
+            if self._items >= self.max_items:
+                raise QueueFull(f"{self._items} webhook deliveries are waiting already")
+            self._items += 1
             self._lanes.setdefault(lane, deque()).append(item)
             if lane not in self._leases:
                 self._due.setdefault(lane, now)
@@ -48,6 +58,7 @@ class MemoryWebhookQueue(WebhookQueue):
             self._attempts.pop(claimed.lane, None)
             items = self._lanes[claimed.lane]
             items.popleft()
+            self._items -= 1
             if items:
                 self._due[claimed.lane] = now
             else:
@@ -65,4 +76,4 @@ class MemoryWebhookQueue(WebhookQueue):
 
     def pending(self) -> int:
         with self._lock:
-            return sum(len(items) for items in self._lanes.values())
+            return self._items

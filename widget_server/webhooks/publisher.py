@@ -18,7 +18,7 @@ from ..metrics import NO_METRICS, Metrics
 from ..protocol import new_id
 from ..stores.base import StoreUnavailable
 from ..wire.webhooks import Envelope, WebhookData
-from .queue import WebhookQueue, lane_name
+from .queue import QueueFull, WebhookQueue, lane_name
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class Publisher:
     def publish(self, conversation_id: str, data: WebhookData) -> None:
         """Queue `data`'s event for the conversation. Never raises: the request or the answer
         that made the event has happened, whatever becomes of its webhook (a store that cannot
-        take it is logged and counted as `not_queued`)."""
+        take it, or a full queue, is logged and counted as `not_queued`)."""
         event = data.EVENT
         if event not in self.events:
             return
@@ -64,7 +64,7 @@ class Publisher:
         for url_index in range(self.url_count):
             try:
                 self.queue.push(lane_name(url_index, conversation_id), item, now)
-            except StoreUnavailable as error:
+            except (StoreUnavailable, QueueFull) as error:
                 log.warning("webhook %s %s for URL %d not queued: %s", event, envelope.id, url_index, error)
                 self.metrics.webhook_delivery(event, "not_queued")
         self.published.set()

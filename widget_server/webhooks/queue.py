@@ -25,6 +25,10 @@ def lane_url_index(lane: str) -> int:
     return int(lane.split(":", 1)[0])
 
 
+class QueueFull(Exception):
+    """The queue holds as many deliveries as it may (the memory queue's bound)."""
+
+
 @dataclass(frozen=True)
 class Claimed:
     """The head of a claimed lane: `item` as pushed, `attempts` made so far, `token` the lease."""
@@ -40,7 +44,8 @@ class WebhookQueue(ABC):
 
     @abstractmethod
     def push(self, lane: str, item: str, now: float) -> None:
-        """Add `item` at the end of `lane` (O(1); the lane is ready now unless it waits already)."""
+        """Add `item` at the end of `lane` (O(1); the lane is ready now unless it waits already);
+        QueueFull when the queue is at its bound."""
 
     @abstractmethod
     def claim(self, now: float, lease_seconds: float, token: str) -> Claimed | None:
