@@ -6,6 +6,7 @@ connection goes to the checked address, so a changed DNS answer cannot redirect 
 from __future__ import annotations
 
 import ipaddress
+import ssl
 
 import pytest
 
@@ -87,5 +88,60 @@ def test_the_connection_goes_to_the_checked_address_with_the_name_in_host():
         connected.close()
         got = receiver.wait_for(lambda items: len(items) == 1)
         assert got[0].headers["host"] == f"hooks.rebinding.invalid:{receiver.port}"
+    finally:
+        receiver.stop()
+
+
+def self_signed(tmp_path, name: str) -> tuple[str, str]:
+    """A certificate for `name` and its key, as PEM files (the test's own authority)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return str(cert_path), str(key_path)
+
+
+@pytest.mark.parametrize(("certificate_for", "accepted"), [("hooks.example.test", True), ("other.example.test", False)])
+def test_https_checks_the_certificate_against_the_name_not_the_address(tmp_path, certificate_for, accepted):
+    cert, key = self_signed(tmp_path, certificate_for)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    receiver = Receiver(tls=server_tls).start()
+    client_tls = ssl.create_default_context(cafile=cert)
+    try:
+        target = Target("https", "hooks.example.test", receiver.port, "/hooks/chat", "127.0.0.1")
+        connected = connection(target, timeout=10, tls=client_tls)
+        if accepted:
+            connected.request("POST", target.path, body=b"{}", headers={"Content-Type": "application/json"})
+            assert connected.getresponse().status == 200
+            assert receiver.wait_for(lambda items: len(items) == 1)[0].headers["host"].startswith("hooks.example.test")
+        else:
+            # The address answered, with a certificate for another name: refused by TLS itself.
+            with pytest.raises(ssl.SSLCertVerificationError):
+                connected.request("POST", target.path, body=b"{}")
+        connected.close()
     finally:
         receiver.stop()

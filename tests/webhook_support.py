@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class Receiver:
     """`statuses`: the answers to give, in order (then 200). `hang()`: every request from now
     waits until `release()` (a receiver that is stuck)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.received: list[Received] = []
         self.statuses: deque[int] = deque()
         self._changed = threading.Condition()
@@ -67,6 +68,8 @@ class Receiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:  # an https receiver, its certificate the test's own
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/hooks/chat"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

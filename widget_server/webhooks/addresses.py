@@ -96,8 +96,9 @@ class _PinnedHTTPSConnection(_PinnedHTTPConnection):
 _TLS = ssl.create_default_context()
 
 
-def connection(target: Target, timeout: float) -> http.client.HTTPConnection:
-    """An HTTP(S) connection to the target's checked address (not yet connected)."""
+def connection(target: Target, timeout: float, tls: ssl.SSLContext = _TLS) -> http.client.HTTPConnection:
+    """An HTTP(S) connection to the target's checked address (not yet connected). `tls`: the
+    system's trusted certificates and hostname checking; a test gives its own authority."""
     if target.scheme == "https":
-        return _PinnedHTTPSConnection(target, timeout, _TLS)
+        return _PinnedHTTPSConnection(target, timeout, tls)
     return _PinnedHTTPConnection(target, timeout)
