@@ -128,6 +128,10 @@ def create_app(
     # public address under the path the chat is mounted at.
     services = build_services(settings, console_url=settings.web.public_url + url_prefix + "/agent")
     app.extensions[SERVICES_KEY] = services
+    if services.webhook_delivery is not None:
+        # Per serving process (gunicorn builds the app in each worker): queued webhooks, this
+        # process's and those a stopped worker left in a Redis store, go out from here.
+        services.webhook_delivery.start()
 
     errorhandlers.init_app(app)
     transport.init_app(app)  # the id converters, before the blueprints whose rules name them

@@ -118,6 +118,14 @@ class Metrics:
         )
         for reason in ("wrong_credentials", "delayed"):
             self._agent_sign_in_refused.labels(reason=reason)
+        # Webhooks (widget_server/webhooks/delivery.py): each attempt's outcome, by event type
+        # (docs/webhooks.md, "Monitoring").
+        self._webhook_deliveries = Counter(
+            "chat_webhook_deliveries",
+            "Webhook delivery attempts by event type and outcome: `delivered` (2xx), `retried` (5xx, 408, 429, timeout or no connection; sent again later), `failed` (given up after WEBHOOK_RETRY_FOR), `rejected` (another 4xx), `refused` (the URL's address is private), `not_queued` (the store could not take it).",
+            ["event", "outcome"],
+            registry=registry,
+        )
 
     # -- recording ---------------------------------------------------------
 
@@ -171,6 +179,10 @@ class Metrics:
     def stream_closed(self) -> None:
         if self.enabled:
             self._open_streams.dec()
+
+    def webhook_delivery(self, event: str, outcome: str) -> None:
+        if self.enabled:
+            self._webhook_deliveries.labels(event=event, outcome=outcome).inc()
 
     def feedback(self, rating: str) -> None:
         if self.enabled:

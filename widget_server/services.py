@@ -31,6 +31,9 @@ from .metrics import Metrics
 from .settings import ConfigError, Settings
 from .stores import create_store
 from .stores.base import Store
+from .webhooks import create_webhook_queue
+from .webhooks.delivery import DeliveryWorker
+from .webhooks.publisher import NO_WEBHOOKS, Publisher
 
 SERVICES_KEY = "widget_server.services"
 
@@ -57,6 +60,10 @@ class Services:
     # Set on SIGTERM (serving.py, ChatService.begin_shutdown): the answers' and the
     # conversations' streams end resumably at their next wake-up.
     stopping: threading.Event
+    # Webhooks (widget_server/webhooks/): what the services queue, and this process's senders
+    # (started by app.py once it serves); NO_WEBHOOKS and idle senders without WEBHOOK_URLS.
+    webhooks: Publisher
+    webhook_delivery: DeliveryWorker | None
 
 
 def open_accounts(path: str) -> AgentAccounts:
@@ -90,6 +97,11 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
     accounts = open_accounts(settings.agents.agents_file)
     mailer = Mailer(settings.mail, metrics, console_url)
     stopping = threading.Event()
+    webhooks, webhook_delivery = NO_WEBHOOKS, None
+    if settings.webhooks.enabled:
+        queue = create_webhook_queue(settings, store)
+        webhooks = Publisher(queue, len(settings.webhooks.urls), settings.webhooks.events, metrics)
+        webhook_delivery = DeliveryWorker(queue, settings.webhooks, webhooks, metrics, stopping=stopping)
     handoff = HandoffService(
         create_handoff_store(settings, store),
         store,
@@ -100,6 +112,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         on_left_reply=mailer.mail_left_reply,
         stopping=stopping,
         turn_attachments=functools.partial(listed_turn_attachments, attachments),
+        webhooks=webhooks,
     )
     listeners = getattr(store, "forget_listeners", None)
     if listeners is not None:
@@ -118,6 +131,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         deleted_listeners=(attachments.delete_conversation,),
         stopping=stopping,
         actions=load_actions(),
+        webhooks=webhooks,
     )
     return Services(
         settings=settings,
@@ -133,4 +147,6 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         mailer=mailer,
         identity=identity,
         stopping=stopping,
+        webhooks=webhooks,
+        webhook_delivery=webhook_delivery,
     )

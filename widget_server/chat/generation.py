@@ -31,6 +31,8 @@ from ..messages import StreamEvent
 from ..metrics import NO_METRICS, Metrics
 from ..stores.base import Store, StoreUnavailable
 from ..waiting import call_later, spawn, spawn_eagerly
+from ..webhooks.publisher import NO_WEBHOOKS, Publisher
+from ..wire.webhooks import MessageCompleted, MessageFailed
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ class GenerationRun:
         on_finish: Callable[[GenerationRun], None] | None = None,
         metrics: Metrics = NO_METRICS,
         actions: Mapping[str, Action] | None = None,
+        webhooks: Publisher = NO_WEBHOOKS,
     ) -> None:
         # The installed actions a proposal may name (ChatService's; all installed by default).
         self.actions = actions if actions is not None else load_actions()
@@ -57,6 +60,9 @@ class GenerationRun:
         self.cancel_token = CancelToken()
         self._on_finish = on_finish
         self.metrics = metrics
+        # The answer's ending is published by the run that wrote it (the store's compare-and-set
+        # let exactly one ending in), where it is counted: once per answer (docs/webhooks.md).
+        self.webhooks = webhooks
         self.accepted_at = time.monotonic()  # created right after the claim
         # When the store last took a write of this run: it was still running then, so the
         # RunKeeper need not ask (a refused write stops the run by itself).
@@ -87,6 +93,7 @@ class GenerationRun:
             log.warning("message %s: could not record failure %s: %s", self.message_id, error.code, trouble)
             return False
         self.metrics.ended("failed", code=error.code)
+        self.webhooks.publish(self.turn.conversation_id, MessageFailed(message_id=self.message_id, code=error.code))
         return True
 
     def _on_time_limit(self) -> None:
@@ -167,8 +174,17 @@ class GenerationRun:
                     first_delta = False
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
                     first_delta_stored()
-            if not self.cancel_token.cancelled and self.store.complete(self.message_id, sources) is not None:
+            completed = None if self.cancel_token.cancelled else self.store.complete(self.message_id, sources)
+            if completed is not None:
                 self.metrics.ended("completed", seconds=time.monotonic() - self.accepted_at)
+                self.webhooks.publish(
+                    self.turn.conversation_id,
+                    MessageCompleted(
+                        message_id=self.message_id,
+                        length=completed.payload["length"],
+                        sha256=completed.payload["sha256"],
+                    ),
+                )
         except StoreUnavailable as error:
             # Nothing more can be recorded (not even a failure). When the
             # store is back, the expired lease fails the message as

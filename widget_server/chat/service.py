@@ -46,6 +46,7 @@ from ..stores.base import (
     listed_exchanges,
 )
 from ..stream_loop import follow_log
+from ..webhooks.publisher import NO_WEBHOOKS, Publisher
 from ..wire.errors import (
     INVALID_LAST_EVENT_ID,
     NOT_FOUND,
@@ -54,6 +55,7 @@ from ..wire.errors import (
     TOO_MANY_RUNNING,
     TOO_MANY_STREAMS,
 )
+from ..wire.webhooks import ConversationCreated, MessageFailed
 from .generation import GenerationRun
 
 if TYPE_CHECKING:
@@ -151,8 +153,12 @@ class ChatService:
         deleted_listeners: tuple[Callable[[str], None], ...] = (),
         stopping: threading.Event | None = None,
         actions: Mapping[str, Action] | None = None,
+        webhooks: Publisher = NO_WEBHOOKS,
     ) -> None:
         self.store = store
+        # Webhooks (widget_server/webhooks/): a new conversation and each answer's ending are
+        # queued there; feedback/service.py queues a rating through it too.
+        self.webhooks = webhooks
         self.actions = actions if actions is not None else load_actions()
         self.backend = backend
         self.settings = settings
@@ -199,6 +205,7 @@ class ChatService:
                 consented_at=now if consent_sha256 else 0.0,
             )
         )
+        self.webhooks.publish(conversation_id, ConversationCreated(identified=identity is not None))
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:
@@ -261,6 +268,12 @@ class ChatService:
             return False
         log.warning("message %s failed: its worker's lease ran out (worker_lost)", message_id)
         self.metrics.ended("failed", code=ErrorCode.WORKER_LOST.value)
+        # Its conversation is read only when webhooks are on: a reap costs nothing more without.
+        info = self.store.message(message_id) if self.webhooks.enabled else None
+        if info is not None:
+            self.webhooks.publish(
+                info.conversation_id, MessageFailed(message_id=message_id, code=ErrorCode.WORKER_LOST.value)
+            )
         return True
 
     # -- submitting --------------------------------------------------------
@@ -524,6 +537,7 @@ class ChatService:
                 on_finish=self._forget_run,
                 metrics=self.metrics,
                 actions=self.actions,
+                webhooks=self.webhooks,
             )
             with self._lock:
                 self._runs[message_id] = run

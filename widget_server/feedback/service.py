@@ -19,7 +19,9 @@ from typing import Any, Protocol
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
 from ..metrics import Metrics
 from ..stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
+from ..webhooks.publisher import Publisher
 from ..wire.errors import MESSAGE_NOT_FINISHED, NOT_FOUND
+from ..wire.webhooks import FeedbackSubmitted
 
 
 class Answers(Protocol):
@@ -30,6 +32,7 @@ class Answers(Protocol):
 
     store: Store
     metrics: Metrics
+    webhooks: Publisher
 
     def reap_if_lost(self, info: MessageInfo) -> MessageInfo: ...
 
@@ -73,6 +76,12 @@ def put(
     # to the same rating (the widget sends the rating, then the comment).
     if previous is None or previous.rating != rating:
         service.metrics.feedback(rating)
+    # Every change is the site owner's to hear, a comment added to the same rating too (the
+    # widget sends the rating, then the comment): the latest record each time.
+    if previous is None or (previous.rating, previous.comment) != (rating, comment):
+        service.webhooks.publish(
+            conversation_id, FeedbackSubmitted(message_id=message_id, rating=rating, comment=comment)
+        )
     return record, {"message_id": message_id, **record_json(record)}
 
 

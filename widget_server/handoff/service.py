@@ -29,6 +29,7 @@ from ..protocol import new_id
 from ..settings import Settings
 from ..stores.base import SentAttachment, Store, StoreUnavailable, listed_exchanges
 from ..stream_loop import follow_log
+from ..webhooks.publisher import NO_WEBHOOKS, Publisher
 from ..wire.errors import (
     ALREADY_CLAIMED,
     HANDOFF_ACTIVE,
@@ -42,6 +43,7 @@ from ..wire.errors import (
     REQUEST_ID_CONFLICT,
     TOO_MANY_LEFT_MESSAGES,
 )
+from ..wire.webhooks import HandoffAssigned, HandoffEnded, HandoffQueued, MessageLeft
 from . import events as ev
 from .events import ConversationEvent, text_sha256
 from .hours import OpeningHours
@@ -292,8 +294,12 @@ class HandoffService:
         on_left_reply: Callable[[RepliedLeftMessage, LeftReply], None] | None = None,
         stopping: threading.Event | None = None,
         turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = _no_files,
+        webhooks: Publisher = NO_WEBHOOKS,
     ) -> None:
         self.store = store
+        # Webhooks (widget_server/webhooks/): each transition queued after its commit, with the
+        # metrics (`tx.after`), so a transaction run again publishes once.
+        self.webhooks = webhooks
         self.chat_store = chat_store
         self.settings = settings
         # Opening hours (hours.py) are judged on `now`, Unix seconds: a test gives a clock it
@@ -460,6 +466,7 @@ class HandoffService:
                 tx.emit(conversation_id, ev.QUEUED, {"position": position})
                 result = {"state": ev.STATE_QUEUED, "position": position}
                 tx.after.append(lambda: self.metrics.requested("queued"))
+                tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffQueued(position=position)))
             result["seq"] = record["seq"]  # after this request's own event (emit counted it)
             record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             tx.put(conversation_key(conversation_id), record)
@@ -485,6 +492,7 @@ class HandoffService:
         agent = record["agent_display"]
         record["state"], record["agent"], record["agent_display"] = ev.STATE_ENDED, "", ""
         tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
+        tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffEnded(agent=agent, reason=reason)))
 
     def cancel(self, conversation_id: str) -> None:
         """The visitor leaves the queue, or ends the hand-off: `handoff.ended`, reason `visitor`.
@@ -612,6 +620,11 @@ class HandoffService:
             if waiting == 0:
                 to_mail.append(entry)
             tx.after.append(self.metrics.message_left)
+            tx.after.append(
+                lambda: self.webhooks.publish(
+                    conversation_id, MessageLeft(left_message_id=left_message_id, email=email, text=text)
+                )
+            )
             return result
 
         result: dict[str, Any] = self._transact(change)
@@ -698,6 +711,7 @@ class HandoffService:
             record["state"], record["agent"], record["agent_display"] = ev.STATE_ASSIGNED, agent_name, display_name
             record["assigned_at"] = now
             tx.emit(conversation_id, ev.ASSIGNED, {"agent": display_name})
+            tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffAssigned(agent=display_name)))
             tx.after.append(lambda: self.metrics.time_in_queue(waited))
             return {"conversation_id": conversation_id, "agent": display_name}
 
@@ -829,6 +843,10 @@ class HandoffService:
                 desk["queue"] = queue
                 record["state"], record["replied"] = ev.STATE_QUEUED, False
                 tx.put(DESK, desk)
+                # Back in line, in its old place (its `handoff.queued` event comes from
+                # _announce_positions, the place only known once the queue is sorted).
+                place = queue.index(entry) + 1
+                tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffQueued(position=place)))
                 return True
 
             if self._transact(change):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .. import theme
 from ..handoff.hours import ALWAYS_OPEN, WeeklyHours, parse_hours, parse_timezone
+from ..wire.webhooks import WEBHOOK_EVENTS
 from .declaring import setting
 from .parsing import (
     parse_attachment_store,
@@ -31,6 +32,8 @@ from .parsing import (
     parse_rate_limits,
     parse_starters,
     parse_str,
+    parse_webhook_events,
+    parse_webhook_urls,
 )
 
 
@@ -663,6 +666,66 @@ class IdentitySettings:
             "required": self.required,
         }
         return "IdentitySettings(" + ", ".join(f"{name}={value!r}" for name, value in shown.items()) + ")"
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Signed webhooks to the site's own servers (docs/webhooks.md): each event queued in the
+    store and sent by a background worker, never on a request's or a stream's path."""
+
+    urls: tuple[str, ...] = setting(
+        "WEBHOOK_URLS",
+        parse_webhook_urls,
+        (),
+        "Where webhook events are POSTed: http(s) URLs, space or comma separated (empty: no webhooks).",
+    )
+    secret: str = setting(
+        "WEBHOOK_SECRET",
+        parse_str,
+        "",
+        "The key every delivery is signed with (HMAC-SHA256), at least 32 bytes; required with WEBHOOK_URLS; never logged.",
+    )
+    events: tuple[str, ...] = setting(
+        "WEBHOOK_EVENTS",
+        parse_webhook_events,
+        WEBHOOK_EVENTS,
+        "The event types sent, space or comma separated (empty: every one).",
+    )
+    timeout_seconds: float = setting(
+        "WEBHOOK_TIMEOUT",
+        parse_float,
+        10.0,
+        "Seconds a delivery waits to connect, and for each read of the answer, before it counts as failed and is retried.",
+        0.1,
+        120,
+    )
+    retry_for_seconds: float = setting(
+        "WEBHOOK_RETRY_FOR",
+        parse_duration,
+        3600.0,
+        "How long a delivery is retried (exponential backoff) after its event, on a 5xx, 408, 429, a timeout or no connection; then it is dropped and counted.",
+        0,
+        7 * 86400,
+    )
+    allow_private: bool = setting(
+        "WEBHOOK_ALLOW_PRIVATE",
+        parse_bool,
+        False,
+        "Allow webhook URLs whose host resolves to a loopback, private, link-local or otherwise non-public address (refused by default: SSRF).",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.urls)
+
+    def __repr__(self) -> str:
+        # The dataclass's own repr would print the secret wherever these settings are shown
+        # (docs/security.md, "Webhooks"), as IdentitySettings's would.
+        return (
+            f"WebhookSettings(urls={self.urls!r}, secret={'<set>' if self.secret else ''!r}, "
+            f"events={self.events!r}, timeout_seconds={self.timeout_seconds!r}, "
+            f"retry_for_seconds={self.retry_for_seconds!r}, allow_private={self.allow_private!r})"
+        )
 
 
 @dataclass(frozen=True)

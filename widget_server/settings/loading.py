@@ -29,6 +29,7 @@ from .areas import (
     ServerSettings,
     StoreSettings,
     ThemeSettings,
+    WebhookSettings,
     WebSettings,
 )
 from .declaring import ENV_PREFIX, Area, ConfigError, Setting, build, declared
@@ -47,6 +48,7 @@ CORE_AREAS: tuple[type, ...] = (
     AttachmentSettings,
     ThemeSettings,
     IdentitySettings,
+    WebhookSettings,
 )
 
 # The server's own settings by name (the CLI's options name them).
@@ -74,6 +76,7 @@ class Settings(Mapping[str, Any]):
     attachments: AttachmentSettings
     theme: ThemeSettings
     identity: IdentitySettings
+    webhooks: WebhookSettings
     plugins: Mapping[type, Any]
     by_name: Mapping[str, Any]
 
@@ -165,6 +168,7 @@ def load_settings(explicit: Mapping[str, Any] | None = None, environ: Mapping[st
         attachments=build(AttachmentSettings, values),
         theme=build(ThemeSettings, values),
         identity=build(IdentitySettings, values),
+        webhooks=build(WebhookSettings, values),
         plugins={area: build(area, values) for area in plugin_areas},
         by_name=values,
     )
@@ -221,8 +225,25 @@ def _check_identity(values: Mapping[str, Any]) -> None:
             )
 
 
+# As IDENTITY_SECRET's: an HMAC-SHA256 key as long as the hash's output (RFC 2104 §3).
+WEBHOOK_SECRET_MIN_BYTES = 32
+
+
+def _check_webhooks(values: Mapping[str, Any]) -> None:
+    """The webhook settings together (docs/webhooks.md); the secret's value never appears."""
+    secret = values["WEBHOOK_SECRET"]
+    if values["WEBHOOK_URLS"] and not secret:
+        raise ConfigError("WEBHOOK_SECRET: required with WEBHOOK_URLS: every delivery is signed with it")
+    if secret and len(secret.encode("utf-8")) < WEBHOOK_SECRET_MIN_BYTES:
+        raise ConfigError(
+            f"WEBHOOK_SECRET: too short ({len(secret.encode('utf-8'))} bytes); HMAC-SHA256 needs at least "
+            f"{WEBHOOK_SECRET_MIN_BYTES} random bytes"
+        )
+
+
 def _check_together(values: Mapping[str, Any]) -> None:
     _check_identity(values)
+    _check_webhooks(values)
     if values["ENV"] == "production" and values["FAULTS"]:
         raise ConfigError("FAULTS: fault injection is for tests and QA; it cannot be on when ENV is production")
     if values["ENV"] == "production" and values["QA"]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..attachments.sniff import parse_types
 from ..plugins import ATTACHMENT_STORES, registered
+from ..wire.webhooks import WEBHOOK_EVENTS
 
 
 def parse_bool(raw: Any) -> bool:
@@ -314,3 +315,29 @@ MAX_LAUNCHER_LABEL_CHARS = 40
 def parse_launcher_label(raw: Any) -> str:
     """The launcher's text: one line of at most MAX_LAUNCHER_LABEL_CHARS characters ("": the language's)."""
     return one_line(raw, MAX_LAUNCHER_LABEL_CHARS)
+
+
+def parse_webhook_urls(raw: Any) -> tuple[str, ...]:
+    """Webhook receivers (docs/webhooks.md): http(s) URLs, space or comma separated, each with a
+    host and without credentials or a fragment (the signature authenticates a delivery, never a
+    password in the URL)."""
+    items = re.split(r"[\s,]+", raw.strip()) if isinstance(raw, str) else [str(item) for item in raw]
+    urls = tuple(item for item in items if item)
+    for url in urls:
+        scheme, sep, rest = url.partition("://")
+        authority = rest.split("/", 1)[0].split("?", 1)[0]
+        if not sep or scheme.lower() not in {"http", "https"} or not authority:
+            raise ValueError(f"{url!r} is not an http:// or https:// URL such as https://hooks.example.com/chat")
+        if "@" in authority or "#" in url or any(character.isspace() for character in url):
+            raise ValueError(f"{url!r}: a webhook URL carries no credentials and no fragment")
+    return urls
+
+
+def parse_webhook_events(raw: Any) -> tuple[str, ...]:
+    """Webhook event types (wire/webhooks.py), space or comma separated; empty: every one."""
+    items = re.split(r"[\s,]+", raw.strip()) if isinstance(raw, str) else [str(item) for item in raw]
+    chosen = tuple(item for item in items if item)
+    unknown = [item for item in chosen if item not in WEBHOOK_EVENTS]
+    if unknown:
+        raise ValueError(f"unknown event {', '.join(map(repr, unknown))} (known: {', '.join(WEBHOOK_EVENTS)})")
+    return chosen or WEBHOOK_EVENTS

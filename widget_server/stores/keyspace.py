@@ -39,6 +39,9 @@ _BUCKET_OF_CHARACTER = {character: index * BUCKETS // len(ID_ALPHABET) for index
 # script over the desk and the conversations it changes: on a cluster all hand-off keys share
 # this one slot (handoff/redis_store.py). Hand-off traffic is people typing, not token streams.
 HANDOFF_TAG = "{handoff}:"
+# The webhook queue's keys (webhooks/redis_queue.py) share one slot too: a claim moves a lane
+# between sets that every lane shares. A few events per answer, not per delta.
+WEBHOOKS_TAG = "{webhooks}:"
 
 
 def bucket(any_id: str) -> int:
@@ -53,6 +56,7 @@ class Keyspace:
         self.cluster = cluster
         self._prefixes = tuple(f"{PREFIX}{{{tag}}}:" for tag in BUCKET_TAGS) if cluster else (PREFIX,) * BUCKETS
         self.handoff_prefix = PREFIX + HANDOFF_TAG if cluster else PREFIX
+        self.webhooks_prefix = PREFIX + WEBHOOKS_TAG if cluster else PREFIX + "webhooks:"
 
     def prefix(self, any_id: str) -> str:
         """`cw:` and, on a cluster, the hash tag of the conversation `any_id` belongs to."""
