@@ -784,7 +784,7 @@ class AnswerRun {
         await panel.ensureConversation();
       } catch (error) {
         const reason = await this.refusal(error);
-        return this.failLocally(format(this.strings.sendFailed, { reason }));
+        return this.failLocally(format(this.strings.sendFailed, { reason }), error.code);
       }
     }
     try {
@@ -848,7 +848,7 @@ class AnswerRun {
     const ending = this.endingRefusal(error);
     if (ending === 'lost') return this.fail({ code: 'lost' });
     if (ending === 'handoff') return this.reroute();
-    return this.failLocally(await this.refusal(error));
+    return this.failLocally(await this.refusal(error), error.code);
   }
 
   // Refused with 409 handoff_active: a person has the conversation (asked for in another tab or
@@ -1126,8 +1126,9 @@ class AnswerRun {
     this.offerRetry(false);
   }
 
-  failLocally(message) {
-    this.fail({ code: '', message });
+  // `refused`: the server's code, for the host page (host-api.js); the words are the panel's.
+  failLocally(message, refused) {
+    this.fail({ code: '', message, refused });
   }
 
   giveUp() {

@@ -18,6 +18,9 @@ import { ANSWER_EVENT } from './protocol.js';
 export const CONTEXT_MAX_BYTES = 2048;
 export const CONTEXT_MAX_KEYS = 32;
 export const CONTEXT_KEY_MAX_CHARS = 64;
+// What the server's clean_text() would change (widget_server/messages.py): a control character
+// but tab and line feed, or a lone surrogate. The server refuses such a context; so does this.
+const UNCLEAN = /(?![\t\n\x80-\x9f])\p{Cc}|\p{Cs}/u;
 
 /**
  * The context a page's ChatWidget.setContext() gave, as JSON; null when it breaks a bound (the
@@ -42,6 +45,8 @@ export function checkedContext(json) {
   for (const [key, value] of entries) {
     if (!key || key.length > CONTEXT_KEY_MAX_CHARS)
       return refuse(`a key is empty or over ${CONTEXT_KEY_MAX_CHARS} characters`);
+    if (UNCLEAN.test(key) || (typeof value === 'string' && UNCLEAN.test(value)))
+      return refuse(`"${key}" has a control character`);
     const kind = typeof value;
     if (kind !== 'string' && kind !== 'boolean' && !(kind === 'number' && Number.isFinite(value)))
       return refuse(`"${key}" is not a string, a number or a boolean`);
@@ -75,9 +80,10 @@ export function init(host) {
 
   /** @param {string} messageId */
   const runOf = (messageId) => {
-    const run = /** @type {(AnswerRunView & { error?: { code?: string } }) | null} */ (
-      host.currentRun()
-    );
+    const run =
+      /** @type {(AnswerRunView & { error?: { code?: string, refused?: string } }) | null} */ (
+        host.currentRun()
+      );
     return run && (!messageId || run.model.messageId === messageId) ? run : null;
   };
 
@@ -120,7 +126,7 @@ export function init(host) {
     if (state === 'failed' && !(messageId && ended.has(messageId))) {
       if (messageId) ended.add(messageId);
       // The server's code (message.failed, a refusal) or the panel's own ('integrity', 'lost').
-      tell('answer-failed', { messageId, code: run?.error?.code || '' });
+      tell('answer-failed', { messageId, code: run?.error?.code || run?.error?.refused || '' });
     }
   });
 

@@ -44,9 +44,11 @@ ChatWidget.setContext({json.dumps(CONTEXT)});
 </script>"""
 
 
-def host_page(page: Page, host_site, server, browser_name: str, path: str, *, body: str = "") -> ChatWidget:
+def host_page(
+    page: Page, host_site, server, browser_name: str, path: str, *, body: str = "", **data: str
+) -> ChatWidget:
     chat_url = chat_base_url(server, browser_name)
-    page.goto(publish(host_site, path, body=body + loader_tag(chat_url) + PAGE_SCRIPT))
+    page.goto(publish(host_site, path, body=body + loader_tag(chat_url, **data) + PAGE_SCRIPT))
     widget = ChatWidget(page, chat_url=chat_url)
     widget.wait_for_widget()
     return widget
@@ -199,10 +201,21 @@ def test_values_out_of_bounds_are_ignored_and_the_page_is_told(page: Page, host_
     page.evaluate("() => ChatWidget.setComposer({ text: 'not a string' })")
     page.evaluate("() => ChatWidget.setContext({ nested: { plan: 'pro' } })")
     page.evaluate("() => ChatWidget.setContext({ page: 'x'.repeat(2100) })")
+    page.evaluate("() => ChatWidget.setContext({ page: 'bell\\u0007' })")  # the server would refuse it
     widget.send_from_page("/scenario context")
     wait_for(page, "answer-completed")
     assert [event["name"] for event in heard(page)].count("message-sent") == 1
     text = heard(page)[-1]["detail"]["text"]
     assert '- "plan": "pro"' in text and "nested" not in text
     expect(widget.input).to_have_value("")
-    assert len([error for error in errors if "setContext() ignored" in error]) == 2, errors
+    assert len([error for error in errors if "setContext() ignored" in error]) == 3, errors
+
+
+def test_a_message_the_server_refuses_fails_with_the_refusals_code(page: Page, host_site, chat_server, browser_name):
+    # Fault injection the server cannot read (widget_server/faults.py): every request that
+    # carries it is refused, 400 `invalid_faults`, before any answer exists.
+    widget = host_page(page, host_site, chat_server, browser_name, "/refused", faults="bogus")
+    widget.send_from_page("/echo Never answered.")
+    wait_for(page, "answer-failed")
+    assert [event["name"] for event in heard(page)] == ["ready", "message-sent", "answer-failed"]
+    assert heard(page)[-1]["detail"] == {"messageId": "", "code": "invalid_faults"}
