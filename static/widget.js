@@ -112,6 +112,14 @@
   let opener = null; // what had focus when the chat opened: it gets it back (A82)
   let launcherName = '';
   let attached = null; // the iframe's half (static/widget/embed.js), imported on first open
+  // The page's ChatWidget.send(), setComposer(), setContext() and on(), for the panel: embed.js
+  // posts them in order once it has loaded (docs/embedding.md, "Driving the widget from your
+  // page"). send() and setComposer() load the panel, still closed, if it is not there yet.
+  const queue = [];
+  const tell = (name, value, load) => {
+    queue.push({ type: 'chatwidget:api', name, value });
+    if (attached || load) withPanel((opened) => opened.flush());
+  };
   // The full-screen panel of phones (the CSS media query below).
   const phone = matchMedia('(max-width:480px),(max-height:480px)');
   const viewport = window.visualViewport;
@@ -139,6 +147,7 @@
           close,
           identity,
           emit,
+          queue,
         },
         target || panel,
       ),
@@ -146,10 +155,10 @@
     attached.then(then);
   }
 
-  function emit(name) {
+  function emit(name, detail) {
     // After Turbo Drive swapped <body>, the script element is gone: the document hears it.
     return (script.isConnected ? script : document).dispatchEvent(
-      new CustomEvent(`chatwidget:${name}`, { cancelable: true, bubbles: true }),
+      new CustomEvent(`chatwidget:${name}`, { cancelable: true, bubbles: true, detail }),
     );
   }
 
@@ -263,6 +272,7 @@
     isOpen = true;
     if (launcher) launcher.setAttribute('aria-expanded', 'true');
     fit();
+    emit('open');
     withPanel((opened) => isOpen && opened()); // lazily: nothing loads until first open
   }
 
@@ -271,6 +281,7 @@
     panel.hidden = true;
     isOpen = false;
     fit();
+    emit('close');
     // Focus returns to where the user opened the chat: the launcher, or the site's own button.
     if (launcher) {
       launcher.setAttribute('aria-expanded', 'false');
@@ -298,6 +309,16 @@
     isOpen: () => isOpen,
     identify,
     logout: () => identify(null),
+    send: (text) => tell('send', text, 1),
+    setComposer: (text) => tell('composer', text, 1),
+    // As JSON: the panel checks its bounds (host-api.js); a value postMessage cannot copy (a
+    // function) is left out rather than failing the post.
+    setContext: (context) => tell('context', JSON.stringify(context)),
+    // Listeners on the document hear the events wherever they are dispatched (emit above).
+    on: (name, listener) => {
+      document.addEventListener(`chatwidget:${name}`, listener);
+      tell('listen');
+    },
   };
   if (document.body) start();
   else document.addEventListener('DOMContentLoaded', start);

@@ -88,7 +88,7 @@ def test_a_send_is_read_into_its_type():
         (
             {"request_id": "r", "text": "x", "extra": 1, "another": 2},
             "unknown_field",
-            "Unknown field(s): another, extra. Send only request_id and text and attachments.",
+            "Unknown field(s): another, extra. Send only request_id and text and attachments and context.",
         ),
         (
             {"request_id": "r", "text": "x", "attachments": "f_a"},

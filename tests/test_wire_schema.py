@@ -74,7 +74,23 @@ def test_a_body_is_an_object_with_only_its_fields():
     schema = json_schema(NewMessage)
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     assert schema["required"] == ["request_id", "text"]  # the fields without a default
-    assert list(schema["properties"]) == ["request_id", "text", "attachments"]
+    assert list(schema["properties"]) == ["request_id", "text", "attachments", "context"]
+
+
+def test_an_object_field_is_bounded_by_its_json_bytes_then_its_own_rules():
+    # The host page's context (wire/bodies.py CONTEXT): UTF-8 bytes, not characters, count.
+    body = {"request_id": "r", "text": "x", "context": {"page": "é" * 1000}}
+    assert parse_body(NewMessage, body, LIMITS).context == {"page": "é" * 1000}
+    body["context"] = {"page": "é" * 1020}
+    with pytest.raises(ApiError) as raised:
+        parse_body(NewMessage, body, LIMITS)
+    assert (raised.value.status, raised.value.code) == (400, "invalid_context")
+    assert raised.value.details == {"limit": 2048}
+    for wrong in ({"nested": {"a": 1}}, {"list": [1]}, {"": "x"}, {"x": None}, ["page"], "page"):
+        with pytest.raises(ApiError) as raised:
+            parse_body(NewMessage, {"request_id": "r", "text": "x", "context": wrong}, LIMITS)
+        assert raised.value.code == "invalid_context", wrong
+    assert json_schema(NewMessage)["properties"]["context"]["type"] == ["object", "null"]
 
 
 def test_an_array_of_items_with_a_shorthand_is_one_of_the_two():
@@ -146,6 +162,7 @@ def test_a_bodys_refusals_are_every_code_its_rules_name():
         "duplicate_attachment",
         "attachment_not_found",
         "description_too_long",
+        "invalid_context",
     ]
     assert [error.code for error in refusals_of(ClientReport)] == ["invalid_report"]
 

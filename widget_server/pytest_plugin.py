@@ -14,7 +14,10 @@ gives a test a live chat server and a page object for the widget:
   (`chat_server_factory(DEMO_DELAY_SECONDS=0.3)`); all stop after the test.
 - `chat_widget`: a `ChatWidget` for pytest-playwright's `page`, with the
   announcement recorder installed on the page's context, so `announcements()`
-  and `events()` work on whatever page the test then opens.
+  and `events()` work on whatever page the test then opens; what a site's own
+  script does goes through the page's public `window.ChatWidget`
+  (`send_from_page()`, `set_composer()`, `set_context()`, `record_host_events()`:
+  docs/testing.md, "The host page's API in tests").
 
 Settings of the servers, lowest first: the server's defaults <
 `WIDGET_SERVER_*` environment variables (read as `widget-server` reads them)

@@ -255,6 +255,22 @@ class ChatServer:
 
 PANEL_IFRAME = "iframe[src*='/panel?']"
 
+# Every event the widget dispatches on its script element (docs/events.md, "On the loader's
+# <script> element"), as `ChatWidget.on()` names them.
+HOST_EVENTS = (
+    "show",
+    "open",
+    "ready",
+    "message-sent",
+    "answer-started",
+    "answer-completed",
+    "answer-failed",
+    "handoff-state",
+    "hide",
+    "close",
+    "identity-expired",
+)
+
 
 class ChatWidget:
     """Page object for the chat widget on any page: floating (a launcher in
@@ -332,6 +348,51 @@ class ChatWidget:
 
     def stop(self) -> None:
         self.stop_button.click()
+
+    # -- the host page's API (docs/embedding.md, "Driving the widget from your page") ---------
+    # What a site's own script calls: `window.ChatWidget` in the host page, not the panel.
+
+    def record_host_events(self) -> None:
+        """Listen, with the page's `ChatWidget.on()`, to every event the widget dispatches on
+        its script element (HOST_EVENTS), from now on and in order: `host_events()` lists them.
+        Listening is what turns the panel's events on (docs/events.md). Idempotent."""
+        self.page.wait_for_function("() => !!window.ChatWidget")
+        self.page.evaluate(
+            """(names) => {
+                if (window.__chatwidgetHostEvents) return;
+                const log = (window.__chatwidgetHostEvents = []);
+                for (const name of names)
+                    ChatWidget.on(name, (event) => log.push({ name, detail: event.detail ?? null }));
+            }""",
+            list(HOST_EVENTS),
+        )
+
+    def host_events(self) -> list[dict[str, Any]]:
+        """The events `record_host_events()` heard: [{name, detail}], in order."""
+        return self.page.evaluate("() => window.__chatwidgetHostEvents || []")
+
+    def wait_for_host_event(self, name: str, count: int = 1, timeout: float = 30_000) -> dict[str, Any]:
+        """Wait until `name` was heard `count` times; returns the last one heard."""
+        self.page.wait_for_function(
+            "([name, count]) => (window.__chatwidgetHostEvents || []).filter((e) => e.name === name).length >= count",
+            arg=[name, count],
+            timeout=timeout,
+        )
+        heard: dict[str, Any] = [event for event in self.host_events() if event["name"] == name][-1]
+        return heard
+
+    def send_from_page(self, text: str) -> None:
+        """`ChatWidget.send(text)`: as if the visitor typed `text` and pressed Send; works
+        before the panel was ever opened (it loads, still closed)."""
+        self.page.evaluate("(text) => ChatWidget.send(text)", text)
+
+    def set_composer(self, text: str) -> None:
+        """`ChatWidget.setComposer(text)`: the composer's text, focus left where it is."""
+        self.page.evaluate("(text) => ChatWidget.setComposer(text)", text)
+
+    def set_context(self, context: dict[str, Any] | None) -> None:
+        """`ChatWidget.setContext(context)`: sent with each new message from now on."""
+        self.page.evaluate("(context) => ChatWidget.setContext(context)", context)
 
     def last_answer(self) -> Any:
         return self.answers.last

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, render_template, request, url_for
+from markupsafe import Markup
 
 from . import theme
 from .attachments.sniff import MEDIA_TYPES
@@ -232,6 +233,7 @@ def _render_panel(standalone: bool) -> Response:
         # Inline (data-target): part of the host page, nothing to close.
         closable=not standalone and request.args.get("inline") != "1",
         config=config,
+        config_json=_script_json(config),
         max_chars=values.chat.max_text_chars,
         reduced_motion=config["reducedMotion"],
         theme_css=url_for("web.theme_css", **panel_theme.query()),  # type: ignore[arg-type]
@@ -243,6 +245,16 @@ def _render_panel(standalone: bool) -> Response:
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def _script_json(value: Any) -> Markup:
+    """`value` as JSON for a `<script type="application/json">`, as Jinja's `tojson` writes it
+    (`<`, `>`, `&` and `'` escaped, so no text in it can end the element) but compact and in
+    UTF-8: the panel's config rides in every first open (tests/test_budgets.py)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for character, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027")):
+        text = text.replace(character, escaped)
+    return Markup(text)
 
 
 @bp.get("/")

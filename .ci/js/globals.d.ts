@@ -23,6 +23,14 @@ interface Window {
     identify(token: string): void;
     // The visitor signed out: the panel forgets everything it kept (docs/embedding.md).
     logout(): void;
+    // The host page's API (docs/embedding.md, "Driving the widget from your page").
+    send(text: string): void;
+    setComposer(text: string): void;
+    setContext(context: Record<string, string | number | boolean> | null): void;
+    on<K extends keyof ChatWidgetLoaderEventMap>(
+      name: K extends `chatwidget:${infer N}` ? N : never,
+      listener: (event: ChatWidgetLoaderEventMap[K]) => void,
+    ): void;
   };
   // The host page's options for the loader (docs/configuration.md).
   ChatWidgetConfig?: Record<string, unknown>;
@@ -57,12 +65,21 @@ type ChatWidgetEventMap = {
 interface HTMLElementEventMap extends ChatWidgetEventMap, ChatWidgetLoaderEventMap {}
 
 // The loader's events on its <script> element, bubbling to `document` (docs/events.md, "On the
-// loader's <script> element"): no detail. `identity-expired`: the server refused the visitor's
-// identity token (expired or invalid); the site answers with ChatWidget.identify(newToken).
+// loader's <script> element"). `identity-expired`: the server refused the visitor's identity
+// token (expired or invalid); the site answers with ChatWidget.identify(newToken). From `ready`
+// on: the panel's, for a page that uses the API (static/widget/host-api.js).
 interface ChatWidgetLoaderEventMap {
   'chatwidget:show': CustomEvent<null>;
   'chatwidget:hide': CustomEvent<null>;
   'chatwidget:identity-expired': CustomEvent<null>;
+  'chatwidget:open': CustomEvent<null>;
+  'chatwidget:close': CustomEvent<null>;
+  'chatwidget:ready': CustomEvent<Record<string, never>>;
+  'chatwidget:message-sent': CustomEvent<{ requestId: string; text: string }>;
+  'chatwidget:answer-started': CustomEvent<{ messageId: string }>;
+  'chatwidget:answer-completed': CustomEvent<{ messageId: string; text: string; sha256: string }>;
+  'chatwidget:answer-failed': CustomEvent<{ messageId: string; code: string }>;
+  'chatwidget:handoff-state': CustomEvent<{ state: 'queued' | 'assigned' | 'none' }>;
 }
 
 interface DocumentEventMap extends ChatWidgetLoaderEventMap {}

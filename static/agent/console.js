@@ -475,10 +475,25 @@ class AgentConsole {
     item.append(who);
     if (message.text) item.append(text);
     if (files.length) item.append(this.fileList(open.id, files));
+    if (message.context) item.append(this.contextList(message.context));
     $('[data-agent-transcript]').append(item);
     if (id) open.messages.set(id, item);
     if (verify && message.sha256) this.verify(item, message.text, message.sha256);
     return item;
+  }
+
+  // The host page's context a question came with (docs/agents.md, "The page's context"): the
+  // site's facts as a list of "key: value", plain text, each part isolated in a <bdi> and read
+  // in its own direction (docs/accessibility.md A130).
+  contextList(context) {
+    const list = element('ul', 'transcript__context');
+    list.setAttribute('aria-label', this.s.contextLabel);
+    for (const [key, value] of Object.entries(context)) {
+      const item = element('li', '');
+      item.append(element('bdi', '', key), ': ', element('bdi', '', String(value)));
+      list.append(item);
+    }
+    return list;
   }
 
   // The files a visitor sent with a question (docs/agents.md, "Files the visitor sent"): each a

@@ -24,6 +24,9 @@ const loadSources = () => import('./sources.js');
 // Attachments (attachments.js): loaded on the first press of Attach, drag of files over the
 // panel or paste of a file; a user turn with files loads it to show them.
 const attachments = () => import('./attachments.js');
+// The host page's API (host-api.js), once a page used it: one panel per document.
+/** @type {Promise<(message: { name?: unknown, value?: unknown }) => void> | null} */
+let hostApi = null;
 
 export class ChatWidgetError extends Error {
   constructor(message) {
@@ -303,6 +306,12 @@ export class ChatPanel {
     window.addEventListener('message', (event) => {
       if (event.source !== window.parent || !this.originAllowed(event.origin)) return;
       if (event.data?.type === 'chatwidget:opened') this.input.focus();
+      // The page's ChatWidget.send() and the others, in the order called: host-api.js loads
+      // for a page that uses them only (docs/embedding.md, "Driving the widget from your page").
+      if (event.data?.type === 'chatwidget:api') {
+        hostApi ||= import('./host-api.js').then((api) => api.init(this.host));
+        hostApi.then((take) => take(event.data));
+      }
       // A known visitor's token, or null: signed out (static/widget/embed.js). identity.js
       // loads only for one, so that anonymous panels stay as they were (docs/embedding.md).
       if (event.data?.type !== 'chatwidget:identity') return;
@@ -775,7 +784,7 @@ class AnswerRun {
         await panel.ensureConversation();
       } catch (error) {
         const reason = await this.refusal(error);
-        return this.failLocally(format(this.strings.sendFailed, { reason }));
+        return this.failLocally(format(this.strings.sendFailed, { reason }), error.code);
       }
     }
     try {
@@ -839,7 +848,7 @@ class AnswerRun {
     const ending = this.endingRefusal(error);
     if (ending === 'lost') return this.fail({ code: 'lost' });
     if (ending === 'handoff') return this.reroute();
-    return this.failLocally(await this.refusal(error));
+    return this.failLocally(await this.refusal(error), error.code);
   }
 
   // Refused with 409 handoff_active: a person has the conversation (asked for in another tab or
@@ -1105,6 +1114,7 @@ class AnswerRun {
   }
 
   fail(error) {
+    this.error = error; // its code, for the host page (host-api.js)
     const strings = this.strings;
     const message = strings.errors[error.code] || error.message || strings.errors.internal;
     // What arrived before a failure stays visible, marked incomplete.
@@ -1116,8 +1126,9 @@ class AnswerRun {
     this.offerRetry(false);
   }
 
-  failLocally(message) {
-    this.fail({ code: '', message });
+  // `refused`: the server's code, for the host page (host-api.js); the words are the panel's.
+  failLocally(message, refused) {
+    this.fail({ code: '', message, refused });
   }
 
   giveUp() {

@@ -20,9 +20,10 @@ const PANEL_OPTIONS = [
 ];
 
 // `shell` is the loader's side: { chatOrigin, chatBase, lang, title, inline, accent, option(name),
-// launcher (null without one), launcherName, isOpen(), close(), identity, emit(name) }.
-// `container` receives the iframe. Returns `opened()`, which the loader calls each time the
-// chat opens, with `opened.identify(token)` for ChatWidget.identify() and logout() (null).
+// launcher (null without one), launcherName, isOpen(), close(), identity, emit(name, detail),
+// queue }. `container` receives the iframe. Returns `opened()`, which the loader calls each time
+// the chat opens, with `opened.identify(token)` for ChatWidget.identify() and logout() (null),
+// and `opened.flush()` for the page's API calls in `shell.queue`.
 export function attach(shell, container) {
   const { chatOrigin, launcher } = shell;
   const url = new URL('panel', shell.chatBase); // beside the loader: /panel, or /chat/panel
@@ -52,6 +53,14 @@ export function attach(shell, container) {
     loaded &&
     frame.contentWindow.postMessage({ type: 'chatwidget:identity', token: identity }, chatOrigin);
 
+  // ChatWidget.send() and the others (docs/embedding.md, "Driving the widget from your page"):
+  // posted in the order called, once the panel is there to hear them; the panel's host-api.js
+  // checks each.
+  const flush = () => {
+    while (loaded && shell.queue.length)
+      frame.contentWindow.postMessage(shell.queue.shift(), chatOrigin);
+  };
+
   // Tells the panel to put focus in its composer (before load, the frame still holds
   // about:blank of the host's origin: wait for 'load').
   const notifyOpened = () =>
@@ -74,6 +83,7 @@ export function attach(shell, container) {
   frame.addEventListener('load', () => {
     loaded = true;
     tellIdentity();
+    flush();
     // Only a panel the user opened takes focus; an inline one never does.
     if (shell.isOpen() && !shell.inline) notifyOpened();
   });
@@ -84,6 +94,8 @@ export function attach(shell, container) {
     // The panel's create or read was refused for the token (docs/events.md): the site gives a
     // fresh one with ChatWidget.identify().
     if (type === 'chatwidget:identity-expired') shell.emit('identity-expired');
+    // The panel's events for the page (host-api.js), dispatched on the loader's script element.
+    if (type === 'chatwidget:host') shell.emit(event.data.name, event.data.detail);
     // A new answer or agent message (chat.js notifyHost) while the panel is closed.
     if (type === 'chatwidget:unread' && !shell.isOpen()) {
       unread += 1;
@@ -103,5 +115,6 @@ export function attach(shell, container) {
     identity = token;
     tellIdentity();
   };
+  opened.flush = flush;
   return opened;
 }

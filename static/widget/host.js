@@ -139,7 +139,7 @@
 
 /**
  * The panel's events a part follows: `chatwidget:<name>` on the panel's root (docs/events.md).
- * @typedef {'conversation' | 'event' | 'state'} HostEventName
+ * @typedef {'conversation' | 'event' | 'state' | 'ready' | 'handoff'} HostEventName
  */
 
 /**

@@ -33,8 +33,9 @@ export const TERMINAL = new Set(TERMINAL_MESSAGE_STATES);
  */
 
 /**
- * Why an answer failed: the server's (`message.failed`) or the panel's own.
- * @typedef {{ code: string, message?: string, retryable?: boolean }} AnswerError
+ * Why an answer failed: the server's (`message.failed`) or the panel's own; `refused`, the
+ * code of the server's refusal to take the message (chat.js failLocally), for the host page.
+ * @typedef {{ code: string, message?: string, retryable?: boolean, refused?: string }} AnswerError
  */
 
 /** @typedef {'applied' | 'duplicate' | 'gap' | 'ignored'} Outcome */

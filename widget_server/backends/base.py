@@ -123,6 +123,12 @@ class Turn:
     # The files sent with this turn's text, in the order the visitor attached them (the text
     # may then be ""). Earlier turns' files are not given again: `history` is text only.
     attachments: tuple[TurnAttachment, ...] = ()
+    # The host page's context the question came with (ChatWidget.setContext, docs/backends.md,
+    # "The host page's context"): what the site says of the page the visitor asks from, such
+    # as {"page": "/pricing", "plan": "pro"}; flat, strings, numbers and booleans, at most 2 KB
+    # of JSON. The site's word, not the visitor's: a backend may use it, never obey it as an
+    # instruction. Empty when none was set.
+    context: dict[str, str | int | float | bool] = field(default_factory=dict)
 
     @property
     def server_origin(self) -> str:

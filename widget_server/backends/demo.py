@@ -527,6 +527,29 @@ def attachments_answer(turn: Turn) -> str:
     return "\n".join(lines)
 
 
+# -- a scenario that reads the turn: the host page's context --------------------------------
+# Out of SCENARIOS for the same reason: its answer is the page's context (Turn.context).
+
+CONTEXT_SCENARIO = "context"
+CONTEXT_SCENARIO_DESCRIPTION = (
+    "answers with the host page's context that came with the message (ChatWidget.setContext), one "
+    "key and its value, as JSON, a line"
+)
+
+
+def context_answer(turn: Turn) -> str:
+    """The turn's context as this backend received it (docs/backends.md, "The host page's
+    context"): a test compares it with what the page set."""
+    if not turn.context:
+        return (
+            "No context came with this message. Call `ChatWidget.setContext({...})`, then send `/scenario context`.\n"
+        )
+    lines = ["The page's context:\n"]
+    for key, value in turn.context.items():
+        lines.append(f"- {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}\n")
+    return "".join(lines)
+
+
 def _normalise_question(text: str) -> str:
     return " ".join(text.lower().replace("?", " ").replace(".", " ").split())
 
@@ -570,6 +593,7 @@ class DemoBackend:
         described = [(s.name, s.description) for s in SCENARIOS.values()]
         described += [(s.name, s.description) for s in ACTION_SCENARIOS.values()]
         described.append((ATTACHMENTS_SCENARIO, ATTACHMENTS_SCENARIO_DESCRIPTION))
+        described.append((CONTEXT_SCENARIO, CONTEXT_SCENARIO_DESCRIPTION))
         lines = [f"- `{name}` — {description}." for name, description in described]
         return HELP_ANSWER_HEAD + "\n".join(lines) + "\n"
 
@@ -585,10 +609,14 @@ class DemoBackend:
             return self.paced(split_sentences(self.help_text()), cancel)
         if command == "/scenario" and argument.strip() == ATTACHMENTS_SCENARIO:
             return self.paced(split_words(attachments_answer(turn)), cancel)
+        if command == "/scenario" and argument.strip() == CONTEXT_SCENARIO:
+            return self.paced(split_words(context_answer(turn)), cancel)
         if command == "/scenario":
             scenario = SCENARIOS.get(argument.strip()) or ACTION_SCENARIOS.get(argument.strip())
             if scenario is None:
-                known = ", ".join(f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS, ATTACHMENTS_SCENARIO))
+                known = ", ".join(
+                    f"`{name}`" for name in (*SCENARIOS, *ACTION_SCENARIOS, ATTACHMENTS_SCENARIO, CONTEXT_SCENARIO)
+                )
                 return self.paced(
                     [f"There is no scenario called `{argument.strip()}`. Known scenarios: {known}.\n"], cancel
                 )

@@ -184,13 +184,16 @@ def post_message(conversation_id: str) -> Response:
     body = parse_json(NewMessage)
     request_id, text = body.request_id, body.text
     attachments = sent_attachments(body.attachments, conversation_id)
+    context = tuple((body.context or {}).items())  # the host page's (ChatWidget.setContext)
     # While a person is asked for or handles the conversation, the visitor's messages go to
     # them (…/handoff/messages), never to the backend: 409 `handoff_active`.
     handoff_service().check_not_active(conversation_id)
     return stream_new_answer(
         conversation_id,
         request_id,
-        lambda chat, origin: chat.submit(conversation_id, request_id, text, server_url=origin, attachments=attachments),
+        lambda chat, origin: chat.submit(
+            conversation_id, request_id, text, server_url=origin, attachments=attachments, context=context
+        ),
     )
 
 

@@ -286,6 +286,7 @@ class ChatService:
         *,
         server_url: str = "",
         attachments: tuple[SentAttachment, ...] = (),
+        context: tuple[tuple[str, str | int | float | bool], ...] = (),
     ) -> tuple[str, bool]:
         """Claim `request_id`; start generating only if the claim is new.
 
@@ -307,6 +308,7 @@ class ChatService:
                 new_id(USER_MESSAGE_PREFIX, conversation_id),
                 new_id(ASSISTANT_MESSAGE_PREFIX, conversation_id),
                 attachments,
+                context,
             ),
             server_url=server_url,
         )
@@ -532,6 +534,7 @@ class ChatService:
                     server_url=server_url,
                     offers_handoff=self.handoff_enabled(),
                     attachments=self.turn_attachments(conversation_id, exchange.attachments),
+                    context=dict(exchange.context),
                 ),
                 time_limit=self.settings.chat.message_time_limit_seconds,
                 on_finish=self._forget_run,

@@ -1077,6 +1077,8 @@ class HandoffService:
             }
             if exchange.attachments:  # as the visitor's history lists them (docs/agents.md)
                 user["attachments"] = self.turn_attachments(conversation_id, exchange.attachments)
+            if exchange.context:  # the host page's (docs/agents.md, "The page's context")
+                user["context"] = dict(exchange.context)
             entries.append(user)
             info = store.message(exchange.assistant_message_id)
             text = info.text if info is not None else ""

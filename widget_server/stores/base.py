@@ -83,6 +83,9 @@ class Exchange:
     replaces: str = ""
     # The files the user turn carried; a regenerate or an edit keeps them (Revision.replacing).
     attachments: tuple[SentAttachment, ...] = ()
+    # The host page's context the message came with (ChatWidget.setContext; wire/bodies.py
+    # CONTEXT), as (key, value) pairs; a regenerate or an edit keeps it.
+    context: tuple[tuple[str, str | int | float | bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,8 +216,11 @@ class Store(ABC):
         new_user_message_id: str,
         new_assistant_message_id: str,
         attachments: tuple[SentAttachment, ...] = (),
+        context: tuple[tuple[str, str | int | float | bool], ...] = (),
     ) -> Claim:
         """Record a new exchange, or return the one this request id made.
+
+        `context` is the host page's (Exchange.context), kept with the exchange.
 
         Raises RequestConflict if the id was used with another fingerprint.
         On creation, `Claim.history` is the conversation's completed
@@ -490,6 +496,7 @@ class Revision:
             assistant_message_id,
             target.assistant_message_id,
             target.attachments,
+            target.context,
         )
 
 

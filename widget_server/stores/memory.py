@@ -234,6 +234,7 @@ class MemoryStore(Store):
         new_user_message_id: str,
         new_assistant_message_id: str,
         attachments: tuple[SentAttachment, ...] = (),
+        context: tuple[tuple[str, str | int | float | bool], ...] = (),
     ) -> Claim:
         with self._lock:
             record = self._record(conversation_id)
@@ -252,6 +253,7 @@ class MemoryStore(Store):
                 user_text,
                 new_assistant_message_id,
                 attachments=attachments,
+                context=context,
             )
             self._add_exchange(conversation_id, record, exchange)
             return Claim(exchange, created=True, history=history)
@@ -262,7 +264,8 @@ class MemoryStore(Store):
         record.by_request[exchange.request_id] = exchange
         log = MessageLog(exchange.assistant_message_id, self.max_events)
         self._messages[exchange.assistant_message_id] = _MessageRecord(conversation_id, log, condition(self._lock))
-        self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(exchange.user_text) + log.stored_bytes)
+        context_bytes = sum(sys.getsizeof(key) + sys.getsizeof(value) for key, value in exchange.context)
+        self._add_bytes(record, EXCHANGE_BYTES + sys.getsizeof(exchange.user_text) + context_bytes + log.stored_bytes)
 
     def _state_of(self, message_id: str) -> MessageState | None:
         message = self._messages.get(message_id)

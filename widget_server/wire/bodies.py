@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..handoff.events import AGENT_END_REASONS
+from ..messages import clean_text
 from ..protocol import (
     ATTACHMENT_PREFIX,
     CLIENT_KEY_RULE,
@@ -33,6 +34,7 @@ from .errors import (
     INVALID_ATTACHMENTS,
     INVALID_BODY,
     INVALID_COMMENT,
+    INVALID_CONTEXT,
     INVALID_EMAIL,
     INVALID_IDEMPOTENCY_KEY,
     INVALID_RATING,
@@ -186,6 +188,53 @@ class CreateConversation:
     )
 
 
+# The host page's context (docs/protocol.md, "The host page's context"): what the site says of
+# the page the visitor asks from, given to the backend (Turn.context) and shown to agents. Flat
+# and small: a few facts, not a document (the panel checks the same bounds: host-api.js).
+CONTEXT_MAX_BYTES = 2048
+CONTEXT_MAX_KEYS = 32
+CONTEXT_KEY_MAX_CHARS = 64
+_CONTEXT_SHAPE = (
+    f"a JSON object of at most {CONTEXT_MAX_KEYS} keys (each 1 to {CONTEXT_KEY_MAX_CHARS} characters) "
+    "whose values are strings, numbers or booleans"
+)
+
+
+def context_acceptable(context: dict[str, object]) -> bool:
+    """Whether a context is flat and within its bounds (its bytes are checked before)."""
+    if len(context) > CONTEXT_MAX_KEYS:
+        return False
+    for key, value in context.items():
+        if not 0 < len(key) <= CONTEXT_KEY_MAX_CHARS or clean_text(key) != key:
+            return False
+        if isinstance(value, str):
+            if clean_text(value) != value:
+                return False
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return False
+        elif not isinstance(value, int | bool):
+            return False
+    return True
+
+
+CONTEXT = Rule(
+    wrong=Refusal(INVALID_CONTEXT, f"context must be {_CONTEXT_SHAPE}."),
+    absent=(None,),
+    max_length=CONTEXT_MAX_BYTES,
+    too_long=Refusal(
+        INVALID_CONTEXT,
+        "context is {length} bytes of JSON; the limit is {limit}. Give the page's context in fewer words.",
+        details=("limit",),
+    ),
+    accepts=context_acceptable,
+    invalid=Refusal(INVALID_CONTEXT, f"context must be {_CONTEXT_SHAPE}, without control characters."),
+    description=f"The host page's context (ChatWidget.setContext): {_CONTEXT_SHAPE}, at most "
+    f"{CONTEXT_MAX_BYTES} bytes as compact UTF-8 JSON; anything else is 400 `invalid_context`. Given to the "
+    "backend as Turn.context and shown to agents; a retry of the same request_id keeps the first one's.",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewMessage:
     """POST …/messages: a visitor's message to the assistant."""
@@ -197,6 +246,7 @@ class NewMessage:
         "come with it; text longer than the server's MAX_TEXT_CHARS (default 4000) gets 413.",
     )
     attachments: tuple[AttachmentRef, ...] = wired(ATTACHMENTS, default=())
+    context: dict[str, str | int | float | bool] | None = wired(CONTEXT, default=None)
 
 
 @dataclass(frozen=True, kw_only=True)

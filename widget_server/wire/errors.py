@@ -115,6 +115,9 @@ IDENTITY_KEYS_UNAVAILABLE = _error("identity_keys_unavailable", 503)
 # CONSENT_TEXT is set and the new conversation's request does not carry the visitor's agreement
 # to that text (docs/protocol.md, "Consent").
 CONSENT_REQUIRED = _error("consent_required", 403)
+# The host page's context (ChatWidget.setContext; docs/protocol.md, "The host page's context")
+# is not a flat object of strings, numbers and booleans within its bounds.
+INVALID_CONTEXT = _error("invalid_context", 400)
 # -- the agent console alone ---------------------------------------------------------------
 NOT_SIGNED_IN = _error("not_signed_in", 401, visitor=False)
 CSRF_FAILED = _error("csrf_failed", 403, visitor=False)

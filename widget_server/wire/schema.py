@@ -6,8 +6,9 @@ that has its own code today (`text_too_long`) keeps it. `parse_body()` checks a 
 against the type and returns the typed value; `json_schema()` describes the same type for the
 OpenAPI document (openapi.py; OpenAPI 3.1 and later use JSON Schema 2020-12). Pure: no Flask.
 
-A field's annotation says its JSON type: `str`, `int`, `str | None`, or a tuple of another
-wire dataclass (an array of objects). A field without a default is required. A top-level body's
+A field's annotation says its JSON type: `str`, `int`, `str | None`, a tuple of another
+wire dataclass (an array of objects), or a `dict` (a JSON object of its own rules: a host
+page's context). A field without a default is required. A top-level body's
 fields are checked one after another, in the order they are declared (the first failing one
 answers); an item of an array has its shape (every field present and of its type) checked
 before any of its values (`attachments/sending.py` checked files that way).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 import typing
 from collections.abc import Callable, Mapping
@@ -65,7 +67,8 @@ class Rule:
     The checks of a string run in this order: absent (`absent` values count as absent), type
     (`wrong`), `clean` (messages.clean_text), blank (`blank`, unless the raw body's
     `blank_allowed_with` field is truthy: then ""), `accepts` (on the value as sent), `strip`,
-    `pattern`, `enum`, length (`too_long`, else `wrong`)."""
+    `pattern`, `enum`, length (`too_long`, else `wrong`). An object's: type (`wrong`), its
+    compact JSON's UTF-8 bytes against `max_length` (`too_long`), `accepts` (`invalid`)."""
 
     # Not of the field's type, or absent when required. None: a response's field, never read.
     wrong: Refusal | None = None
@@ -76,7 +79,7 @@ class Rule:
     blank_allowed_with: str | None = None
     # A check JSON Schema cannot say (refused with `invalid`, else `wrong`); the document
     # says it in `description`.
-    accepts: Callable[[str], bool] | None = None
+    accepts: Callable[[Any], bool] | None = None
     pattern: str | None = None
     # Refused when `pattern` or `accepts` fails; `wrong` when not given.
     invalid: Refusal | None = None
@@ -222,6 +225,8 @@ def _present(field: _Field, body: dict[str, Any]) -> object:
         return _ABSENT
     if field.array:
         wrong_type = not isinstance(raw, list)
+    elif field.kind is dict:
+        wrong_type = not isinstance(raw, dict)
     elif field.kind is str:
         wrong_type = not isinstance(raw, str)
     else:  # JSON's true and false are no numbers, though Python's bool is an int
@@ -236,6 +241,8 @@ def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[L
     if field.array:
         assert isinstance(raw, list)
         return _checked_items(field, raw, limits)
+    if isinstance(raw, dict):
+        return _checked_object(field, raw, limits)
     if isinstance(raw, int):
         if (rule.minimum is not None and raw < rule.minimum) or (rule.maximum is not None and raw > rule.maximum):
             raise rule.refuse(field=field.name)
@@ -264,6 +271,20 @@ def _checked(field: _Field, raw: object, body: dict[str, Any], limits: Mapping[L
         if len(text) > limit:
             raise (rule.too_long or rule.refuse)(field=field.name, length=len(text), limit=limit)
     return text
+
+
+def _checked_object(field: _Field, raw: dict[str, Any], limits: Mapping[Limit, int]) -> dict[str, Any]:
+    """An object field: bounded by its compact JSON's UTF-8 bytes (what a store keeps), then
+    its own rules (`accepts`)."""
+    rule = field.rule
+    if rule.max_length is not None:
+        limit = _limit(rule.max_length, limits)
+        size = len(json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise (rule.too_long or rule.refuse)(field=field.name, length=size, limit=limit)
+    if rule.accepts is not None and not rule.accepts(raw):
+        raise (rule.invalid or rule.refuse)(field=field.name)
+    return raw
 
 
 def _quoted(field: _Field, text: str) -> dict[str, str]:
@@ -377,6 +398,11 @@ def _field_schema(field: _Field, ref: Callable[[type], str | None] | None) -> di
         json_type = {str: "string", int: "integer", bool: "boolean", dict: "object"}[field.kind]
         # Null is on the wire wherever the server reads it as absent, or writes it.
         schema = {"type": [json_type, "null"] if nullable else json_type}
+        if field.kind is dict:
+            # An object's bound is its JSON's bytes, which JSON Schema cannot say: `description`.
+            if rule.description:
+                schema["description"] = rule.description
+            return schema
         if rule.format is not None:
             schema["format"] = rule.format
         if rule.pattern is not None:

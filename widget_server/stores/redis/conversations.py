@@ -185,6 +185,7 @@ class RedisConversations(RedisCompaction):
         new_user_message_id: str,
         new_assistant_message_id: str,
         attachments: tuple[SentAttachment, ...] = (),
+        context: tuple[tuple[str, str | int | float | bool], ...] = (),
     ) -> Claim:
         exchange: dict[str, Any] = {
             "conversation_id": conversation_id,
@@ -196,6 +197,8 @@ class RedisConversations(RedisCompaction):
         }
         if attachments:  # only when there are: Lua's cjson writes an empty list back as {}
             exchange["attachments"] = [attachment.to_json() for attachment in attachments]
+        if context:  # likewise: only when there is one
+            exchange["context"] = dict(context)
         conv = self._conv(conversation_id)
         outcome, *rest = self._claim_batches(
             [
@@ -239,6 +242,7 @@ class RedisConversations(RedisCompaction):
             data["assistant_message_id"],
             data.get("replaces", ""),
             tuple(SentAttachment.from_json(item) for item in data.get("attachments") or ()),
+            tuple((data.get("context") or {}).items()),
         )
 
     def _completed_history(self, exchanges: list[Exchange]) -> list[tuple[str, str]]:

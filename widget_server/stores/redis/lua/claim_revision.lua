@@ -43,6 +43,7 @@ if ARGV[7] == 'assistant_message_id' then
   new['user_text'] = target['user_text']
 end
 new['attachments'] = target['attachments']  -- an edit keeps the turn's files (Revision.replacing)
+new['context'] = target['context']  -- and the host page's context
 new['replaces'] = target['assistant_message_id']
 local encoded = cjson.encode(new)
 redis.call('RPUSH', KEYS[2], encoded)
