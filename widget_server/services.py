@@ -25,6 +25,7 @@ from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
 from .errors import ApiError
 from .handoff import create_handoff_store
+from .handoff.satisfaction import SatisfactionService
 from .handoff.service import HandoffService
 from .identity.tokens import IdentityVerifier
 from .metrics import Metrics
@@ -48,6 +49,9 @@ class Services:
     attachments: AttachmentStore
     chat: ChatService
     handoff: HandoffService
+    # Visitors' answers to "How was your conversation?" (handoff/satisfaction.py); its
+    # `on_submitted` is where a new answer is passed on.
+    satisfaction: SatisfactionService
     accounts: AgentAccounts
     sessions: SessionStore
     sign_in_delays: SignInDelays
@@ -127,6 +131,8 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         attachments=attachments,
         chat=chat,
         handoff=handoff,
+        # on_submitted: the hook for a new answer (a webhook's `satisfaction.submitted`).
+        satisfaction=SatisfactionService(handoff),
         accounts=accounts,
         sessions=create_sessions(store, settings.agents.session_seconds),
         sign_in_delays=create_sign_in_delays(store, metrics),

@@ -390,6 +390,14 @@ def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any
         return state
     if any(c.get("conversation_id") == conversation_id for c in service.claimed_by(agent_name)):
         return state
+    if state.get("state") == "ended":
+        # The person who ended the conversation's latest hand-off still sees it, read-only, until
+        # a new one is queued: the visitor's answer to "How was your conversation?" comes to them
+        # there (handoff/satisfaction.py; docs/agents.md, "Satisfaction").
+        record = service.stored_record(conversation_id)
+        rateable = record.get("rateable") if record is not None else None
+        if rateable is not None and rateable["agent"] == agent_name:
+            return state
     raise NOT_YOUR_CONVERSATION(CONVERSATION_NOT_YOURS)
 
 
