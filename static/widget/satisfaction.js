@@ -136,6 +136,7 @@ export async function ask(host, { api, handoff, announce, say, focus }) {
     if (text) say(text);
   };
 
+  let sending = false;
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const chosen = radios.find((radio) => radio.checked);
@@ -146,14 +147,15 @@ export async function ask(host, { api, handoff, announce, say, focus }) {
       host.showAlert(strings.choose);
       return;
     }
-    send.disabled = true;
+    if (sending) return; // one request at a time; the button keeps the focus meanwhile
+    sending = true;
     const text = comment.value.trim();
     const body = { handoff, rating: Number(chosen.value), ...(text ? { comment: text } : {}) };
     try {
       // The same answer again is the stored one (200): a Send after a lost response is safe.
       await api.requestWithToken('POST', `${api.conversationUrl}/satisfaction`, body);
     } catch (failure) {
-      send.disabled = false;
+      sending = false;
       const code = failure?.code;
       // Answered in another tab or on another device: the first answer stands.
       if (code === ERROR.SATISFACTION_ALREADY_GIVEN.code) close(strings.thanks);
