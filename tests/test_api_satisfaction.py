@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from widget_server.handoff.satisfaction import SATISFACTION_KEPT
+from widget_server.handoff.satisfaction import SATISFACTION_KEPT, SatisfactionService
 from widget_server.privacy.export import export_records
 from widget_server.services import SERVICES_KEY
 from widget_server.transport import CONVERSATION_COOKIE
@@ -276,3 +276,25 @@ def test_the_agent_who_ended_it_reads_the_answer_in_the_console_and_nobody_else_
 def assert_json_error_of(response: Any, status: int, code: str) -> None:
     assert response.status_code == status, response.data
     assert response.get_json()["error"]["code"] == code
+
+
+def test_the_hook_hears_each_new_answer_once_and_its_failure_is_not_the_visitors(server, chat, caplog):
+    handoff_seq = ended_by_agent(server, chat)
+    heard: list[tuple[str, dict[str, Any]]] = []
+    service = SatisfactionService(
+        handoff_of(server), on_submitted=lambda cid, answer: heard.append((cid, dict(answer)))
+    )
+    record, created = service.give(chat.conversation_id, handoff_seq, 3, "Fine.")
+    assert created and heard == [(chat.conversation_id, {key: record[key] for key in heard[0][1]})]
+    assert heard[0][1]["rating"] == 3 and heard[0][1]["agent"] == "Ana"
+    assert service.give(chat.conversation_id, handoff_seq, 3, "Fine.") == (record, False)
+    assert len(heard) == 1  # a retry is not a new answer
+
+    def broken(_cid: str, _answer: Any) -> None:
+        raise RuntimeError("the webhook's queue is down")
+
+    next_seq = ended_by_agent(server, chat, "h2")
+    failing = SatisfactionService(handoff_of(server), on_submitted=broken)
+    stored, created = failing.give(chat.conversation_id, next_seq, 5, "")
+    assert created and stored["rating"] == 5
+    assert "the satisfaction hook failed" in caplog.text

@@ -82,7 +82,9 @@ def choose(widget, group, rating: int) -> None:
     index = tab_into(widget, group)
     key = "ArrowRight" if rating - 1 > index else "ArrowLeft"
     for _ in range(abs(rating - 1 - index)):
-        widget.page.keyboard.press(key)
+        widget.page.keyboard.press(key)  # an arrow checks the radio button it moves to
+    if index == rating - 1:
+        widget.page.keyboard.press("Space")  # landed on it: Space checks it
     expect(group.get_by_role("radio").nth(rating - 1)).to_be_checked()
 
 

@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 SATISFACTION_KEPT = 20
 RATINGS = (1, 2, 3, 4, 5)
 
-# Called with (conversation_id, the new answer) after its commit, never inside it.
+# Called with (conversation_id, the new answer) after its commit, never inside it, once per
+# answer (a retry of the same answer is not new), in the visitor's request: a hook that talks to
+# the network (a webhook) queues the work rather than making the visitor wait for it.
 SubmittedHook = Callable[[str, SatisfactionEntry], None]
 
 
