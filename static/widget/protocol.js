@@ -52,11 +52,6 @@ export const ERROR = Object.freeze({
   IDENTITY_INVALID: Object.freeze({ code: 'identity_invalid', retryable: false }),
   INVALID_EMAIL: Object.freeze({ code: 'invalid_email', retryable: false }),
   RATE_LIMITED: Object.freeze({ code: 'rate_limited', retryable: true }),
-  SATISFACTION_ALREADY_GIVEN: Object.freeze({
-    code: 'satisfaction_already_given',
-    retryable: false,
-  }),
-  SATISFACTION_NOT_OPEN: Object.freeze({ code: 'satisfaction_not_open', retryable: false }),
   SERVER_BUSY: Object.freeze({ code: 'server_busy', retryable: true }),
   STORE_UNAVAILABLE: Object.freeze({ code: 'store_unavailable', retryable: true }),
   TOO_MANY_RUNNING: Object.freeze({ code: 'too_many_running', retryable: true }),

@@ -40,8 +40,6 @@ JS_ERRORS: tuple[HttpError, ...] = (
     errors.IDENTITY_INVALID,
     errors.INVALID_EMAIL,
     errors.RATE_LIMITED,
-    errors.SATISFACTION_ALREADY_GIVEN,
-    errors.SATISFACTION_NOT_OPEN,
     errors.SERVER_BUSY,
     errors.STORE_UNAVAILABLE,
     errors.TOO_MANY_RUNNING,
@@ -76,23 +74,14 @@ def _names(comment: str, export: str, wire_names: Iterable[str]) -> list[str]:
     ]
 
 
-# Biome's line width (.ci/js/biome.json): a longer entry is broken as Biome breaks it.
-_LINE_WIDTH = 100
-
-
-def _error_entry(code: str, retryable: bool) -> list[str]:
-    name, value, flag = constant_name(code), _string(code), str(retryable).lower()
-    line = f"  {name}: Object.freeze({{ code: {value}, retryable: {flag} }}),"
-    if len(line) <= _LINE_WIDTH:
-        return [line]
-    return [f"  {name}: Object.freeze({{", f"    code: {value},", f"    retryable: {flag},", "  }),"]
-
-
 def _errors(comment: str, export: str, entries: Iterable[tuple[str, bool]]) -> list[str]:
     return [
         f"// {comment}",
         f"export const {export} = Object.freeze({{",
-        *(line for code, retryable in entries for line in _error_entry(code, retryable)),
+        *(
+            f"  {constant_name(code)}: Object.freeze({{ code: {_string(code)}, retryable: {str(retryable).lower()} }}),"
+            for code, retryable in entries
+        ),
         "});",
         "",
     ]
