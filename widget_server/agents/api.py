@@ -382,7 +382,8 @@ def _conversation_id(raw: str) -> str:
 
 def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
     """The conversation's hand-off state (`state`, when already read), if this agent may see
-    it: it waits in the queue, or this agent holds it; else 403 `not_your_conversation`."""
+    it: it waits in the queue, this agent holds it, or this agent ended its latest hand-off (read
+    only, until a new one is queued); else 403 `not_your_conversation`."""
     service = handoff()
     if state is None:
         state = service.state(conversation_id)
