@@ -205,6 +205,33 @@ def test_feedback_and_the_handoff_are_delivered_in_order(webhook_server, receive
     assert {item.json["conversation_id"] for item in got} == {made.conversation_id}
 
 
+def test_a_rating_after_a_hand_off_is_delivered_once(webhook_server, receiver):
+    """satisfaction.submitted (docs/webhooks.md): once per answer; the visitor's identical retry
+    (a 200 with the stored answer, docs/protocol.md "Satisfaction") sends nothing more: the
+    conversation's next event arrives right after the one delivery (its lane keeps order)."""
+    events = "satisfaction.submitted,feedback.submitted"
+    server = webhook_server(**PRIVACY_CONFIG, **webhook_config(receiver, WEBHOOK_EVENTS=events))
+    made = realistic_conversation(server, None, tag="rated")
+    auth = {"Authorization": f"Bearer {made.token}"}
+    stream = httpx.get(
+        f"{server.url}/api/v1/conversations/{made.conversation_id}/events",
+        params={"after": 0},
+        headers=auth,
+        timeout=10,
+    ).text
+    ended = int(re.findall(r"id: [^:\n]+:(\d+)\nevent: handoff.ended", stream)[-1])
+    body = {"handoff": ended, "rating": 4, "comment": "Quick and kind."}
+    url = f"{server.url}/api/v1/conversations/{made.conversation_id}/satisfaction"
+    assert httpx.post(url, json=body, headers=auth, timeout=10).status_code == 201
+    assert httpx.post(url, json=body, headers=auth, timeout=10).status_code == 200
+    feedback = f"{server.url}/api/v1/conversations/{made.conversation_id}/messages/{made.message_ids[0]}/feedback"
+    assert httpx.put(feedback, json={"rating": "down"}, headers=auth, timeout=10).status_code in (200, 201)
+    got = receiver.wait_for(lambda items: len(items) >= 3)
+    assert [item.json["type"] for item in got] == ["feedback.submitted", "satisfaction.submitted", "feedback.submitted"]
+    assert got[1].json["data"] == {"handoff": ended, "rating": 4, "comment": "Quick and kind."}
+    assert got[1].json["conversation_id"] == made.conversation_id
+
+
 def test_a_receiver_that_hangs_never_holds_up_an_answer(webhook_server, receiver, open_chat):
     receiver.hang()
     server = webhook_server(**webhook_config(receiver, WEBHOOK_TIMEOUT=60, DEMO_DELAY_SECONDS=0.001))

@@ -89,7 +89,7 @@ def test_erase_asks_then_deletes_everything_of_the_subject(stored):
     done = run_data("erase", "--subject", "ada-cli", "--store", url, "--yes")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == (
-        "Deleted: 2 conversations, 12 messages, 2 ratings, 2 attachments, 4 handoff messages, 2 left messages"
+        "Deleted: 2 conversations, 12 messages, 2 ratings, 2 attachments, 4 handoff messages, 2 left messages, 0 satisfactions"
     )
     assert redis_traces(server, ada_names) == []
     for other in (*made["bob"], *made["anonymous"]):

@@ -88,7 +88,7 @@ def test_a_hand_offs_events_have_their_declared_data():
     alone = client.post("/api/v1/conversations").get_json()
     conversation = client.post("/api/v1/conversations").get_json()
 
-    def visitor(of: dict[str, str], path: str, body: dict[str, str]) -> None:
+    def visitor(of: dict[str, str], path: str, body: dict[str, object]) -> None:
         response = client.post(
             f"/api/v1/conversations/{of['conversation_id']}{path}",
             json=body,
@@ -118,7 +118,8 @@ def test_a_hand_offs_events_have_their_declared_data():
     visitor(conversation, "/handoff", {"request_id": "r_again"})
     handoff.claim(cid, "ana", "Ana")
     handoff.end(cid, "ana", "returned")
-    seen += read(conversation, 6)  # queued, assigned, ended
+    visitor(conversation, "/satisfaction", {"handoff": 9, "rating": 4, "comment": "Quick, thanks."})
+    seen += read(conversation, 6)  # queued, assigned, ended, satisfaction
     seen += read(conversation, 0)  # the first events are gone (CONVERSATION_EVENTS_MAX): a snapshot
     for kind, data in seen:
         check(events.CONVERSATION_EVENT_DATA, kind, data)

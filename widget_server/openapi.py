@@ -52,6 +52,7 @@ _RECORDS: dict[str, type] = {
     "Action": records.ActionRecord,
     "ActionList": records.ActionList,
     "HandoffState": records.HandoffStateRecord,
+    "Satisfaction": records.SatisfactionRecord,
     "HandoffMessageCreated": records.HandoffMessageCreated,
     "LeftMessageCreated": records.LeftMessageCreated,
     "SubjectConversation": records.SubjectConversation,
@@ -74,6 +75,7 @@ _BODY_SCHEMAS: dict[str, Any] = {
         bodies.HandoffRequest,
         bodies.HandoffMessage,
         bodies.LeftMessage,
+        bodies.GiveSatisfaction,
     )
 }
 

@@ -25,6 +25,7 @@ from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
 from .errors import ApiError
 from .handoff import create_handoff_store
+from .handoff.satisfaction import SatisfactionService
 from .handoff.service import HandoffService
 from .identity.tokens import IdentityVerifier
 from .metrics import Metrics
@@ -34,6 +35,7 @@ from .stores.base import Store
 from .webhooks import create_webhook_queue
 from .webhooks.delivery import DeliveryWorker
 from .webhooks.publisher import NO_WEBHOOKS, Publisher
+from .wire.webhooks import SatisfactionSubmitted
 
 SERVICES_KEY = "widget_server.services"
 
@@ -51,6 +53,9 @@ class Services:
     attachments: AttachmentStore
     chat: ChatService
     handoff: HandoffService
+    # Visitors' answers to "How was your conversation?" (handoff/satisfaction.py); its
+    # `on_submitted` is where a new answer is passed on.
+    satisfaction: SatisfactionService
     accounts: AgentAccounts
     sessions: SessionStore
     sign_in_delays: SignInDelays
@@ -141,6 +146,13 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         attachments=attachments,
         chat=chat,
         handoff=handoff,
+        satisfaction=SatisfactionService(
+            handoff,
+            on_submitted=lambda conversation_id, answer: webhooks.publish(
+                conversation_id,
+                SatisfactionSubmitted(handoff=answer["handoff"], rating=answer["rating"], comment=answer["comment"]),
+            ),
+        ),
         accounts=accounts,
         sessions=create_sessions(store, settings.agents.session_seconds),
         sign_in_delays=create_sign_in_delays(store, metrics),

@@ -23,6 +23,7 @@ from werkzeug.routing import BaseConverter
 from .chat.service import ChatService
 from .errorhandlers import handle_api_error
 from .errors import ACTION_NOT_FOUND, CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ApiError
+from .handoff.satisfaction import SatisfactionService
 from .handoff.service import HandoffService
 from .identity.identity import Identity
 from .identity.tokens import looks_like_jwt
@@ -67,6 +68,11 @@ def chat_service() -> ChatService:
 def handoff_service() -> HandoffService:
     """The app's HandoffService (widget_server/handoff/service.py)."""
     return services().handoff
+
+
+def satisfaction_service() -> SatisfactionService:
+    """The app's SatisfactionService (widget_server/handoff/satisfaction.py)."""
+    return services().satisfaction
 
 
 def settings() -> Settings:

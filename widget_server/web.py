@@ -19,7 +19,14 @@ from .i18n import accepted_languages, load_strings, loader_languages, pick_langu
 from .settings import Settings
 from .settings.parsing import parse_greeting, parse_starters
 from .stores.base import Conversation, StoreUnavailable
-from .transport import CONVERSATION_COOKIE, chat_service, content_security_policy, handoff_service, settings
+from .transport import (
+    CONVERSATION_COOKIE,
+    chat_service,
+    content_security_policy,
+    handoff_service,
+    satisfaction_service,
+    settings,
+)
 
 bp = Blueprint("web", __name__)
 
@@ -156,10 +163,15 @@ def _handoff(conversation: dict[str, str] | None) -> bool | dict[str, Any]:
             # The seq first: an event between the two reads is sent again, never missed.
             seq = service.last_seq(cid)
             state = service.state(cid)
+            # A hand-off a person ended that the visitor has not rated: a reloaded panel asks
+            # "How was your conversation?" again (handoff/satisfaction.py).
+            rateable = satisfaction_service().open_for(cid) if state["state"] == "ended" else None
         except StoreUnavailable:
             return True  # the panel still opens; the hand-off is not resumed
         if state["state"] in ("queued", "assigned"):
             return {**state, "conversation_id": cid, "seq": seq}
+        if rateable is not None:
+            return {**state, "conversation_id": cid, "seq": seq, "satisfaction": rateable}
     return True
 
 

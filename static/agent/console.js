@@ -428,6 +428,7 @@ class AgentConsole {
     transcript.replaceChildren();
     transcript.hidden = false;
     for (const message of body.messages || []) this.addMessage(message, { verify: false });
+    for (const answer of body.satisfaction || []) this.addSatisfaction(answer);
     this.showState();
     if (focus) $('#conversation-heading').focus();
     // The transcript is the conversation as of event `last_seq` (read with it in one store
@@ -494,6 +495,38 @@ class AgentConsole {
       list.append(item);
     }
     return list;
+  }
+
+  // The visitor's answer to "How was your conversation?" (docs/agents.md, "Satisfaction"): at
+  // the end of the transcript, as text — who, the rating in words, their comment in its own
+  // direction (A127). Once per hand-off: returns null for one already shown.
+  addSatisfaction(answer) {
+    const open = this.open;
+    const key = `satisfaction:${answer.handoff}`;
+    if (!open || open.messages.has(key)) return null;
+    const item = element('li', 'transcript__item transcript__item--satisfaction');
+    item.dataset.satisfaction = String(answer.rating);
+    item.append(
+      element('p', 'transcript__who', this.s.roleSatisfaction),
+      element(
+        'p',
+        'transcript__text',
+        format(this.s.satisfactionRating, this.ratingWords(answer.rating)),
+      ),
+    );
+    if (answer.comment) {
+      const comment = element('p', 'transcript__text transcript__comment', answer.comment);
+      comment.dir = 'auto';
+      item.append(comment);
+    }
+    $('[data-agent-transcript]').append(item);
+    open.messages.set(key, item);
+    return item;
+  }
+
+  // A rating (1–5) as the console says it: `{rating}` and its word, `{word}`.
+  ratingWords(rating) {
+    return { rating, word: this.s[`satisfaction${rating}`] || '' };
   }
 
   // The files a visitor sent with a question (docs/agents.md, "Files the visitor sent"): each a
@@ -571,6 +604,11 @@ class AgentConsole {
         break;
       case CONVERSATION_EVENT.HANDOFF_ENDED:
         this.setState(open, 'ended', data.reason);
+        break;
+      case CONVERSATION_EVENT.HANDOFF_SATISFACTION:
+        // Said once, politely (A127): the rating is news to the agent who ended the chat.
+        if (this.addSatisfaction(data))
+          this.status.say(format(this.s.announceSatisfaction, this.ratingWords(data.rating)));
         break;
       default:
         break; // agent.typing is this agent's own; others are not the console's
@@ -702,9 +740,15 @@ class AgentConsole {
       this.fail(error);
       return;
     }
-    this.closeStream();
-    this.open = null;
-    this.showNoConversation();
+    // The conversation stays on screen, read-only, and its stream followed: the visitor's
+    // answer to "How was your conversation?" comes to the agent who ended it there
+    // (docs/agents.md, "Satisfaction"). Opening another conversation closes it.
+    if (this.open === open) {
+      open.state = 'ended';
+      open.reason = reason;
+      open.shownState = 'ended';
+      this.showState();
+    }
     this.status.say(reason === 'returned' ? this.s.returned : this.s.ended);
     $('#queue-heading').focus();
     this.poll();

@@ -37,6 +37,9 @@ import { sha256Hex } from './sha256.js';
 const TYPING_SHOWN_MS = 6000;
 // How long after moving focus a state waits to be said (Handoff.say).
 const FOCUS_SETTLE_MS = 1000;
+// The endings after which the visitor is asked "How was your conversation?": a person ended it
+// (docs/protocol.md, "Satisfaction"; satisfaction.js).
+const RATED_ENDINGS = ['ended', 'returned'];
 
 const stylesheetUrl = new URL('./handoff.css', import.meta.url).href;
 
@@ -76,8 +79,11 @@ export async function init(host) {
   const handoff = handoffOf(host);
   // The hand-off to resume, or a boolean (whether people take conversations): none to resume.
   const going = /** @type {import('./host.js').HandoffResume} */ (host.config.handoff);
-  if (going?.conversation_id && going.conversation_id === host.client.conversationId)
+  if (going?.conversation_id && going.conversation_id === host.client.conversationId) {
     await handoff.resume(going);
+    // Ended by a person and not yet rated: asked again, shown without being said again.
+    if (going.satisfaction) await handoff.askSatisfaction(going.satisfaction, false);
+  }
 }
 
 // chat.js: a message the assistant refused with 409 handoff_active (a hand-off asked for in
@@ -176,6 +182,8 @@ class Handoff {
     this.typingTimer = 0;
     this.focusedAt = 0;
     this.bar = null;
+    /** @type {HTMLLIElement | null} the question after a hand-off a person ended (satisfaction.js) */
+    this.satisfaction = null;
     host.on('conversation', () => this.forgetConversation());
     // Back online: resume at once rather than waiting out a backoff (as chat.js does for answers).
     window.addEventListener('online', () => this.follower?.wake());
@@ -227,6 +235,7 @@ class Handoff {
     // visitor's agreement first, as for a send (consent.js, loaded with the panel then; A120).
     if (host.config.consent && (await import('./consent.js')).hold(host)) return;
     this.removeForm();
+    this.removeSatisfaction(); // a new hand-off: the one before can no longer be rated
     model.state = 'requesting';
     let body;
     try {
@@ -368,6 +377,7 @@ class Handoff {
     clearTimeout(this.positionTimer);
     this.drawBar();
     this.removeForm();
+    this.removeSatisfaction();
   }
 
   // -- the conversation's event stream -----------------------------------------------------
@@ -464,9 +474,42 @@ class Handoff {
     ) {
       if (!(await this.verified(data))) return false;
       this.showMessage(type === CONVERSATION_EVENT.AGENT_MESSAGE ? 'agent' : 'visitor', data, true);
-    } else this.show(model.reduce(type, data), true);
+    } else {
+      const change = model.reduce(type, data);
+      this.show(change, true);
+      if (change.kind === 'ended' && RATED_ENDINGS.includes(change.reason))
+        this.askSatisfaction(seq, true);
+    }
     model.applied(seq);
     return true;
+  }
+
+  // -- "How was your conversation?" (satisfaction.js, loaded now) ----------------------------
+
+  // `handoff`: the hand-off's `handoff.ended` seq; `announce`: said once (false after a reload).
+  /**
+   * @param {number} handoff
+   * @param {boolean} announce
+   */
+  async askSatisfaction(handoff, announce) {
+    this.removeSatisfaction();
+    try {
+      const { ask } = await import('./satisfaction.js');
+      this.satisfaction = await ask(this.host, {
+        api: this.api,
+        handoff,
+        announce,
+        say: (text) => this.say(text),
+        focus: (node) => this.focus(node),
+      });
+    } catch (error) {
+      console.error('chat widget:', error); // offline: the module could not load; nothing asked
+    }
+  }
+
+  removeSatisfaction() {
+    this.satisfaction?.remove();
+    this.satisfaction = null;
   }
 
   // A resume from an evicted position: the whole state and every message so far.

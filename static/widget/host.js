@@ -1,5 +1,5 @@
 // The host interface: all that a lazily loaded part of the panel (answer-tools.js,
-// code-blocks.js, conversation-tools.js, outbox.js, tab-sync.js, scroll-follow.js, handoff.js,
+// code-blocks.js, conversation-tools.js, outbox.js, tab-sync.js, scroll-follow.js, handoff.js, satisfaction.js,
 // attachments.js, actions.js, refusals.js) may use of the panel. chat.js makes one `PanelHost` per panel
 // (makeHost) and hands it to every part; no part imports chat.js or names its panel class
 // (tests/test_architecture.py), so what the parts depend on is this list, each member with why.
@@ -14,7 +14,9 @@
 /**
  * A hand-off going on when the panel was loaded (web.py `_handoff`): its state (queued or
  * assigned) and the newest event's `seq`, so a reloaded panel resumes it (handoff.js).
- * @typedef {import('./client.js').HandoffState & { conversation_id: string }} HandoffResume
+ * Or, ended by a person and not yet rated, `{state: 'ended', seq, satisfaction}`: the hand-off's
+ * `handoff.ended` seq, so a reloaded panel asks "How was your conversation?" (satisfaction.js).
+ * @typedef {import('./client.js').HandoffState & { conversation_id: string, satisfaction?: number }} HandoffResume
  */
 
 /**

@@ -25,6 +25,7 @@ export const CONVERSATION_EVENT = Object.freeze({
   HANDOFF_ENDED: 'handoff.ended',
   HANDOFF_UNAVAILABLE: 'handoff.unavailable',
   CONVERSATION_SNAPSHOT: 'conversation.snapshot',
+  HANDOFF_SATISFACTION: 'handoff.satisfaction',
 });
 
 // An answer's states (docs/protocol.md, "Message states").

@@ -369,7 +369,9 @@ def test_end_returns_the_conversation_and_focus_to_the_queue(handoff_server, con
     console.page.get_by_role("button", name="End", exact=True).click()
     expect(console.page.locator("#queue-heading")).to_be_focused()
     console.wait_said("Conversation ended.")
-    expect(console.page.get_by_text("No conversation is open.")).to_be_visible()
+    # The ended conversation stays on screen, read-only, for the visitor's rating
+    # (docs/agents.md, "Satisfaction"; tests/e2e/test_accessibility_contract_satisfaction.py).
+    expect(console.page.get_by_text("This conversation is back with the assistant.")).to_be_visible()
     expect(console.reply).to_be_hidden()
     expect(console.mine).to_have_count(0)
 

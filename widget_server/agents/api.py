@@ -382,7 +382,8 @@ def _conversation_id(raw: str) -> str:
 
 def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
     """The conversation's hand-off state (`state`, when already read), if this agent may see
-    it: it waits in the queue, or this agent holds it; else 403 `not_your_conversation`."""
+    it: it waits in the queue, this agent holds it, or this agent ended its latest hand-off (read
+    only, until a new one is queued); else 403 `not_your_conversation`."""
     service = handoff()
     if state is None:
         state = service.state(conversation_id)
@@ -390,6 +391,14 @@ def _mine_or_waiting(conversation_id: str, agent_name: str, state: dict[str, Any
         return state
     if any(c.get("conversation_id") == conversation_id for c in service.claimed_by(agent_name)):
         return state
+    if state.get("state") == "ended":
+        # The person who ended the conversation's latest hand-off still sees it, read-only, until
+        # a new one is queued: the visitor's answer to "How was your conversation?" comes to them
+        # there (handoff/satisfaction.py; docs/agents.md, "Satisfaction").
+        record = service.stored_record(conversation_id)
+        rateable = record.get("rateable") if record is not None else None
+        if rateable is not None and rateable["agent"] == agent_name:
+            return state
     raise NOT_YOUR_CONVERSATION(CONVERSATION_NOT_YOURS)
 
 

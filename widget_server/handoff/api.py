@@ -13,8 +13,8 @@ from ..attachments.sending import sent_attachments
 from ..chat.api import STREAM_HEADERS
 from ..chat.service import StreamSlot
 from ..protocol import parse_event_id
-from ..transport import authorize, chat_service, disconnect_probe, handoff_service, parse_json
-from ..wire.bodies import HandoffMessage, HandoffRequest, LeftMessage
+from ..transport import authorize, chat_service, disconnect_probe, handoff_service, parse_json, satisfaction_service
+from ..wire.bodies import GiveSatisfaction, HandoffMessage, HandoffRequest, LeftMessage
 from ..wire.errors import INVALID_AFTER, INVALID_LAST_EVENT_ID
 
 bp = Blueprint("handoff_visitor", __name__, url_prefix="/api/v1")
@@ -54,6 +54,18 @@ def post_left_message(conversation_id: str) -> Response:
     left = handoff_service().leave_message(conversation_id, body.request_id, body.email, body.text)
     response = jsonify(left)
     response.status_code = 201
+    return response
+
+
+@bp.post("/conversations/<conversation:conversation_id>/satisfaction")
+def give_satisfaction(conversation_id: str) -> Response:
+    """ "How was your conversation?" after a person ended the hand-off (handoff/satisfaction.py):
+    201 for the first answer, 200 for the same one again."""
+    authorize(conversation_id)
+    body = parse_json(GiveSatisfaction)
+    record, created = satisfaction_service().give(conversation_id, body.handoff, body.rating, body.comment)
+    response = jsonify(record)
+    response.status_code = 201 if created else 200
     return response
 
 

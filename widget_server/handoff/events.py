@@ -25,7 +25,20 @@ VISITOR_MESSAGE = "visitor.message"
 ENDED = "handoff.ended"
 UNAVAILABLE = "handoff.unavailable"
 SNAPSHOT = "conversation.snapshot"
-ALL_TYPES = (QUEUED, ASSIGNED, AGENT_TYPING, AGENT_MESSAGE, VISITOR_MESSAGE, ENDED, UNAVAILABLE, SNAPSHOT)
+# The visitor's answer to "How was your conversation?" after a person ended the hand-off
+# (handoff/satisfaction.py; docs/protocol.md, "Satisfaction").
+SATISFACTION = "handoff.satisfaction"
+ALL_TYPES = (
+    QUEUED,
+    ASSIGNED,
+    AGENT_TYPING,
+    AGENT_MESSAGE,
+    VISITOR_MESSAGE,
+    ENDED,
+    UNAVAILABLE,
+    SNAPSHOT,
+    SATISFACTION,
+)
 
 # A conversation's hand-off states; `unavailable` is an outcome of a request, never a state.
 NONE = "none"

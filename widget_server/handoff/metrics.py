@@ -61,6 +61,15 @@ class HandoffMetrics:
             registry=registry,
         )
         self._refused.labels(reason="store_full")
+        self._satisfaction = Counter(
+            "chat_handoff_satisfaction",
+            'Visitors\' answers to "How was your conversation?" after a person ended the hand-off, by rating: '
+            "1 (very poor) to 5 (very good).",
+            ["rating"],
+            registry=registry,
+        )
+        for rating in range(1, 6):
+            self._satisfaction.labels(rating=str(rating))
 
     def requested(self, outcome: str) -> None:
         if self.enabled:
@@ -85,3 +94,7 @@ class HandoffMetrics:
     def message_left(self) -> None:
         if self.enabled:
             self._left.inc()
+
+    def satisfaction(self, rating: int) -> None:
+        if self.enabled:
+            self._satisfaction.labels(rating=str(rating)).inc()

@@ -64,6 +64,7 @@ from .store import (
     LeftReply,
     LegacyInbox,
     QueueEntry,
+    RateableHandoff,
     RepliedLeftMessage,
     StoredRecord,
     as_record,
@@ -335,6 +336,11 @@ class HandoffService:
 
     # -- transactions ----------------------------------------------------------
 
+    def transact(self, change: Callable[[_Transaction], ResultT]) -> ResultT:
+        """One transaction on the hand-off store, for a module beside this one that keeps its
+        records in the conversation's (handoff/satisfaction.py): the same optimistic commit."""
+        return self._transact(change)
+
     def _transact(self, change: Callable[[_Transaction], ResultT]) -> ResultT:
         for attempt in range(MAX_ATTEMPTS):
             tx = _Transaction(self.store)
@@ -458,6 +464,8 @@ class HandoffService:
                 tx.put(DESK, desk)
                 record["state"], record["agent"], record["agent_display"] = ev.STATE_QUEUED, "", ""
                 record["queued_at"], record["replied"] = now, False
+                # A new hand-off: the one before can no longer be rated (handoff/satisfaction.py).
+                record.pop("rateable", None)
                 if visitor is not None:
                     record["visitor"] = visitor
                 else:
@@ -483,16 +491,22 @@ class HandoffService:
         return KnownVisitor(subject=conversation.subject, name=conversation.name, email=conversation.email)
 
     def _leave(self, tx: _Transaction, conversation_id: str, reason: str) -> None:
-        """End the conversation's hand-off (queued or assigned) with `reason`."""
+        """End the conversation's hand-off (queued or assigned) with `reason`. Ended by its
+        person (`ended`, `returned`), it becomes the one the visitor may rate, identified by its
+        `handoff.ended` event's seq (handoff/satisfaction.py)."""
         record = tx.conversation(conversation_id)
         desk = tx.desk()
         desk["queue"] = [entry for entry in desk["queue"] if entry["conversation_id"] != conversation_id]
         desk["assigned"].pop(conversation_id, None)
         tx.put(DESK, desk)
-        agent = record["agent_display"]
+        agent, agent_name = record["agent_display"], record["agent"]
         record["state"], record["agent"], record["agent_display"] = ev.STATE_ENDED, "", ""
-        tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
+        ended = tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
         tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffEnded(agent=agent, reason=reason)))
+        if reason in ev.AGENT_END_REASONS:
+            record["rateable"] = RateableHandoff(handoff=ended.seq, agent=agent_name, agent_display=agent)
+        else:
+            record.pop("rateable", None)
 
     def cancel(self, conversation_id: str) -> None:
         """The visitor leaves the queue, or ends the hand-off: `handoff.ended`, reason `visitor`.
@@ -999,6 +1013,10 @@ class HandoffService:
 
     # -- reading -------------------------------------------------------------------
 
+    def stored_record(self, conversation_id: str) -> HandoffRecord | None:
+        """The conversation's hand-off record as stored, or None (handoff/satisfaction.py)."""
+        return self._stored_record(conversation_id)
+
     def _stored_record(self, conversation_id: str) -> HandoffRecord | None:
         key = conversation_key(conversation_id)
         return as_record(HandoffRecord, self.store.load([key])[key][1])
@@ -1057,6 +1075,8 @@ class HandoffService:
             "messages": self.transcript(conversation_id, record),
             "last_seq": record["seq"],
             "visitor": _visitor_of(record),
+            # The visitor's answers to "How was your conversation?" (handoff/satisfaction.py).
+            "satisfaction": record.get("satisfaction", []),
         }
 
     def transcript(self, conversation_id: str, record: HandoffRecord | None = None) -> list[dict[str, Any]]:
@@ -1212,6 +1232,10 @@ class HandoffService:
 
         self._move_legacy_inbox()  # its entries of this conversation are found through its record
         self._transact(change)
+
+
+# A transaction, as a module beside this one writes its records through `transact`.
+Transaction = _Transaction
 
 
 class ConversationSource:

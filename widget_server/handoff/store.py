@@ -82,6 +82,28 @@ class KnownVisitor(TypedDict):
     email: str
 
 
+class RateableHandoff(TypedDict):
+    """The conversation's latest hand-off that a person ended (`ended` or `returned`): what the
+    visitor may rate (handoff/satisfaction.py). `handoff` is the seq of its `handoff.ended`
+    event, the hand-off's identifier on the wire; `agent` the ending agent's account name and
+    `agent_display` their display name."""
+
+    handoff: int
+    agent: str
+    agent_display: str
+
+
+class SatisfactionEntry(TypedDict):
+    """A visitor's answer to "How was your conversation?" for one hand-off (handoff/satisfaction.py):
+    kept in the conversation's record, so it expires and is erased with it."""
+
+    handoff: int  # the seq of that hand-off's `handoff.ended` event
+    rating: int  # 1 (very poor) … 5 (very good)
+    comment: str  # "" when none
+    agent: str  # the ending agent's display name
+    created_at: str  # ISO 8601 UTC with milliseconds
+
+
 class HandoffRecord(TypedDict):
     """A conversation's hand-off (`conv:<cid>`): its state, the agent holding it, its messages,
     the newest event's seq and the requests it answered."""
@@ -101,6 +123,11 @@ class HandoffRecord(TypedDict):
     # A known visitor's subject, name and email (docs/agents.md, "Known visitors"); absent for
     # an anonymous one.
     visitor: NotRequired[KnownVisitor]
+    # The latest hand-off a person ended, while the visitor may rate it; absent before one and
+    # once a new hand-off is queued (handoff/satisfaction.py).
+    rateable: NotRequired[RateableHandoff]
+    # The visitor's answers, oldest first, at most SATISFACTION_KEPT (handoff/satisfaction.py).
+    satisfaction: NotRequired[list[SatisfactionEntry]]
 
 
 class QueueEntry(TypedDict):

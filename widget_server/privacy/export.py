@@ -7,6 +7,7 @@ server holds of each of their conversations, one JSON object a line, each typed 
   attachment       a file they uploaded: name, type, size, SHA-256 (the listing, not the bytes)
   handoff_message  a message between the visitor and a person of the site's team
   left_message     a message they left for the team when nobody was there
+  satisfaction     their answer to "How was your conversation?" after a person ended a hand-off
 
 GDPR Art. 15(3) asks for a copy of the personal data, Art. 20(1) for it in a structured,
 commonly used and machine-readable format: JSON Lines, one record per line, streamed (a
@@ -22,7 +23,7 @@ from ..chat.service import ChatService
 from ..handoff.service import HandoffService
 from ..identity.service import iso
 
-KINDS = ("conversation", "message", "rating", "attachment", "handoff_message", "left_message")
+KINDS = ("conversation", "message", "rating", "attachment", "handoff_message", "left_message", "satisfaction")
 
 
 def export_records(
@@ -80,6 +81,9 @@ def export_records(
                 "kind": "left_message",
                 **{name: value for name, value in left.items() if name != "visitor"},
             }
+        record = handoff.stored_record(conversation_id)
+        for answer in record.get("satisfaction", []) if record is not None else []:
+            yield {"kind": "satisfaction", "conversation_id": conversation_id, **answer}
 
 
 def count_kinds(records: Iterable[dict[str, Any]]) -> dict[str, int]:

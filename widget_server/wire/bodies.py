@@ -36,6 +36,7 @@ from .errors import (
     INVALID_COMMENT,
     INVALID_CONTEXT,
     INVALID_EMAIL,
+    INVALID_HANDOFF,
     INVALID_IDEMPOTENCY_KEY,
     INVALID_RATING,
     INVALID_REASON,
@@ -392,6 +393,51 @@ class LeftMessage:
         default=None,
     )
     text: str = wired(TEXT, description="Under a send's rules (MAX_TEXT_CHARS).")
+
+
+# A satisfaction answer's comment (handoff/satisfaction.py): a few sentences at most; fixed, so
+# a conversation's record stays bounded (SATISFACTION_KEPT answers of at most this).
+SATISFACTION_COMMENT_MAX_CHARS = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class GiveSatisfaction:
+    """POST …/satisfaction: the visitor's answer to "How was your conversation?" after a person
+    ended the hand-off (docs/protocol.md, "Satisfaction")."""
+
+    handoff: int = wired(
+        Rule(
+            wrong=Refusal(
+                INVALID_HANDOFF, "handoff is required: the seq of the handoff.ended event of the hand-off to rate."
+            ),
+            minimum=1,
+            description="The hand-off rated: the `seq` of its `handoff.ended` event.",
+        )
+    )
+    rating: int = wired(
+        Rule(
+            wrong=Refusal(INVALID_RATING, "rating is required: a whole number from 1 (very poor) to 5 (very good)."),
+            minimum=1,
+            maximum=5,
+            description="1 very poor, 2 poor, 3 fair, 4 good, 5 very good.",
+        )
+    )
+    # Cleaned as a message's text is: it is shown to agents and exported to a terminal.
+    comment: str = wired(
+        Rule(
+            wrong=Refusal(INVALID_COMMENT, "comment must be a string (or left out)."),
+            absent=(None,),
+            clean=True,
+            max_length=SATISFACTION_COMMENT_MAX_CHARS,
+            too_long=Refusal(
+                COMMENT_TOO_LONG,
+                "comment is {length} characters; the limit is {limit}. Shorten it and send it again.",
+            ),
+            description=f"Optional; at most {SATISFACTION_COMMENT_MAX_CHARS:,} code points, longer is 413 "
+            "`comment_too_long`.",
+        ),
+        default="",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -91,6 +91,10 @@ INVALID_EMAIL = _error("invalid_email", 400)
 TOO_MANY_LEFT_MESSAGES = _error("too_many_left_messages", 409)
 HANDOFF_STORE_FULL = _error("handoff_store_full", 503)
 HANDOFF_BUSY = _error("handoff_busy", 503)
+# -- satisfaction after a hand-off (handoff/satisfaction.py) ------------------------------
+INVALID_HANDOFF = _error("invalid_handoff", 400, visitor=False)
+SATISFACTION_NOT_OPEN = _error("satisfaction_not_open", 409)
+SATISFACTION_ALREADY_GIVEN = _error("satisfaction_already_given", 409)
 # -- attachments ---------------------------------------------------------------------------
 ATTACHMENT_TOO_LARGE = _error("attachment_too_large", 413)
 ATTACHMENTS_BUDGET_EXCEEDED = _error("attachments_budget_exceeded", 413)

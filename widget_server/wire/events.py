@@ -30,6 +30,7 @@ from ..handoff.events import (
     ENDED,
     NONE,
     QUEUED,
+    SATISFACTION,
     SNAPSHOT,
     STATE_ENDED,
     UNAVAILABLE,
@@ -197,6 +198,16 @@ class HandoffEndedData(ConversationEventData):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HandoffSatisfactionData(ConversationEventData):
+    """The visitor rated a hand-off a person ended (handoff/satisfaction.py)."""
+
+    handoff: int = wired(Rule(minimum=1, description="The hand-off rated: the seq of its `handoff.ended` event."))
+    rating: int = wired(Rule(minimum=1, maximum=5, description="1 very poor … 5 very good."))
+    comment: str = wired(Rule(description="The visitor's comment; empty when none."))
+    agent: str = wired(_TEXT)
+
+
+@dataclass(frozen=True, kw_only=True)
 class HandoffUnavailableData(ConversationEventData):
     reason: str = wired(Rule(enum=UNAVAILABLE_REASONS))
     opens_at: str | None = wired(OPENS_AT, default=None)
@@ -242,4 +253,5 @@ CONVERSATION_EVENT_DATA: dict[str, type] = {
     ENDED: HandoffEndedData,
     UNAVAILABLE: HandoffUnavailableData,
     SNAPSHOT: ConversationSnapshotData,
+    SATISFACTION: HandoffSatisfactionData,
 }

@@ -106,6 +106,21 @@ class StoredFeedbackRecord(FeedbackRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SatisfactionRecord:
+    """The visitor's answer to "How was your conversation?" for one hand-off
+    (handoff/satisfaction.py)."""
+
+    RECORD: ClassVar[bool] = True
+
+    conversation_id: str = wired(_ID)
+    handoff: int = wired(Rule(minimum=1, description="The hand-off rated: the `seq` of its `handoff.ended` event."))
+    rating: int = wired(Rule(minimum=1, maximum=5, description="1 very poor, 2 poor, 3 fair, 4 good, 5 very good."))
+    comment: str = wired(Rule(description="The visitor's comment; empty when none."))
+    agent: str = wired(Rule(description="The display name of the person who ended the hand-off."))
+    created_at: str = wired(Rule(format="date-time", pattern="Z$", description="When it was given (UTC)."))
+
+
+@dataclass(frozen=True, kw_only=True)
 class SourceRecord:
     """A document an answer rests on (answer_parts.Source): in `message.completed`'s `sources`
     and an assistant entry's of the history."""

@@ -55,6 +55,8 @@ from .errors import (
     RATE_LIMITED,
     REPORT_EXCEEDS_MESSAGE,
     REQUEST_ID_CONFLICT,
+    SATISFACTION_ALREADY_GIVEN,
+    SATISFACTION_NOT_OPEN,
     SERVER_BUSY,
     STORE_UNAVAILABLE,
     TOO_MANY_RUNNING,
@@ -410,6 +412,21 @@ ROUTES = (
         bodies.LeftMessage,
         raises=(REQUEST_ID_CONFLICT, *_HANDOFF_DESK),
         description="It lands in the agents' inbox; a reply is shown in this conversation. Idempotent on request_id.",
+    ),
+    Route(
+        "post",
+        _CONVERSATION + "/satisfaction",
+        "giveSatisfaction",
+        'Answer "How was your conversation?" for a hand-off a person ended: a rating of 1–5 and an optional comment.',
+        201,
+        "Stored (200 with the same record for the same answer again).",
+        records.SatisfactionRecord,
+        bodies.GiveSatisfaction,
+        raises=(SATISFACTION_NOT_OPEN, SATISFACTION_ALREADY_GIVEN, *_HANDOFF_DESK),
+        description="Once per hand-off: only the conversation's latest hand-off that a person ended (`handoff.ended` "
+        "with reason `ended` or `returned`), named by that event's seq, until a new one is queued (else 409 "
+        "`satisfaction_not_open`). The same answer again is 200 with the stored record; another answer is 409 "
+        "`satisfaction_already_given`: the first stands. A `handoff.satisfaction` event follows on the stream.",
     ),
     Route(
         "get",

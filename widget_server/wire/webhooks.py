@@ -89,6 +89,8 @@ class MessageLeft(WebhookData):
 @dataclass(frozen=True, kw_only=True)
 class SatisfactionSubmitted(WebhookData):
     EVENT: ClassVar[str] = "satisfaction.submitted"
+    # Which hand-off was rated: its `handoff.ended` event's seq (docs/protocol.md, "Satisfaction").
+    handoff: int
     rating: int
     comment: str
 
