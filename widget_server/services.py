@@ -23,6 +23,8 @@ from .attachments import create_attachment_store
 from .attachments.store import AttachmentStore
 from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
+from .dashboard import create_dashboard_store
+from .dashboard.recorder import DashboardRecorder
 from .errors import ApiError
 from .handoff import create_handoff_store
 from .handoff.service import HandoffService
@@ -54,6 +56,9 @@ class Services:
     mailer: Mailer
     # Verifies visitors' identity tokens (widget_server/identity/; unconfigured: refuses them).
     identity: IdentityVerifier
+    # The owner dashboard's per-hour counts (widget_server/dashboard/): the services publish into
+    # it, /admin reads its store.
+    dashboard: DashboardRecorder
     # Set on SIGTERM (serving.py, ChatService.begin_shutdown): the answers' and the
     # conversations' streams end resumably at their next wake-up.
     stopping: threading.Event
@@ -90,6 +95,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
     accounts = open_accounts(settings.agents.agents_file)
     mailer = Mailer(settings.mail, metrics, console_url)
     stopping = threading.Event()
+    dashboard = DashboardRecorder(create_dashboard_store(store))
     handoff = HandoffService(
         create_handoff_store(settings, store),
         store,
@@ -100,6 +106,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         on_left_reply=mailer.mail_left_reply,
         stopping=stopping,
         turn_attachments=functools.partial(listed_turn_attachments, attachments),
+        dashboard=dashboard,
     )
     listeners = getattr(store, "forget_listeners", None)
     if listeners is not None:
@@ -118,6 +125,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         deleted_listeners=(attachments.delete_conversation,),
         stopping=stopping,
         actions=load_actions(),
+        dashboard=dashboard,
     )
     return Services(
         settings=settings,
@@ -132,5 +140,6 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         sign_in_delays=create_sign_in_delays(store, metrics),
         mailer=mailer,
         identity=identity,
+        dashboard=dashboard,
         stopping=stopping,
     )

@@ -26,6 +26,7 @@ from typing import ClassVar
 from ..actions.service import Action, load_actions, propose
 from ..answer_parts import InvalidPart, Progress, Source, progress_text, source_json
 from ..backends.base import ActionProposal, Backend, CancelToken, Turn
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import ChatError, ErrorCode, ErrorInfo
 from ..messages import StreamEvent
 from ..metrics import NO_METRICS, Metrics
@@ -46,6 +47,7 @@ class GenerationRun:
         on_finish: Callable[[GenerationRun], None] | None = None,
         metrics: Metrics = NO_METRICS,
         actions: Mapping[str, Action] | None = None,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         # The installed actions a proposal may name (ChatService's; all installed by default).
         self.actions = actions if actions is not None else load_actions()
@@ -57,6 +59,11 @@ class GenerationRun:
         self.cancel_token = CancelToken()
         self._on_finish = on_finish
         self.metrics = metrics
+        # The answer's ending is told by the run that wrote it (the store let exactly one
+        # ending in), as it is counted in /metrics: once per answer.
+        self.dashboard = dashboard
+        # Milliseconds from the claim to the first stored delta (None until then).
+        self.first_delta_ms: float | None = None
         self.accepted_at = time.monotonic()  # created right after the claim
         # When the store last took a write of this run: it was still running then, so the
         # RunKeeper need not ask (a refused write stops the run by itself).
@@ -87,7 +94,14 @@ class GenerationRun:
             log.warning("message %s: could not record failure %s: %s", self.message_id, error.code, trouble)
             return False
         self.metrics.ended("failed", code=error.code)
+        self.dashboard.publish(*self._failure_event(error.code))
         return True
+
+    def _failure_event(self, code: str) -> tuple[str, str, dict[str, str]]:
+        """A failure before any text is `message.failed`; after some, the visitor saw part of an
+        answer: `message.incomplete` (docs/dashboard.md, "What is counted")."""
+        kind = "message.failed" if self.first_delta_ms is None else "message.incomplete"
+        return kind, self.turn.conversation_id, {"code": code, "question": self.turn.text}
 
     def _on_time_limit(self) -> None:
         if self._fail(ErrorInfo.for_code(ErrorCode.TIMEOUT)):
@@ -165,10 +179,16 @@ class GenerationRun:
                 self.written_at = time.monotonic()
                 if first_delta:
                     first_delta = False
+                    self.first_delta_ms = (time.monotonic() - self.accepted_at) * 1000
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
                     first_delta_stored()
             if not self.cancel_token.cancelled and self.store.complete(self.message_id, sources) is not None:
                 self.metrics.ended("completed", seconds=time.monotonic() - self.accepted_at)
+                self.dashboard.publish(
+                    "message.completed",
+                    self.turn.conversation_id,
+                    {"time_to_first_delta_ms": self.first_delta_ms, "question": self.turn.text},
+                )
         except StoreUnavailable as error:
             # Nothing more can be recorded (not even a failure). When the
             # store is back, the expired lease fails the message as

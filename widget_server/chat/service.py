@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.service import Action, load_actions
 from ..backends.base import Backend, Turn, TurnAttachment
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
 from ..faults import NO_FAULTS, FaultPlan
 from ..feedback.service import record_json as feedback_json
@@ -151,8 +152,12 @@ class ChatService:
         deleted_listeners: tuple[Callable[[str], None], ...] = (),
         stopping: threading.Event | None = None,
         actions: Mapping[str, Action] | None = None,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         self.store = store
+        # The owner dashboard's counts (widget_server/dashboard/): a new conversation, each
+        # answer's ending (its run's), a cancel; feedback/service.py tells it of a rating.
+        self.dashboard = dashboard
         self.actions = actions if actions is not None else load_actions()
         self.backend = backend
         self.settings = settings
@@ -199,6 +204,7 @@ class ChatService:
                 consented_at=now if consent_sha256 else 0.0,
             )
         )
+        self.dashboard.publish("conversation.created", conversation_id, {})
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:
@@ -373,6 +379,7 @@ class ChatService:
         if self.store.cancel(message_id) is not None:
             self.metrics.cancel_request("cancelled")
             self.metrics.ended("cancelled")
+            self.dashboard.publish("message.cancelled", conversation_id, {})
         else:
             self.metrics.cancel_request("already_ended")
         with self._lock:
@@ -524,6 +531,7 @@ class ChatService:
                 on_finish=self._forget_run,
                 metrics=self.metrics,
                 actions=self.actions,
+                dashboard=self.dashboard,
             )
             with self._lock:
                 self._runs[message_id] = run

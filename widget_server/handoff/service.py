@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import ApiError
 from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
@@ -292,8 +293,11 @@ class HandoffService:
         on_left_reply: Callable[[RepliedLeftMessage, LeftReply], None] | None = None,
         stopping: threading.Event | None = None,
         turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = _no_files,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         self.store = store
+        # The owner dashboard's counts (widget_server/dashboard/), told after each commit.
+        self.dashboard = dashboard
         self.chat_store = chat_store
         self.settings = settings
         # Opening hours (hours.py) are judged on `now`, Unix seconds: a test gives a clock it
@@ -460,6 +464,7 @@ class HandoffService:
                 tx.emit(conversation_id, ev.QUEUED, {"position": position})
                 result = {"state": ev.STATE_QUEUED, "position": position}
                 tx.after.append(lambda: self.metrics.requested("queued"))
+                tx.after.append(lambda: self.dashboard.publish("handoff.queued", conversation_id, {}))
             result["seq"] = record["seq"]  # after this request's own event (emit counted it)
             record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             tx.put(conversation_key(conversation_id), record)
@@ -485,6 +490,7 @@ class HandoffService:
         agent = record["agent_display"]
         record["state"], record["agent"], record["agent_display"] = ev.STATE_ENDED, "", ""
         tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
+        tx.after.append(lambda: self.dashboard.publish("handoff.ended", conversation_id, {"reason": reason}))
 
     def cancel(self, conversation_id: str) -> None:
         """The visitor leaves the queue, or ends the hand-off: `handoff.ended`, reason `visitor`.
@@ -612,6 +618,7 @@ class HandoffService:
             if waiting == 0:
                 to_mail.append(entry)
             tx.after.append(self.metrics.message_left)
+            tx.after.append(lambda: self.dashboard.publish("message.left", conversation_id, {}))
             return result
 
         result: dict[str, Any] = self._transact(change)
@@ -699,6 +706,9 @@ class HandoffService:
             record["assigned_at"] = now
             tx.emit(conversation_id, ev.ASSIGNED, {"agent": display_name})
             tx.after.append(lambda: self.metrics.time_in_queue(waited))
+            tx.after.append(
+                lambda: self.dashboard.publish("handoff.assigned", conversation_id, {"waited_ms": waited * 1000})
+            )
             return {"conversation_id": conversation_id, "agent": display_name}
 
         return self._transact(change)
