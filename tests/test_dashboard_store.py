@@ -1,6 +1,7 @@
-"""The dashboard's per-hour store (widget_server/dashboard/store.py, redis_store.py) on memory,
-one Redis and a Redis Cluster: counts per hour, percentiles within the sketch's bound, expiry,
-the top questions bounded; and the recorder's events as counts (docs/dashboard.md)."""
+"""The dashboard's store (widget_server/dashboard/store.py, redis_store.py) on memory, one
+Redis and a Redis Cluster: counts per hour and per day, percentiles within the sketch's bound,
+expiry, the top questions and comments bounded; and the recorder's events as the summary's
+numbers (docs/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,24 @@ import random
 import pytest
 
 from widget_server.dashboard.buckets import (
-    COMMENTS_PER_HOUR,
+    COMMENTS_PER_DAY,
+    DAY_HOURS,
     HOUR_SECONDS,
     PERIODS,
     RELATIVE_ERROR,
     RETENTION_SECONDS,
-    TOP_PER_HOUR,
+    TOP_PER_DAY,
+    day_of,
     hour_of,
     latency_bucket,
     normalise_question,
     percentile,
-    period_hours,
+    period_days,
 )
 from widget_server.dashboard.recorder import DashboardRecorder
 from widget_server.dashboard.redis_store import RedisDashboardStore
-from widget_server.dashboard.store import HourChange, MemoryDashboardStore
-from widget_server.dashboard.summary import summarise
+from widget_server.dashboard.store import Change, MemoryDashboardStore, expires_at
+from widget_server.dashboard.summary import read_summary
 from widget_server.stores.redis_connection import connect
 
 from .redis_support import redis_client
@@ -34,6 +37,7 @@ from .redis_support import redis_client
 # 2026-12-07 10:30 UTC.
 NOW = 1796639400.0
 HOUR = hour_of(NOW)
+DAY = day_of(NOW)
 
 
 class Clock:
@@ -54,16 +58,21 @@ def store_and_server(request):
     return RedisDashboardStore(connect(server.url)), server, None
 
 
-def test_counts_land_in_their_hour_and_add_up(store_and_server):
+def test_counts_land_in_their_hour_and_their_day_and_add_up(store_and_server):
     store, _, _ = store_and_server
-    store.record(HOUR, HourChange(counts={"conversations": 1}))
-    store.record(HOUR, HourChange(counts={"conversations": 1, "completed": 1}))
-    store.record(HOUR - 1, HourChange(counts={"conversations": 5}))
-    hours = store.read(range(HOUR - 3, HOUR + 1))
+    store.record(HOUR, Change(counts={"conversations": 1}))
+    store.record(HOUR, Change(counts={"conversations": 1, "completed": 1}))
+    store.record(HOUR - 1, Change(counts={"conversations": 5}))
+    store.record(HOUR - DAY_HOURS, Change(counts={"conversations": 7}))  # yesterday
+    hours = store.read_hours(range(HOUR - 3, HOUR + 1))
     assert sorted(hours) == [HOUR - 1, HOUR]
     assert hours[HOUR].counts == {"conversations": 2, "completed": 1}
     assert hours[HOUR - 1].counts == {"conversations": 5}
-    assert store.read(range(HOUR + 1, HOUR + 5)) == {}
+    assert store.read_hours(range(HOUR + 1, HOUR + 5)) == {}
+    days = store.read_days(range(DAY - 5, DAY + 1))
+    assert sorted(days) == [DAY - 1, DAY]
+    assert days[DAY].counts == {"conversations": 7, "completed": 1}
+    assert days[DAY - 1].counts == {"conversations": 7}
 
 
 def test_percentiles_from_the_merged_hours_are_within_the_sketchs_bound(store_and_server):
@@ -71,11 +80,12 @@ def test_percentiles_from_the_merged_hours_are_within_the_sketchs_bound(store_an
     generator = random.Random(7)
     values = [generator.lognormvariate(6, 1.2) for _ in range(3000)]  # ms, around 400 ms
     for index, value in enumerate(values):
-        store.record(HOUR - index % 5, HourChange(latencies={"ttfd": latency_bucket(value)}))
+        store.record(HOUR - index % 5, Change(latencies={"ttfd": latency_bucket(value)}))
     merged: dict[int, int] = {}
-    for data in store.read(range(HOUR - 10, HOUR + 1)).values():
+    for data in store.read_hours(range(HOUR - 10, HOUR + 1)).values():
         for bucket, count in data.latencies["ttfd"].items():
             merged[bucket] = merged.get(bucket, 0) + count
+    assert store.read_days(range(DAY, DAY + 1))[DAY].latencies["ttfd"] == merged
     assert sum(merged.values()) == len(values)
     ordered = sorted(values)
     for fraction in (0.5, 0.95):
@@ -85,49 +95,57 @@ def test_percentiles_from_the_merged_hours_are_within_the_sketchs_bound(store_an
         assert abs(estimate - exact) / exact <= RELATIVE_ERROR + 0.001, (fraction, estimate, exact)
 
 
-def test_the_top_questions_of_an_hour_stay_bounded_and_keep_the_most_counted(store_and_server):
+def test_the_top_questions_of_a_day_stay_bounded_and_keep_the_most_counted(store_and_server):
     store, _, _ = store_and_server
     for _ in range(5):
-        store.record(HOUR, HourChange(question="how do i reset my password"))
-    for index in range(TOP_PER_HOUR * 2):
-        store.record(HOUR, HourChange(question=f"rare question {index:03d}"))
-    questions = store.read(range(HOUR, HOUR + 1))[HOUR].questions
-    assert len(questions) == TOP_PER_HOUR
+        store.record(HOUR, Change(question="how do i reset my password"))
+    for index in range(TOP_PER_DAY * 2):
+        store.record(HOUR - index % 3, Change(question=f"rare question {index:03d}"))
+    questions = store.read_days(range(DAY, DAY + 1))[DAY].questions
+    assert len(questions) == TOP_PER_DAY
     assert questions["how do i reset my password"] == 5
+    assert store.read_hours(range(HOUR, HOUR + 1)) == {}  # a day's, not an hour's
 
 
-def test_comments_of_an_hour_keep_the_newest(store_and_server):
+def test_comments_of_a_day_keep_the_newest(store_and_server):
     store, _, _ = store_and_server
-    for index in range(COMMENTS_PER_HOUR + 5):
-        store.record(HOUR, HourChange(comment=json.dumps({"n": index})))
-    comments = store.read(range(HOUR, HOUR + 1))[HOUR].comments
-    assert [json.loads(entry)["n"] for entry in comments] == list(range(COMMENTS_PER_HOUR + 4, 4, -1))
+    for index in range(COMMENTS_PER_DAY + 5):
+        store.record(HOUR, Change(comment=json.dumps({"n": index})))
+    comments = store.read_days(range(DAY, DAY + 1))[DAY].comments
+    assert [json.loads(entry)["n"] for entry in comments] == list(range(COMMENTS_PER_DAY + 4, 4, -1))
 
 
-def test_an_hour_expires_after_the_retention(store_and_server):
+def test_a_day_and_its_hours_expire_after_the_retention(store_and_server):
     store, server, clock = store_and_server
-    store.record(HOUR, HourChange(counts={"conversations": 1}, question="q", latencies={"ttfd": 3}, comment="{}"))
-    end_of_retention = (HOUR + 1) * HOUR_SECONDS + RETENTION_SECONDS
+    store.record(HOUR, Change(counts={"conversations": 1}, question="q", latencies={"ttfd": 3}, comment="{}"))
+    end_of_retention = (DAY + 1) * DAY_HOURS * HOUR_SECONDS + RETENTION_SECONDS
+    assert expires_at(DAY) == end_of_retention
+    assert RETENTION_SECONDS >= 31 * DAY_HOURS * HOUR_SECONDS
     if server is None:
         clock.now = end_of_retention - 1
-        assert store.read(range(HOUR, HOUR + 1))
+        assert store.read_days(range(DAY, DAY + 1)) and store.read_hours(range(HOUR, HOUR + 1))
         clock.now = end_of_retention + HOUR_SECONDS
-        assert store.read(range(HOUR, HOUR + 1)) == {}
+        assert store.read_days(range(DAY, DAY + 1)) == {} and store.read_hours(range(HOUR, HOUR + 1)) == {}
         return
     client = redis_client(server.url)
-    for family in ("counts", "latency", "questions", "comments"):
-        key = store.key(HOUR, family)
+    keys = [store.key(DAY, family) for family in ("counts", "latency", "questions", "comments")]
+    keys += [store.key(DAY, family, HOUR) for family in ("counts", "latency")]
+    for key in keys:
         assert client.expiretime(key) == end_of_retention, key
-    assert RETENTION_SECONDS >= 31 * 24 * HOUR_SECONDS
 
 
-def test_on_a_cluster_every_key_of_an_hour_shares_one_slot(redis_cluster):
-    redis_cluster.flush()
-    store = RedisDashboardStore(connect(redis_cluster.url))
+def test_on_a_cluster_every_key_of_a_day_and_its_hours_shares_one_slot(redis_cluster):
     from redis.crc import key_slot
 
-    slots = {key_slot(store.key(HOUR, family).encode()) for family in ("counts", "latency", "questions", "comments")}
-    assert len(slots) == 1
+    store = RedisDashboardStore(connect(redis_cluster.url))
+    keys = [store.key(DAY, family) for family in ("counts", "latency", "questions", "comments")]
+    keys += [
+        store.key(DAY, family, hour)
+        for hour in range(DAY * DAY_HOURS, (DAY + 1) * DAY_HOURS)
+        for family in ("counts", "latency")
+    ]
+    assert len({key_slot(key.encode()) for key in keys}) == 1
+    assert key_slot(store.key(DAY + 1, "counts").encode()) != key_slot(keys[0].encode())
 
 
 def test_the_recorder_turns_events_into_the_summarys_numbers():
@@ -152,9 +170,7 @@ def test_the_recorder_turns_events_into_the_summarys_numbers():
     recorder.publish("satisfaction.submitted", "c1", {"rating": 4})
     recorder.publish("satisfaction.submitted", "c2", {"rating": 2})
     recorder.publish("something.else", "c2", {"rating": 2})
-    period = PERIODS["today"]
-    span = period_hours(period, NOW)
-    summary = summarise(period, span, store.read(span))
+    summary = read_summary(store, PERIODS["today"], NOW)
     assert summary["conversations"] == 2
     assert summary["answers"] == {
         "completed": 1,
@@ -194,11 +210,30 @@ def test_a_recorder_whose_store_is_down_does_not_fail_its_caller(caplog):
     assert "was not counted" in caplog.text
 
 
-def test_periods_cover_their_hours():
-    assert len(period_hours(PERIODS["7d"], NOW)) == 7 * 24
-    assert len(period_hours(PERIODS["30d"], NOW)) == 30 * 24
-    today = period_hours(PERIODS["today"], NOW)
-    assert today.start * HOUR_SECONDS % 86400 == 0 and today.stop - 1 == HOUR
+def test_periods_are_whole_utc_days_ending_today():
+    assert period_days(PERIODS["today"], NOW) == range(DAY, DAY + 1)
+    assert period_days(PERIODS["7d"], NOW) == range(DAY - 6, DAY + 1)
+    assert period_days(PERIODS["30d"], NOW) == range(DAY - 29, DAY + 1)
+
+
+def test_a_summary_of_days_reads_each_day_once_whatever_was_counted():
+    """The read is days × families: 30 days of many events or of one cost the same reads."""
+    reads: list[range] = []
+
+    class Counting(MemoryDashboardStore):
+        def read_days(self, days):
+            reads.append(days)
+            return super().read_days(days)
+
+        def read_hours(self, hours):
+            raise AssertionError("a 30-day period is read by its days")
+
+    store = Counting(Clock())
+    for index in range(5000):
+        store.record(HOUR - index % (29 * DAY_HOURS), Change(counts={"conversations": 1}))
+    summary = read_summary(store, PERIODS["30d"], NOW)
+    assert reads == [range(DAY - 29, DAY + 1)]
+    assert summary["conversations"] == 5000 and len(summary["series"]) == 30
 
 
 def test_questions_are_normalised():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
@@ -28,9 +27,9 @@ from ..agents.sessions import CSRF_FIELD
 from ..ratelimits import current_limits
 from ..transport import content_security_policy, services
 from ..wire.errors import INVALID_PERIOD, NOT_ADMIN, NOT_FOUND, NOT_SIGNED_IN, UNKNOWN_FIELD
-from .buckets import DEFAULT_PERIOD, PERIODS, Period, period_hours
+from .buckets import DEFAULT_PERIOD, PERIODS, Period
 from .charts import chart
-from .summary import TABLE_NAMES, Table, summarise, tables
+from .summary import TABLE_NAMES, Table, read_summary, tables
 
 bp = Blueprint("dashboard", __name__)
 
@@ -81,10 +80,8 @@ def _headers(response: Response) -> Response:
     return response
 
 
-def read_summary(period: Period, now: float | None = None) -> dict[str, Any]:
-    """The period's numbers: one read of its hours (hours × families, whatever the traffic)."""
-    span = period_hours(period, time.time() if now is None else now)
-    return summarise(period, span, services().dashboard.store.read(span))
+def _summary(period: Period) -> dict[str, Any]:
+    return read_summary(services().dashboard.store, period)
 
 
 @bp.get("/admin")
@@ -93,7 +90,7 @@ def page() -> Response:
     if isinstance(found, Response):
         return found
     period = _period()
-    summary = read_summary(period)
+    summary = _summary(period)
     shown = [(table, chart(table)) for table in tables(summary)]
     html = render_template(
         "admin.html",
@@ -132,7 +129,7 @@ def export(name: str) -> Response:
     if name not in TABLE_NAMES:
         raise NOT_FOUND(f"No such table: use one of {', '.join(TABLE_NAMES)}.")
     period = _period()
-    table = next(table for table in tables(read_summary(period)) if table.name == name)
+    table = next(table for table in tables(_summary(period)) if table.name == name)
     response = Response(table_csv(table), mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="dashboard-{name}-{period.key}.csv"'
     return _headers(response)
@@ -141,6 +138,6 @@ def export(name: str) -> Response:
 @bp.get("/api/v1/admin/summary")
 def summary() -> Response:
     _admin(page=False)
-    response = jsonify(read_summary(_period()))
+    response = jsonify(_summary(_period()))
     response.headers["Cache-Control"] = "no-store"
     return response

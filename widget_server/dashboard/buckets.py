@@ -1,8 +1,10 @@
 """Hours, periods and bounded latency sketches for the dashboard (docs/dashboard.md). Pure.
 
-Everything the dashboard keeps is per hour of UTC (`hour_of`: whole hours since the Unix
-epoch), so a period is a range of hours and reading it costs hours × metric families, never
-the number of conversations in it.
+Everything the dashboard keeps is counted per hour of UTC (`hour_of`: whole hours since the
+Unix epoch) and per day of UTC (`day_of`), the day's own totals beside its hours. A period is
+a range of whole UTC days ending today (`period_days`), read from its days' totals, and today's
+hourly chart from its hours: reading one costs days × metric families, never the number of
+conversations in it.
 
 A latency is kept as a count in one of a fixed set of log-spaced buckets (`latency_bucket`):
 bucket `i` holds the values in [GROWTH**i, GROWTH**(i+1)) milliseconds. Percentiles are read
@@ -31,11 +33,11 @@ GROWTH = 1.1
 MAX_BUCKET = 170
 RELATIVE_ERROR = math.sqrt(GROWTH) - 1
 
-# Top questions: per hour, at most this many distinct questions (the least counted go first).
-TOP_PER_HOUR = 50
+# Top questions: per day, at most this many distinct questions (the least counted go first).
+TOP_PER_DAY = 100
 QUESTION_MAX_CHARS = 200
-# Comments: per hour, the newest this many.
-COMMENTS_PER_HOUR = 20
+# Comments: per day, the newest this many.
+COMMENTS_PER_DAY = 50
 COMMENT_MAX_CHARS = 1000
 
 
@@ -45,13 +47,13 @@ class Period:
 
     key: str
     label: str
-    days: int  # 0: today since 00:00 UTC
+    days: int  # whole UTC days, today the last of them
 
 
 PERIODS: dict[str, Period] = {
-    "today": Period("today", "Today (UTC)", 0),
-    "7d": Period("7d", "Last 7 days", 7),
-    "30d": Period("30d", "Last 30 days", 30),
+    "today": Period("today", "Today (UTC)", 1),
+    "7d": Period("7d", "Last 7 days (UTC, today included)", 7),
+    "30d": Period("30d", "Last 30 days (UTC, today included)", 30),
 }
 DEFAULT_PERIOD = "7d"
 
@@ -61,12 +63,19 @@ def hour_of(seconds: float) -> int:
     return int(seconds // HOUR_SECONDS)
 
 
-def period_hours(period: Period, now: float | None = None) -> range:
-    """The hours of `period` ending with the current one: today from 00:00 UTC; 7 d and 30 d,
-    the last 7·24 or 30·24 hours, the current hour included."""
-    current = hour_of(time.time() if now is None else now)
-    start = current - current % DAY_HOURS if period.days == 0 else current - period.days * DAY_HOURS + 1
-    return range(start, current + 1)
+def day_of(seconds: float) -> int:
+    """Whole days since the Unix epoch (UTC) of a Unix time."""
+    return int(seconds // (DAY_HOURS * HOUR_SECONDS))
+
+
+def period_days(period: Period, now: float | None = None) -> range:
+    """The UTC days of `period`, today the last: today alone, or the 7 or 30 days to today."""
+    today = day_of(time.time() if now is None else now)
+    return range(today - period.days + 1, today + 1)
+
+
+def hours_of_day(day: int) -> range:
+    return range(day * DAY_HOURS, (day + 1) * DAY_HOURS)
 
 
 def latency_bucket(milliseconds: float) -> int:

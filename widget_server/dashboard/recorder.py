@@ -1,7 +1,7 @@
 """`DashboardRecorder.publish`: the one call the services make for the dashboard
 (docs/dashboard.md, "What is counted").
 
-`publish(event_type, conversation_id, data)` turns one event into one hour's `HourChange` and
+`publish(event_type, conversation_id, data)` turns one event into one hour's `Change` and
 hands it to the store: one write, never a read. The same call shape as the webhooks'
 publisher, so a call site can tell both. Event types the dashboard does not count are
 ignored. Recording never fails the request that made the event: a store that is down loses
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .buckets import COMMENT_MAX_CHARS, hour_of, latency_bucket, normalise_question
-from .store import DashboardStore, HourChange
+from .store import Change, DashboardStore
 
 log = logging.getLogger(__name__)
 
@@ -79,21 +79,21 @@ def _comment(data: Mapping[str, Any], now: float) -> str:
     return json.dumps(entry, ensure_ascii=False)
 
 
-def change_for(event_type: str, data: Mapping[str, Any], now: float) -> HourChange:
+def change_for(event_type: str, data: Mapping[str, Any], now: float) -> Change:
     """What `event_type` adds to its hour (an empty change for one the dashboard ignores)."""
     if event_type == "conversation.created":
-        return HourChange(counts={CONVERSATIONS: 1})
+        return Change(counts={CONVERSATIONS: 1})
     if event_type == "message.completed":
         first = data.get("time_to_first_delta_ms")
         latencies = {TIME_TO_FIRST_DELTA: latency_bucket(float(first))} if isinstance(first, int | float) else {}
-        return HourChange(counts={COMPLETED: 1}, latencies=latencies)
+        return Change(counts={COMPLETED: 1}, latencies=latencies)
     if event_type in ("message.failed", "message.incomplete"):
         # Failed before any text, or after part of the answer was shown (incomplete): two
         # counts apart, one count per error code for both.
         outcome = FAILED if event_type == "message.failed" else INCOMPLETE
-        return HourChange(counts={outcome: 1, f"{FAILED}:{_code(data.get('code'))}": 1}, question=_question(data))
+        return Change(counts={outcome: 1, f"{FAILED}:{_code(data.get('code'))}": 1}, question=_question(data))
     if event_type == "message.cancelled":
-        return HourChange(counts={CANCELLED: 1})
+        return Change(counts={CANCELLED: 1})
     if event_type == "feedback.submitted":
         helpful = bool(data.get("helpful"))
         comment = _comment(data, now)
@@ -103,22 +103,22 @@ def change_for(event_type: str, data: Mapping[str, Any], now: float) -> HourChan
         counts = {HELPFUL if helpful else NOT_HELPFUL: 1} if rated else {}
         if comment:
             counts[COMMENTS] = 1
-        return HourChange(counts=counts, question="" if helpful or not rated else _question(data), comment=comment)
+        return Change(counts=counts, question="" if helpful or not rated else _question(data), comment=comment)
     if event_type == "handoff.queued":
-        return HourChange(counts={HANDOFF_QUEUED: 1})
+        return Change(counts={HANDOFF_QUEUED: 1})
     if event_type == "handoff.assigned":
         waited = data.get("waited_ms")
         latencies = {HANDOFF_WAIT: latency_bucket(float(waited))} if isinstance(waited, int | float) else {}
-        return HourChange(counts={HANDOFF_ANSWERED: 1}, latencies=latencies)
+        return Change(counts={HANDOFF_ANSWERED: 1}, latencies=latencies)
     if event_type == "handoff.ended":
-        return HourChange(counts={HANDOFF_ENDED: 1})
+        return Change(counts={HANDOFF_ENDED: 1})
     if event_type == "message.left":
-        return HourChange(counts={LEFT_MESSAGES: 1})
+        return Change(counts={LEFT_MESSAGES: 1})
     if event_type == "satisfaction.submitted":
         rating = data.get("rating")
         if isinstance(rating, int) and not isinstance(rating, bool) and 0 <= rating <= 10:
-            return HourChange(counts={SATISFACTION: 1, f"{SATISFACTION}:{rating}": 1})
-    return HourChange()
+            return Change(counts={SATISFACTION: 1, f"{SATISFACTION}:{rating}": 1})
+    return Change()
 
 
 class DashboardRecorder:

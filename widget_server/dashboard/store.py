@@ -1,13 +1,13 @@
-"""The dashboard's per-hour aggregation store: its interface, and the one-process memory store
+"""The dashboard's aggregation store: its interface, and the one-process memory store
 (docs/dashboard.md, "Where the numbers live").
 
-Each hour holds four bounded families: counters (a name to a count: `conversations`,
-`completed`, `failed:<code>`, …), latency histograms (a family, `ttfd` or `wait`, to counts
-per fixed bucket of buckets.py), the top questions with no helpful answer (at most
-buckets.TOP_PER_HOUR per hour, the least counted evicted) and the newest comments (at most
-buckets.COMMENTS_PER_HOUR). A write is one `record()` of one hour's `HourChange`; a read is
-`read()` of a range of hours. Neither ever looks at a conversation: a page's cost is hours ×
-families (bench/dashboard.py).
+Every event is one `record()` of a `Change` in its hour. Counters (a name to a count:
+`conversations`, `completed`, `failed:<code>`, …) and latency histograms (a family, `ttfd` or
+`wait`, to counts per fixed bucket of buckets.py) are added to the hour and to its UTC day; the
+top questions with no helpful answer (at most buckets.TOP_PER_DAY, the least counted evicted)
+and the newest comments (at most buckets.COMMENTS_PER_DAY) to the day only. A period is read
+from its days (`read_days`), today's hourly chart from its hours (`read_hours`). Neither read
+looks at a conversation: a page costs days × families (bench/dashboard.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .buckets import COMMENTS_PER_HOUR, HOUR_SECONDS, RETENTION_SECONDS, TOP_PER_HOUR, hour_of
+from .buckets import (
+    COMMENTS_PER_DAY,
+    DAY_HOURS,
+    HOUR_SECONDS,
+    RETENTION_SECONDS,
+    TOP_PER_DAY,
+    hour_of,
+)
 
 
 @dataclass(frozen=True)
-class HourChange:
-    """What one event adds to its hour."""
+class Change:
+    """What one event adds."""
 
     counts: dict[str, int] = field(default_factory=dict)
     # A latency family (`ttfd`, `wait`) to the bucket of the one value observed.
@@ -37,26 +44,37 @@ class HourChange:
 
 
 @dataclass
-class HourData:
-    """One hour as read back."""
+class Bucket:
+    """An hour or a day as read back (an hour has no questions or comments)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     latencies: dict[str, dict[int, int]] = field(default_factory=dict)
     questions: dict[str, int] = field(default_factory=dict)
     comments: list[str] = field(default_factory=list)  # newest first
 
+    def copy(self) -> Bucket:
+        return Bucket(
+            dict(self.counts),
+            {family: dict(counts) for family, counts in self.latencies.items()},
+            dict(self.questions),
+            list(self.comments),
+        )
+
 
 class DashboardStore(Protocol):
-    def record(self, hour: int, change: HourChange) -> None:
-        """Add `change` to `hour` (whole hours since the epoch, UTC)."""
+    def record(self, hour: int, change: Change) -> None:
+        """Add `change` to `hour` (whole hours since the epoch, UTC) and to its day."""
 
-    def read(self, hours: range) -> dict[int, HourData]:
-        """The hours of `hours` that hold anything."""
+    def read_hours(self, hours: range) -> dict[int, Bucket]:
+        """The hours of `hours` that hold anything: their counters and latencies."""
+
+    def read_days(self, days: range) -> dict[int, Bucket]:
+        """The days of `days` (whole days since the epoch, UTC) that hold anything."""
 
 
-def keep_top(questions: dict[str, int], limit: int = TOP_PER_HOUR) -> None:
-    """Drop the least counted questions past `limit` (ties: the greatest text first, as a
-    Redis sorted set's ZREMRANGEBYRANK does), so both stores keep the same ones."""
+def keep_top(questions: dict[str, int], limit: int = TOP_PER_DAY) -> None:
+    """Drop the least counted questions past `limit` (ties: the smallest text first, as a Redis
+    sorted set's ZREMRANGEBYRANK does), so both stores keep the same ones."""
     if len(questions) <= limit:
         return
     ranked = sorted(questions.items(), key=lambda item: (item[1], item[0]))
@@ -64,60 +82,64 @@ def keep_top(questions: dict[str, int], limit: int = TOP_PER_HOUR) -> None:
         del questions[question]
 
 
+def expires_at(day: int) -> int:
+    """When a day's keys, and its hours', go: RETENTION_SECONDS after the day ends."""
+    return (day + 1) * DAY_HOURS * HOUR_SECONDS + RETENTION_SECONDS
+
+
 class MemoryDashboardStore:
-    """In this process (STORE=memory): a dict of hours, the ones past RETENTION_SECONDS dropped
-    as new hours begin."""
+    """In this process (STORE=memory): dicts of hours and days, the ones past their retention
+    dropped as new hours begin."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._hours: dict[int, HourData] = {}
+        self._hours: dict[int, Bucket] = {}
+        self._days: dict[int, Bucket] = {}
         self._swept_hour = 0
 
-    def record(self, hour: int, change: HourChange) -> None:
+    def record(self, hour: int, change: Change) -> None:
         with self._lock:
             self._sweep()
-            data = self._hours.setdefault(hour, HourData())
-            for name, amount in change.counts.items():
-                data.counts[name] = data.counts.get(name, 0) + amount
-            for family, index in change.latencies.items():
-                histogram = data.latencies.setdefault(family, {})
-                histogram[index] = histogram.get(index, 0) + 1
+            day = self._days.setdefault(hour // DAY_HOURS, Bucket())
+            counted = [day, self._hours.setdefault(hour, Bucket())] if change.counts or change.latencies else [day]
+            for bucket in counted:
+                for name, amount in change.counts.items():
+                    bucket.counts[name] = bucket.counts.get(name, 0) + amount
+                for family, index in change.latencies.items():
+                    histogram = bucket.latencies.setdefault(family, {})
+                    histogram[index] = histogram.get(index, 0) + 1
             if change.question:
-                data.questions[change.question] = data.questions.get(change.question, 0) + 1
-                keep_top(data.questions)
+                day.questions[change.question] = day.questions.get(change.question, 0) + 1
+                keep_top(day.questions)
             if change.comment:
-                data.comments.insert(0, change.comment)
-                del data.comments[COMMENTS_PER_HOUR:]
+                day.comments.insert(0, change.comment)
+                del day.comments[COMMENTS_PER_DAY:]
 
-    def read(self, hours: range) -> dict[int, HourData]:
+    def read_hours(self, hours: range) -> dict[int, Bucket]:
         with self._lock:
             self._sweep()
-            found: dict[int, HourData] = {}
-            for hour in hours:
-                data = self._hours.get(hour)
-                if data is not None:
-                    found[hour] = HourData(
-                        dict(data.counts),
-                        {family: dict(counts) for family, counts in data.latencies.items()},
-                        dict(data.questions),
-                        list(data.comments),
-                    )
-            return found
+            return {hour: self._hours[hour].copy() for hour in hours if hour in self._hours}
+
+    def read_days(self, days: range) -> dict[int, Bucket]:
+        with self._lock:
+            self._sweep()
+            return {day: self._days[day].copy() for day in days if day in self._days}
 
     def _sweep(self) -> None:
-        """Forget the hours whose retention ran out: once per hour of the clock."""
+        """Forget the hours and days whose retention ran out: once per hour of the clock."""
         now = self._clock()
-        current = hour_of(now)
-        if current == self._swept_hour:
+        if hour_of(now) == self._swept_hour:
             return
-        self._swept_hour = current
-        for hour in [hour for hour in self._hours if (hour + 1) * HOUR_SECONDS + RETENTION_SECONDS <= now]:
+        self._swept_hour = hour_of(now)
+        for day in [day for day in self._days if expires_at(day) <= now]:
+            del self._days[day]
+        for hour in [hour for hour in self._hours if expires_at(hour // DAY_HOURS) <= now]:
             del self._hours[hour]
 
 
-def merged_counts(hours: dict[int, HourData]) -> Counter[str]:
+def merged_counts(buckets: dict[int, Bucket]) -> Counter[str]:
     total: Counter[str] = Counter()
-    for data in hours.values():
-        total.update(data.counts)
+    for bucket in buckets.values():
+        total.update(bucket.counts)
     return total

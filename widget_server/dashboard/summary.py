@@ -1,7 +1,7 @@
 """A period's numbers from its hours, and the tables the page, the CSV downloads and the
 charts all show (docs/dashboard.md, "What each number means"). Pure.
 
-`summarise()` merges the hours the store read into the JSON `GET /api/v1/admin/summary`
+`summarise()` merges the days (and, for today, the hours) the store read into the JSON `GET /api/v1/admin/summary`
 answers with; `tables()` lays that same summary out as the page's tables, so a chart, its
 table, its CSV and the JSON cannot disagree (tests/test_dashboard_api.py,
 tests/e2e/test_accessibility_contract_dashboard.py).
@@ -10,14 +10,15 @@ tests/e2e/test_accessibility_contract_dashboard.py).
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from . import recorder as names
-from .buckets import DAY_HOURS, HOUR_SECONDS, Period, percentile
-from .store import HourData, merged_counts
+from .buckets import DAY_HOURS, HOUR_SECONDS, Period, hour_of, percentile, period_days
+from .store import Bucket, DashboardStore, merged_counts
 
 TOP_QUESTIONS = 20
 COMMENTS_SHOWN = 50
@@ -27,33 +28,45 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _series_label(hour: int, hourly: bool) -> str:
-    moment = datetime.fromtimestamp(hour * HOUR_SECONDS, UTC)
-    return moment.strftime("%H:00") if hourly else moment.strftime("%Y-%m-%d")
-
-
-def _latency(hours: dict[int, HourData], family: str) -> dict[str, Any]:
+def _latency(days: dict[int, Bucket], family: str) -> dict[str, Any]:
     merged: Counter[int] = Counter()
-    for data in hours.values():
-        merged.update(data.latencies.get(family, {}))
+    for bucket in days.values():
+        merged.update(bucket.latencies.get(family, {}))
     return {"p50": percentile(merged, 0.5), "p95": percentile(merged, 0.95), "count": sum(merged.values())}
 
 
-def summarise(period: Period, span: range, hours: dict[int, HourData]) -> dict[str, Any]:
-    """The period's numbers (JSON-ready) from the hours of `span` the store had."""
-    counts = merged_counts(hours)
+def _series(span: range, buckets: dict[int, Bucket], seconds: int, label: str) -> list[dict[str, Any]]:
+    """One row per hour or day of `span` (each `seconds` long), zeros where nothing was counted."""
+    rows = []
+    for index in span:
+        counted = buckets[index].counts if index in buckets else {}
+        moment = datetime.fromtimestamp(index * seconds, UTC).strftime(label)
+        rows.append({"label": moment, **{name: counted.get(name, 0) for name in _SERIES_FIELDS}})
+    return rows
+
+
+def summarise(
+    period: Period,
+    span: range,
+    days: dict[int, Bucket],
+    hours_span: range | None = None,
+    hours: dict[int, Bucket] | None = None,
+) -> dict[str, Any]:
+    """The period's numbers (JSON-ready) from the days of `span` the store had; its chart's
+    rows by day, or by hour of `hours_span` when the store's `hours` are given (today)."""
+    counts = merged_counts(days)
     prefix = names.FAILED + ":"
     failed_by_code = {name[len(prefix) :]: count for name, count in counts.items() if name.startswith(prefix)}
     helpful, not_helpful = counts[names.HELPFUL], counts[names.NOT_HELPFUL]
     rated = helpful + not_helpful
     comments: list[dict[str, Any]] = []
-    for hour in sorted(hours, reverse=True):
-        for raw in hours[hour].comments:
+    for day in sorted(days, reverse=True):
+        for raw in days[day].comments:
             if len(comments) < COMMENTS_SHOWN:
                 comments.append(json.loads(raw))
     questions: Counter[str] = Counter()
-    for data in hours.values():
-        questions.update(data.questions)
+    for bucket in days.values():
+        questions.update(bucket.questions)
     top = sorted(questions.items(), key=lambda item: (-item[1], item[0]))[:TOP_QUESTIONS]
     rating_prefix = names.SATISFACTION + ":"
     by_rating = {
@@ -61,21 +74,17 @@ def summarise(period: Period, span: range, hours: dict[int, HourData]) -> dict[s
     }
     ratings = sum(by_rating.values())
     score = sum(int(rating) * count for rating, count in by_rating.items())
-    hourly = period.days == 0
-    series: dict[str, dict[str, Any]] = {}
-    step = 1 if hourly else DAY_HOURS
-    for hour in span:
-        label = _series_label(hour - (hour % step), hourly)
-        row = series.setdefault(label, {"label": label, **dict.fromkeys(_SERIES_FIELDS, 0)})
-        counted = hours[hour].counts if hour in hours else {}
-        for field_name in _SERIES_FIELDS:
-            row[field_name] += counted.get(field_name, 0)
+    day_seconds = DAY_HOURS * HOUR_SECONDS
+    if hours_span is not None and hours is not None:
+        series = _series(hours_span, hours, HOUR_SECONDS, "%H:00")
+    else:
+        series = _series(span, days, day_seconds, "%Y-%m-%d")
     return {
         "period": period.key,
         "label": period.label,
         "timezone": "UTC",
-        "from": _iso(span.start * HOUR_SECONDS),
-        "to": _iso(span.stop * HOUR_SECONDS),
+        "from": _iso(span.start * day_seconds),
+        "to": _iso(span.stop * day_seconds),
         "conversations": counts[names.CONVERSATIONS],
         "answers": {
             "completed": counts[names.COMPLETED],
@@ -84,7 +93,7 @@ def summarise(period: Period, span: range, hours: dict[int, HourData]) -> dict[s
             "incomplete": counts[names.INCOMPLETE],
             "failed_by_code": dict(sorted(failed_by_code.items(), key=lambda item: (-item[1], item[0]))),
         },
-        "time_to_first_delta_ms": _latency(hours, names.TIME_TO_FIRST_DELTA),
+        "time_to_first_delta_ms": _latency(days, names.TIME_TO_FIRST_DELTA),
         "feedback": {
             "helpful": helpful,
             "not_helpful": not_helpful,
@@ -96,7 +105,7 @@ def summarise(period: Period, span: range, hours: dict[int, HourData]) -> dict[s
             "answered": counts[names.HANDOFF_ANSWERED],
             "ended": counts[names.HANDOFF_ENDED],
             "left_messages": counts[names.LEFT_MESSAGES],
-            "wait_ms": _latency(hours, names.HANDOFF_WAIT),
+            "wait_ms": _latency(days, names.HANDOFF_WAIT),
         },
         "satisfaction": {
             "count": ratings,
@@ -104,11 +113,22 @@ def summarise(period: Period, span: range, hours: dict[int, HourData]) -> dict[s
             "by_rating": by_rating,
         },
         "top_questions": [{"question": question, "count": count} for question, count in top],
-        "series": list(series.values()),
+        "series": series,
     }
 
 
 _SERIES_FIELDS = (names.CONVERSATIONS, names.COMPLETED, names.FAILED, names.CANCELLED, names.INCOMPLETE)
+
+
+def read_summary(store: DashboardStore, period: Period, now: float | None = None) -> dict[str, Any]:
+    """The period's numbers: one read of its days, and for today of its hours so far (days or
+    hours × families, whatever the traffic)."""
+    moment = time.time() if now is None else now
+    span = period_days(period, moment)
+    if period.days > 1:
+        return summarise(period, span, store.read_days(span))
+    hours = range(span.start * DAY_HOURS, hour_of(moment) + 1)
+    return summarise(period, span, store.read_days(span), hours, store.read_hours(hours))
 
 
 @dataclass(frozen=True)
