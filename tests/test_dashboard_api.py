@@ -280,6 +280,7 @@ def test_each_chart_is_an_image_named_by_its_title_before_its_table(server, admi
         section = html[html.index(f'data-report="{name}"') :]
         svg = re.search(r"<svg[^>]*>", section)
         assert svg is not None
-        assert 'role="img"' in svg[0] and f'aria-labelledby="chart-{name}-title chart-{name}-desc"' in svg[0]
+        assert 'role="img"' in svg[0] and f'aria-labelledby="chart-{name}-title"' in svg[0]
+        assert f'aria-describedby="chart-{name}-desc"' in svg[0]
         assert section.index("<svg") < section.index("<table")
         assert f'<title id="chart-{name}-title">' in section

@@ -1,7 +1,8 @@
 """The dashboard's charts as server-drawn SVG (docs/dashboard.md, "Charts"; docs/accessibility.md
 A131). Pure: a summary.Table in, markup out.
 
-Each chart is an `<svg role="img" aria-labelledby>` naming its `<title>` and `<desc>`; the page
+Each chart is an `<svg role="img">` named by its `<title>` (`aria-labelledby`) and described by
+its `<desc>` (`aria-describedby`), which lists its numbers; the page
 puts the table with the same numbers right after it, so the chart is there to be looked at and
 the table to be read. Bars are told apart by a pattern as well as a colour (WCAG 1.4.1), each
 colour at 3:1 or more against the white background (WCAG 1.4.11), and every bar carries its
@@ -66,7 +67,7 @@ def _frame(name: str, title: str, description: str, width: int, height: int, bod
     title_id, desc_id = f"chart-{name}-title", f"chart-{name}-desc"
     return (
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-labelledby="{title_id} {desc_id}" viewBox="0 0 {width} {height}" '
+        f'aria-labelledby="{title_id}" aria-describedby="{desc_id}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" data-chart="{escape(name)}">'
         f'<title id="{title_id}">{escape(title)}</title><desc id="{desc_id}">{escape(description)}</desc>'
         # Its own white ground: the colours' contrast holds in the page's dark scheme too.
