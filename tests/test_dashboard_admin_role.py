@@ -35,3 +35,19 @@ def test_an_admin_that_is_not_true_or_false_is_refused(tmp_path):
     path.write_text(json.dumps({"agents": [{"name": "a", "display_name": "A", "password_hash": "x", "admin": "yes"}]}))
     with pytest.raises(AccountsError, match="admin is true or false"):
         AgentAccounts(str(path)).read()
+
+
+def test_dashboard_requests_without_a_session_spend_the_unauthorized_budget(tmp_path):
+    """docs/security.md, "The owner dashboard": counted as the console's API is."""
+    from widget_server import create_app
+
+    from .agent_support import write_agents
+    from .conftest import TEST_CONFIG
+
+    path = tmp_path / "agents.json"
+    write_agents(path)
+    config = {**TEST_CONFIG, "AGENTS_FILE": str(path), "RATE_LIMITS": True, "RATE_LIMIT_UNAUTHORIZED": "2/minute"}
+    for url, refused in (("/admin", 302), ("/api/v1/admin/summary", 401), ("/admin/export/answers.csv", 302)):
+        client = create_app(config, environ={}).test_client()
+        assert [client.get(url).status_code for _ in range(3)] == [refused, refused, 429], url
+        assert client.get(url).get_json()["error"]["code"] == "rate_limited"

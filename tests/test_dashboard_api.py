@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from widget_server.dashboard.summary import TABLE_NAMES
+from widget_server.openapi import build_document
 
 from .agent_support import TEST_PASSWORD_HASH, hidden_token, parse_set_cookies
 from .helpers import assert_completed, assert_json_error
@@ -218,6 +219,8 @@ def test_the_numbers_are_the_events_driven_through_the_api(server, admin, chat_f
     alice.http.close()
 
     summary = admin.get("/api/v1/admin/summary", period="today").json()
+    document = build_document()["paths"]["/api/v1/admin/summary"]["get"]["responses"]["200"]
+    assert set(document["content"]["application/json"]["schema"]["required"]) <= set(summary)
     assert summary["conversations"] == 3
     assert summary["answers"] == {
         "completed": 1,

@@ -1,11 +1,12 @@
 """The owner dashboard at `/admin` (docs/dashboard.md): what the chat did over a period.
 
-One concern per module (docs/architecture.md): `buckets.py` (pure: hours, periods, the
-latency histogram's fixed log-spaced buckets and percentiles from them, a question's
-normalised form), `store.py` (the per-hour aggregation store's interface and the memory store),
-`redis_store.py` (one Redis or a Redis Cluster: one hash per hour per metric family, every key
-of an hour under one hash tag), `recorder.py` (`DashboardRecorder.publish`, the one call the
-services make), `summary.py` (pure: hours merged into the period's numbers and tables),
+One concern per module (docs/architecture.md): `buckets.py` (pure: hours and days of UTC,
+periods, the latency histogram's fixed log-spaced buckets and percentiles from them, a
+question's normalised form), `store.py` (the aggregation store's interface, per hour and per
+day, and the memory store), `redis_store.py` (one Redis or a Redis Cluster: one key per day,
+or hour, per metric family, every key of a day under one hash tag), `recorder.py`
+(`DashboardRecorder.publish`, the one call the services make), `summary.py` (a period's days
+merged into its numbers and tables),
 `charts.py` (pure: SVG charts from those tables), `api.py` (the Flask adapter: the page, the
 CSV downloads, the JSON summary).
 """

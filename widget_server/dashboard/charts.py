@@ -5,7 +5,7 @@ Each chart is an `<svg role="img">` named by its `<title>` (`aria-labelledby`) a
 its `<desc>` (`aria-describedby`), which lists its numbers; the page
 puts the table with the same numbers right after it, so the chart is there to be looked at and
 the table to be read. Bars are told apart by a pattern as well as a colour (WCAG 1.4.1), each
-colour at 3:1 or more against the white background (WCAG 1.4.11), and every bar carries its
+colour at 4.5:1 or more against the chart's white ground (more than WCAG 1.4.11 asks), and every bar carries its
 number as text (#1b1b1b, 4.5:1 or more). Nothing here is styled with CSS, so the page's strict
 policy (no inline style) holds: SVG presentation attributes only. Every text is escaped.
 """

@@ -1,8 +1,8 @@
 """`DashboardRecorder.publish`: the one call the services make for the dashboard
 (docs/dashboard.md, "What is counted").
 
-`publish(event_type, conversation_id, data)` turns one event into one hour's `Change` and
-hands it to the store: one write, never a read. The same call shape as the webhooks'
+`publish(event_type, conversation_id, data)` turns one event into one `Change` of its hour
+(and day) and hands it to the store: one write, never a read. The same call shape as the webhooks'
 publisher, so a call site can tell both. Event types the dashboard does not count are
 ignored. Recording never fails the request that made the event: a store that is down loses
 that count (logged), the visitor's answer does not.

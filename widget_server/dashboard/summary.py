@@ -1,8 +1,9 @@
-"""A period's numbers from its hours, and the tables the page, the CSV downloads and the
-charts all show (docs/dashboard.md, "What each number means"). Pure.
+"""A period's numbers from its days, and the tables the page, the CSV downloads and the
+charts all show (docs/dashboard.md, "What each number means").
 
-`summarise()` merges the days (and, for today, the hours) the store read into the JSON `GET /api/v1/admin/summary`
-answers with; `tables()` lays that same summary out as the page's tables, so a chart, its
+`read_summary()` reads a period's days (and, for today, its hours) from the store, once;
+`summarise()`, pure, merges them into the JSON `GET /api/v1/admin/summary` answers with;
+`tables()`, pure, lays that same summary out as the page's tables, so a chart, its
 table, its CSV and the JSON cannot disagree (tests/test_dashboard_api.py,
 tests/e2e/test_accessibility_contract_dashboard.py).
 """
