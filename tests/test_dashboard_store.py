@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 
 import pytest
 
@@ -28,14 +29,15 @@ from widget_server.dashboard.buckets import (
 )
 from widget_server.dashboard.recorder import DashboardRecorder
 from widget_server.dashboard.redis_store import RedisDashboardStore
-from widget_server.dashboard.store import Change, MemoryDashboardStore, expires_at
+from widget_server.dashboard.store import Change, MemoryDashboardStore, expires_at, texts_expire_at
 from widget_server.dashboard.summary import read_summary
 from widget_server.stores.redis_connection import connect
 
 from .redis_support import redis_client
 
-# 2026-12-07 10:30 UTC.
-NOW = 1796639400.0
+# 10:30 UTC today: mid-day, so a few hours before it are the same day; today, because Redis
+# expires keys by the real clock (an EXPIREAT in the past deletes the key at once).
+NOW = (time.time() // 86400) * 86400 + 10.5 * 3600
 HOUR = hour_of(NOW)
 DAY = day_of(NOW)
 
@@ -239,3 +241,31 @@ def test_a_summary_of_days_reads_each_day_once_whatever_was_counted():
 def test_questions_are_normalised():
     assert normalise_question("  How do I\tRESET?? ") == normalise_question("how do i reset") == "how do i reset"
     assert len(normalise_question("x" * 1000)) == 200
+
+
+def test_comments_and_questions_go_when_conversations_would_the_counts_stay(request):
+    """docs/privacy.md: the visitors' words are kept no longer after their day than RETENTION."""
+    day_seconds = DAY_HOURS * HOUR_SECONDS
+    retention = 3600  # one hour after the day ends
+    change = Change(counts={"completed": 1}, question="why", comment='{"comment": "slow"}')
+    texts_gone = (DAY + 1) * day_seconds + retention
+    assert texts_expire_at(DAY, retention) == texts_gone
+
+    clock = Clock()
+    memory = MemoryDashboardStore(clock, text_seconds=retention)
+    memory.record(HOUR, change)
+    clock.now = texts_gone - 1
+    assert memory.read_days(range(DAY, DAY + 1))[DAY].comments
+    clock.now = texts_gone + HOUR_SECONDS  # the next hour's sweep
+    kept = memory.read_days(range(DAY, DAY + 1))[DAY]
+    assert (kept.counts, kept.questions, kept.comments) == ({"completed": 1}, {}, [])
+
+    for fixture in ("redis_server", "redis_cluster"):
+        server = request.getfixturevalue(fixture)
+        server.flush()
+        store = RedisDashboardStore(connect(server.url), text_seconds=retention)
+        store.record(HOUR, change)
+        client = redis_client(server.url)
+        assert client.expiretime(store.key(DAY, "questions")) == texts_gone
+        assert client.expiretime(store.key(DAY, "comments")) == texts_gone
+        assert client.expiretime(store.key(DAY, "counts")) == expires_at(DAY)

@@ -95,7 +95,8 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
     accounts = open_accounts(settings.agents.agents_file)
     mailer = Mailer(settings.mail, metrics, console_url)
     stopping = threading.Event()
-    dashboard = DashboardRecorder(create_dashboard_store(store))
+    # The visitors' words the dashboard keeps go no later after their day than conversations do.
+    dashboard = DashboardRecorder(create_dashboard_store(store, settings.store.retention_seconds))
     handoff = HandoffService(
         create_handoff_store(settings, store),
         store,

@@ -19,13 +19,14 @@ if TYPE_CHECKING:
     from .store import DashboardStore
 
 
-def create_dashboard_store(chat_store: Any) -> DashboardStore:
+def create_dashboard_store(chat_store: Any, text_seconds: float) -> DashboardStore:
     """The dashboard's store beside the chat store: in memory with the memory store, on the same
-    Redis (the chat store's client) with a Redis one, so every worker counts into one place."""
+    Redis (the chat store's client) with a Redis one, so every worker counts into one place.
+    `text_seconds`: how long after its day a comment or a question is kept (RETENTION)."""
     if getattr(chat_store, "shared", False) and hasattr(chat_store, "redis"):
         from .redis_store import RedisDashboardStore
 
-        return RedisDashboardStore(chat_store.redis)
+        return RedisDashboardStore(chat_store.redis, text_seconds)
     from .store import MemoryDashboardStore
 
-    return MemoryDashboardStore()
+    return MemoryDashboardStore(text_seconds=text_seconds)

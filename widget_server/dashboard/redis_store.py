@@ -8,7 +8,9 @@ trimmed to COMMENTS_PER_DAY); and per hour `H` of that day its own `…:h:H:coun
 `…:h:H:latency`. On a cluster every key of a day, its hours' included, carries the day's hash
 tag, `cw:{dash:D}:…`, so one event's write is one pipeline to one node; on one Redis they are
 `cw:dash:D:…` (keyspace.py's rule: tags only on a cluster). Every key expires RETENTION_SECONDS
-after its day ends (EXPIREAT, the same moment for every write of the day).
+after its day ends (EXPIREAT, the same moment for every write of the day), but for the day's
+questions and comments, the visitors' words, which go `text_seconds` (RETENTION) after the day
+ends if that is sooner (store.texts_expire_at).
 
 A write is one pipelined round trip of plain commands (HINCRBY, ZINCRBY, ZREMRANGEBYRANK,
 LPUSH, LTRIM, EXPIREAT): each is atomic and nothing is read before it is written, so no Lua is
@@ -22,16 +24,17 @@ from typing import Any
 
 from ..stores.base import StoreUnavailable
 from ..stores.redis_connection import connection_trouble, is_cluster
-from .buckets import COMMENTS_PER_DAY, DAY_HOURS, TOP_PER_DAY
-from .store import Bucket, Change, expires_at
+from .buckets import COMMENTS_PER_DAY, DAY_HOURS, RETENTION_SECONDS, TOP_PER_DAY
+from .store import Bucket, Change, expires_at, texts_expire_at
 
 DAY_FAMILIES = ("counts", "latency", "questions", "comments")
 HOUR_FAMILIES = ("counts", "latency")
 
 
 class RedisDashboardStore:
-    def __init__(self, redis: Any) -> None:
+    def __init__(self, redis: Any, text_seconds: float = RETENTION_SECONDS) -> None:
         self.redis = redis
+        self.text_seconds = text_seconds
         self.cluster = is_cluster(redis)
         self._trouble = connection_trouble()
 
@@ -55,19 +58,22 @@ class RedisDashboardStore:
                 for family, index in change.latencies.items():
                     pipe.hincrby(key, f"{family}:{index}", 1)
                 touched.append(key)
+        for key in touched:
+            pipe.expireat(key, expires_at(day))
+        texts_at = texts_expire_at(day, self.text_seconds)
         if change.question:
             key = self.key(day, "questions")
             pipe.zincrby(key, 1, change.question)
             # Rank 0 is the least counted: keep the last TOP_PER_DAY.
             pipe.zremrangebyrank(key, 0, -(TOP_PER_DAY + 1))
+            pipe.expireat(key, texts_at)
             touched.append(key)
         if change.comment:
             key = self.key(day, "comments")
             pipe.lpush(key, change.comment)
             pipe.ltrim(key, 0, COMMENTS_PER_DAY - 1)
+            pipe.expireat(key, texts_at)
             touched.append(key)
-        for key in touched:
-            pipe.expireat(key, expires_at(day))
         if touched:
             self._run(pipe)
 

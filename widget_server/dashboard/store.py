@@ -83,16 +83,25 @@ def keep_top(questions: dict[str, int], limit: int = TOP_PER_DAY) -> None:
 
 
 def expires_at(day: int) -> int:
-    """When a day's keys, and its hours', go: RETENTION_SECONDS after the day ends."""
+    """When a day's counts, and its hours', go: RETENTION_SECONDS after the day ends."""
     return (day + 1) * DAY_HOURS * HOUR_SECONDS + RETENTION_SECONDS
+
+
+def texts_expire_at(day: int, text_seconds: float) -> int:
+    """When a day's comments and questions go: the visitors' words, copied apart from their
+    conversations, are kept no longer after the day than the conversations themselves
+    (`RETENTION`, docs/privacy.md), and never past the day's counts."""
+    return min(expires_at(day), (day + 1) * DAY_HOURS * HOUR_SECONDS + int(text_seconds))
 
 
 class MemoryDashboardStore:
     """In this process (STORE=memory): dicts of hours and days, the ones past their retention
-    dropped as new hours begin."""
+    dropped as new hours begin; a day's comments and questions once `text_seconds` after the
+    day have passed (texts_expire_at)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, text_seconds: float = RETENTION_SECONDS) -> None:
         self._clock = clock
+        self._text_seconds = text_seconds
         self._lock = threading.Lock()
         self._hours: dict[int, Bucket] = {}
         self._days: dict[int, Bucket] = {}
@@ -134,6 +143,10 @@ class MemoryDashboardStore:
         self._swept_hour = hour_of(now)
         for day in [day for day in self._days if expires_at(day) <= now]:
             del self._days[day]
+        for day, bucket in self._days.items():
+            if texts_expire_at(day, self._text_seconds) <= now:
+                bucket.questions.clear()
+                bucket.comments.clear()
         for hour in [hour for hour in self._hours if expires_at(hour // DAY_HOURS) <= now]:
             del self._hours[hour]
 
