@@ -26,6 +26,7 @@ from .actions import api as actions_api
 from .agents import api as agents_api
 from .attachments import api as attachments_api
 from .chat import api as chat_api
+from .dashboard import api as dashboard_api
 from .feedback import api as feedback_api
 from .flask_app import WidgetFlask
 from .handoff import api as handoff_api
@@ -149,6 +150,7 @@ def create_app(
     app.register_blueprint(feedback_api.bp)  # feedback on answers: put, delete (widget_server/feedback/)
     app.register_blueprint(revisions_api.bp)  # regenerate and edit the last turn (widget_server/revisions/)
     app.register_blueprint(agents_api.bp)  # /agent: the agents' console, sign-in and API
+    app.register_blueprint(dashboard_api.bp)  # /admin: the owner dashboard (widget_server/dashboard/)
     app.register_blueprint(handoff_api.bp)  # hand-off: request, messages, the conversation stream
     attachments_api.init_app(app)  # attachments: upload, download, delete (widget_server/attachments/)
     identity_api.init_app(app)  # a known visitor's own conversations (widget_server/identity/)

@@ -193,6 +193,8 @@ _DOWNLOAD_HEADERS = {
 _SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"identity": []}]
 _STREAM_SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"identity": []}, {"queryToken": []}]
 _IDENTITY_SECURITY: list[dict[str, list[str]]] = [{"identity": []}]
+# The owner dashboard's: an admin agent's session cookie (dashboard/api.py).
+_ADMIN_SECURITY: list[dict[str, list[str]]] = [{"agentSession": []}]
 
 # Parameters beyond the path's ids, by the name a route gives them.
 _PARAMETERS: dict[str, dict[str, Any]] = {
@@ -231,6 +233,13 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "`<conversation_id>:<seq>` of the last event the client applied.",
         "schema": _LAST_EVENT_ID_SCHEMA,
     },
+    "period": {
+        "name": "period",
+        "in": "query",
+        "required": False,
+        "description": "`today` (since 00:00 UTC), `7d` (the default) or `30d`: the last 7·24 or 30·24 hours.",
+        "schema": {"type": "string", "enum": ["today", "7d", "30d"]},
+    },
     "after": {
         "name": "after",
         "in": "query",
@@ -251,6 +260,29 @@ _SPECIAL_ANSWERS: dict[str, dict[str, Any]] = {
     routes.JSON_LINES: {
         "description": "JSON Lines: one JSON object a line, each with its `kind` (docs/privacy.md).",
         "content": {"application/x-ndjson": {"itemSchema": {"type": "object", "required": ["kind"]}}},
+    },
+    routes.DASHBOARD_SUMMARY: {
+        "description": 'The period\'s numbers (docs/dashboard.md, "What each number means").',
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": [
+                        "period",
+                        "from",
+                        "to",
+                        "conversations",
+                        "answers",
+                        "time_to_first_delta_ms",
+                        "feedback",
+                        "handoffs",
+                        "satisfaction",
+                        "top_questions",
+                        "series",
+                    ],
+                }
+            }
+        },
     },
     routes.FILE: {
         "description": "The bytes, with the sniffed Content-Type.",
@@ -311,6 +343,10 @@ def _operation(route: routes.Route) -> dict[str, Any]:
     ids = re.findall(r"\{(\w+)\}", route.path)
     if route.path.startswith(routes.ME):
         operation["security"] = _IDENTITY_SECURITY
+    if route.path.startswith(routes.ADMIN):
+        operation["security"] = _ADMIN_SECURITY
+    if route.parameters and not ids:
+        operation["parameters"] = [_PARAMETERS[name] for name in route.parameters]
     if ids:
         operation["security"] = _STREAM_SECURITY if route.query_token else _SECURITY
         operation["parameters"] = [
@@ -382,6 +418,13 @@ def build_document(server_url: str | None = None) -> dict[str, Any]:
                     "bearerFormat": "JWT",
                     "description": "A known visitor's identity token, signed by the site (docs/protocol.md, "
                     '"Known visitors"): for /api/v1/me, and for the conversations its subject owns.',
+                },
+                "agentSession": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "__Host-agent_session",
+                    "description": "An agent's session from signing in at /agent (docs/agents.md); the "
+                    "dashboard's routes need an admin's.",
                 },
                 "queryToken": {
                     "type": "apiKey",

@@ -23,10 +23,13 @@ from .attachments import create_attachment_store
 from .attachments.store import AttachmentStore
 from .backends.base import Backend, create_backend
 from .chat.service import ChatService, listed_turn_attachments
+from .dashboard import create_dashboard_store
+from .dashboard.recorder import DashboardRecorder
 from .errors import ApiError
 from .handoff import create_handoff_store
 from .handoff.satisfaction import SatisfactionService
 from .handoff.service import HandoffService
+from .handoff.store import SatisfactionEntry
 from .identity.tokens import IdentityVerifier
 from .metrics import Metrics
 from .settings import ConfigError, Settings
@@ -62,6 +65,9 @@ class Services:
     mailer: Mailer
     # Verifies visitors' identity tokens (widget_server/identity/; unconfigured: refuses them).
     identity: IdentityVerifier
+    # The owner dashboard's per-hour counts (widget_server/dashboard/): the services publish into
+    # it, /admin reads its store.
+    dashboard: DashboardRecorder
     # Set on SIGTERM (serving.py, ChatService.begin_shutdown): the answers' and the
     # conversations' streams end resumably at their next wake-up.
     stopping: threading.Event
@@ -69,6 +75,18 @@ class Services:
     # (started by app.py once it serves); NO_WEBHOOKS and idle senders without WEBHOOK_URLS.
     webhooks: Publisher
     webhook_delivery: DeliveryWorker | None
+
+
+def _satisfaction_submitted(
+    webhooks: Publisher, dashboard: DashboardRecorder, conversation_id: str, answer: SatisfactionEntry
+) -> None:
+    """A visitor's new answer to "How was your conversation?" (handoff/satisfaction.py): the
+    site owner's webhook (docs/webhooks.md) and the dashboard's count (docs/dashboard.md)."""
+    webhooks.publish(
+        conversation_id,
+        SatisfactionSubmitted(handoff=answer["handoff"], rating=answer["rating"], comment=answer["comment"]),
+    )
+    dashboard.publish("satisfaction.submitted", conversation_id, {"rating": answer["rating"]})
 
 
 def open_accounts(path: str) -> AgentAccounts:
@@ -107,6 +125,8 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         queue = create_webhook_queue(settings, store)
         webhooks = Publisher(queue, len(settings.webhooks.urls), settings.webhooks.events, metrics)
         webhook_delivery = DeliveryWorker(queue, settings.webhooks, webhooks, metrics, stopping=stopping)
+    # The visitors' words the dashboard keeps go no later after their day than conversations do.
+    dashboard = DashboardRecorder(create_dashboard_store(store, settings.store.retention_seconds))
     handoff = HandoffService(
         create_handoff_store(settings, store),
         store,
@@ -118,6 +138,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         stopping=stopping,
         turn_attachments=functools.partial(listed_turn_attachments, attachments),
         webhooks=webhooks,
+        dashboard=dashboard,
     )
     listeners = getattr(store, "forget_listeners", None)
     if listeners is not None:
@@ -137,6 +158,7 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         stopping=stopping,
         actions=load_actions(),
         webhooks=webhooks,
+        dashboard=dashboard,
     )
     return Services(
         settings=settings,
@@ -147,17 +169,14 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
         chat=chat,
         handoff=handoff,
         satisfaction=SatisfactionService(
-            handoff,
-            on_submitted=lambda conversation_id, answer: webhooks.publish(
-                conversation_id,
-                SatisfactionSubmitted(handoff=answer["handoff"], rating=answer["rating"], comment=answer["comment"]),
-            ),
+            handoff, on_submitted=functools.partial(_satisfaction_submitted, webhooks, dashboard)
         ),
         accounts=accounts,
         sessions=create_sessions(store, settings.agents.session_seconds),
         sign_in_delays=create_sign_in_delays(store, metrics),
         mailer=mailer,
         identity=identity,
+        dashboard=dashboard,
         stopping=stopping,
         webhooks=webhooks,
         webhook_delivery=webhook_delivery,

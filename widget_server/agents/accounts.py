@@ -1,6 +1,7 @@
 """The agents file: who may sign in to the console at `/agent` (docs/agents.md, "Accounts").
 
-One JSON document, `{"agents": [{"name", "display_name", "password_hash"}, …]}`, at the path
+One JSON document, `{"agents": [{"name", "display_name", "password_hash"}, …]}` (and
+`"admin": true` for an agent who may open the owner dashboard at `/admin`, docs/dashboard.md), at the path
 of the `AGENTS_FILE` setting, written by `widget-server agents add|remove` (cli.py) and read by
 the server. Passwords are kept only as werkzeug's `generate_password_hash` output (scrypt, a
 memory-hard KDF, with a random salt); checking one is werkzeug's `check_password_hash`, which
@@ -62,6 +63,8 @@ class Agent:
     name: str
     display_name: str
     password_hash: str
+    # May open the owner dashboard (`widget-server agents add NAME --admin`; dashboard/api.py).
+    admin: bool = False
 
     def public(self) -> dict[str, str]:
         """What the console and `agents list` may show: never the hash."""
@@ -116,7 +119,10 @@ def _parse(raw: bytes, path: Path) -> dict[str, Agent]:
             raise AccountsError(f"the agents file {path}: entry {index}: {error}") from None
         if name in agents:
             raise AccountsError(f"the agents file {path}: the name {name!r} is there twice")
-        agents[name] = Agent(name, entry["display_name"], entry["password_hash"])
+        admin = entry.get("admin", False)
+        if not isinstance(admin, bool):
+            raise AccountsError(f"the agents file {path}: entry {index}: admin is true or false")
+        agents[name] = Agent(name, entry["display_name"], entry["password_hash"], admin)
     return agents
 
 
@@ -213,7 +219,12 @@ class AgentAccounts:
         assert self.path is not None
         document = {
             "agents": [
-                {"name": a.name, "display_name": a.display_name, "password_hash": a.password_hash}
+                {
+                    "name": a.name,
+                    "display_name": a.display_name,
+                    "password_hash": a.password_hash,
+                    **({"admin": True} if a.admin else {}),
+                }
                 for a in sorted(agents.values(), key=lambda a: a.name)
             ]
         }
@@ -231,10 +242,11 @@ class AgentAccounts:
                 os.unlink(temporary)
             raise
 
-    def add(self, name: str, display_name: str, password: str, *, replace: bool = False) -> Agent:
-        """Add an agent (AccountsError if the name is taken, unless `replace`)."""
+    def add(self, name: str, display_name: str, password: str, *, replace: bool = False, admin: bool = False) -> Agent:
+        """Add an agent (AccountsError if the name is taken, unless `replace`); `admin`: who may
+        open the owner dashboard."""
         name = check_name(name)
-        agent = Agent(name, check_display_name(display_name), generate_password_hash(check_password(password)))
+        agent = Agent(name, check_display_name(display_name), generate_password_hash(check_password(password)), admin)
         with self._locked():
             agents = self._existing()
             if name in agents and not replace:

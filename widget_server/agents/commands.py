@@ -54,11 +54,16 @@ def add_agents_commands(commands: Any) -> None:
     add.add_argument(
         "--replace", action="store_true", help="Replace an existing account of that name (a new password)."
     )
+    add.add_argument(
+        "--admin", action="store_true", help="May also open the owner dashboard at /admin (docs/dashboard.md)."
+    )
     file_option(add)
     remove = actions.add_parser("remove", help="Remove an agent account; its sessions stop working at once.")
     remove.add_argument("name", metavar="NAME")
     file_option(remove)
-    listing = actions.add_parser("list", help="List the agent accounts: name and display name, one per line.")
+    listing = actions.add_parser(
+        "list", help="List the agent accounts: name, display name and `admin` for an admin, one per line."
+    )
     file_option(listing)
 
 
@@ -91,7 +96,7 @@ def agents_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int:
     try:
         if args.agents_command == "list":
             for agent in accounts.list():
-                print(f"{agent.name}\t{agent.display_name}")
+                print(f"{agent.name}\t{agent.display_name}" + ("\tadmin" if agent.admin else ""))
             return 0
         if args.agents_command == "remove":
             removed = accounts.remove(args.name)
@@ -100,8 +105,11 @@ def agents_command(args: argparse.Namespace, explicit: dict[str, Any]) -> int:
         if accounts.path is None:
             accounts.read()  # the "no agents file is set" error, before asking for a password
         password = check_password(_password(args.password_stdin))
-        agent = accounts.add(args.name, args.display_name or args.name, password, replace=args.replace)
-        print(f"Added {agent.name} ({agent.display_name}) to {accounts.path}.")
+        agent = accounts.add(
+            args.name, args.display_name or args.name, password, replace=args.replace, admin=args.admin
+        )
+        role = ", an admin," if agent.admin else ""
+        print(f"Added {agent.name} ({agent.display_name}){role} to {accounts.path}.")
         return 0
     except AccountsError as error:
         print(f"widget-server: error: {error}", file=sys.stderr)

@@ -26,6 +26,7 @@ from typing import ClassVar
 from ..actions.service import Action, load_actions, propose
 from ..answer_parts import InvalidPart, Progress, Source, progress_text, source_json
 from ..backends.base import ActionProposal, Backend, CancelToken, Turn
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import ChatError, ErrorCode, ErrorInfo
 from ..messages import StreamEvent
 from ..metrics import NO_METRICS, Metrics
@@ -49,6 +50,7 @@ class GenerationRun:
         metrics: Metrics = NO_METRICS,
         actions: Mapping[str, Action] | None = None,
         webhooks: Publisher = NO_WEBHOOKS,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         # The installed actions a proposal may name (ChatService's; all installed by default).
         self.actions = actions if actions is not None else load_actions()
@@ -61,8 +63,12 @@ class GenerationRun:
         self._on_finish = on_finish
         self.metrics = metrics
         # The answer's ending is published by the run that wrote it (the store's compare-and-set
-        # let exactly one ending in), where it is counted: once per answer (docs/webhooks.md).
+        # let exactly one ending in), where it is counted: once per answer (docs/webhooks.md,
+        # docs/dashboard.md).
         self.webhooks = webhooks
+        self.dashboard = dashboard
+        # Milliseconds from the claim to the first stored delta (None until then).
+        self.first_delta_ms: float | None = None
         self.accepted_at = time.monotonic()  # created right after the claim
         # When the store last took a write of this run: it was still running then, so the
         # RunKeeper need not ask (a refused write stops the run by itself).
@@ -94,7 +100,14 @@ class GenerationRun:
             return False
         self.metrics.ended("failed", code=error.code)
         self.webhooks.publish(self.turn.conversation_id, MessageFailed(message_id=self.message_id, code=error.code))
+        self.dashboard.publish(*self._failure_event(error.code))
         return True
+
+    def _failure_event(self, code: str) -> tuple[str, str, dict[str, str]]:
+        """A failure before any text is `message.failed`; after some, the visitor saw part of an
+        answer: `message.incomplete` (docs/dashboard.md, "What is counted")."""
+        kind = "message.failed" if self.first_delta_ms is None else "message.incomplete"
+        return kind, self.turn.conversation_id, {"code": code, "question": self.turn.text}
 
     def _on_time_limit(self) -> None:
         if self._fail(ErrorInfo.for_code(ErrorCode.TIMEOUT)):
@@ -172,6 +185,7 @@ class GenerationRun:
                 self.written_at = time.monotonic()
                 if first_delta:
                     first_delta = False
+                    self.first_delta_ms = (time.monotonic() - self.accepted_at) * 1000
                     self.metrics.first_delta(time.monotonic() - self.accepted_at)
                     first_delta_stored()
             completed = None if self.cancel_token.cancelled else self.store.complete(self.message_id, sources)
@@ -184,6 +198,11 @@ class GenerationRun:
                         length=completed.payload["length"],
                         sha256=completed.payload["sha256"],
                     ),
+                )
+                self.dashboard.publish(
+                    "message.completed",
+                    self.turn.conversation_id,
+                    {"time_to_first_delta_ms": self.first_delta_ms, "question": self.turn.text},
                 )
         except StoreUnavailable as error:
             # Nothing more can be recorded (not even a failure). When the

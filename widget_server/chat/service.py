@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions.service import Action, load_actions
 from ..backends.base import Backend, Turn, TurnAttachment
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND, ErrorCode, ErrorInfo
 from ..faults import NO_FAULTS, FaultPlan
 from ..feedback.service import record_json as feedback_json
@@ -154,11 +155,15 @@ class ChatService:
         stopping: threading.Event | None = None,
         actions: Mapping[str, Action] | None = None,
         webhooks: Publisher = NO_WEBHOOKS,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         self.store = store
         # Webhooks (widget_server/webhooks/): a new conversation and each answer's ending are
         # queued there; feedback/service.py queues a rating through it too.
         self.webhooks = webhooks
+        # The owner dashboard's counts (widget_server/dashboard/): a new conversation, each
+        # answer's ending (its run's), a cancel; feedback/service.py tells it of a rating.
+        self.dashboard = dashboard
         self.actions = actions if actions is not None else load_actions()
         self.backend = backend
         self.settings = settings
@@ -206,6 +211,7 @@ class ChatService:
             )
         )
         self.webhooks.publish(conversation_id, ConversationCreated(identified=identity is not None))
+        self.dashboard.publish("conversation.created", conversation_id, {})
         return conversation_id, token
 
     def authorize(self, conversation_id: str, token: str | None) -> Conversation:
@@ -388,6 +394,7 @@ class ChatService:
         if self.store.cancel(message_id) is not None:
             self.metrics.cancel_request("cancelled")
             self.metrics.ended("cancelled")
+            self.dashboard.publish("message.cancelled", conversation_id, {})
         else:
             self.metrics.cancel_request("already_ended")
         with self._lock:
@@ -541,6 +548,7 @@ class ChatService:
                 metrics=self.metrics,
                 actions=self.actions,
                 webhooks=self.webhooks,
+                dashboard=self.dashboard,
             )
             with self._lock:
                 self._runs[message_id] = run

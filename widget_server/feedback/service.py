@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime
 from datetime import time as day_time
 from typing import Any, Protocol
 
+from ..dashboard.recorder import EventPublisher
 from ..errors import CONVERSATION_NOT_FOUND, MESSAGE_NOT_FOUND
 from ..metrics import Metrics
 from ..stores.base import FeedbackRecord, MessageInfo, Store, UnknownMessage
@@ -33,6 +34,7 @@ class Answers(Protocol):
     store: Store
     metrics: Metrics
     webhooks: Publisher
+    dashboard: EventPublisher
 
     def reap_if_lost(self, info: MessageInfo) -> MessageInfo: ...
 
@@ -82,7 +84,25 @@ def put(
         service.webhooks.publish(
             conversation_id, FeedbackSubmitted(message_id=message_id, rating=rating, comment=comment)
         )
+        service.dashboard.publish("feedback.submitted", conversation_id, _dashboard_data(service, record, previous))
     return record, {"message_id": message_id, **record_json(record)}
+
+
+def _dashboard_data(service: Answers, record: FeedbackRecord, previous: FeedbackRecord | None) -> dict[str, Any]:
+    """What the owner dashboard counts of a rating (docs/dashboard.md): a new or changed rating
+    counts once, a comment is kept; the question is read only for a "not helpful", the one the
+    dashboard lists (its top questions with no helpful answer)."""
+    helpful = record.rating == "up"
+    question = ""
+    if not helpful:
+        asked = (
+            e.user_text
+            for e in service.store.exchanges(record.conversation_id)
+            if e.assistant_message_id == record.message_id
+        )
+        question = next(asked, "")
+    changed = previous is None or previous.rating != record.rating
+    return {"helpful": helpful, "comment": record.comment, "question": question, "rating_changed": changed}
 
 
 def delete(service: Answers, conversation_id: str, message_id: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..errors import ApiError
 from ..messages import clean_text
 from ..metrics import NO_METRICS, Metrics
@@ -296,11 +297,14 @@ class HandoffService:
         stopping: threading.Event | None = None,
         turn_attachments: Callable[[str, tuple[SentAttachment, ...]], list[dict[str, Any]]] = _no_files,
         webhooks: Publisher = NO_WEBHOOKS,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         self.store = store
         # Webhooks (widget_server/webhooks/): each transition queued after its commit, with the
         # metrics (`tx.after`), so a transaction run again publishes once.
         self.webhooks = webhooks
+        # The owner dashboard's counts (widget_server/dashboard/), told after each commit too.
+        self.dashboard = dashboard
         self.chat_store = chat_store
         self.settings = settings
         # Opening hours (hours.py) are judged on `now`, Unix seconds: a test gives a clock it
@@ -475,6 +479,7 @@ class HandoffService:
                 result = {"state": ev.STATE_QUEUED, "position": position}
                 tx.after.append(lambda: self.metrics.requested("queued"))
                 tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffQueued(position=position)))
+                tx.after.append(lambda: self.dashboard.publish("handoff.queued", conversation_id, {}))
             result["seq"] = record["seq"]  # after this request's own event (emit counted it)
             record["requests"][request_id] = KnownRequest(fingerprint=fingerprint, result=result)
             tx.put(conversation_key(conversation_id), record)
@@ -503,6 +508,7 @@ class HandoffService:
         record["state"], record["agent"], record["agent_display"] = ev.STATE_ENDED, "", ""
         ended = tx.emit(conversation_id, ev.ENDED, {"agent": agent, "reason": reason})
         tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffEnded(agent=agent, reason=reason)))
+        tx.after.append(lambda: self.dashboard.publish("handoff.ended", conversation_id, {"reason": reason}))
         if reason in ev.AGENT_END_REASONS:
             record["rateable"] = RateableHandoff(handoff=ended.seq, agent=agent_name, agent_display=agent)
         else:
@@ -639,6 +645,7 @@ class HandoffService:
                     conversation_id, MessageLeft(left_message_id=left_message_id, email=email, text=text)
                 )
             )
+            tx.after.append(lambda: self.dashboard.publish("message.left", conversation_id, {}))
             return result
 
         result: dict[str, Any] = self._transact(change)
@@ -727,6 +734,9 @@ class HandoffService:
             tx.emit(conversation_id, ev.ASSIGNED, {"agent": display_name})
             tx.after.append(lambda: self.webhooks.publish(conversation_id, HandoffAssigned(agent=display_name)))
             tx.after.append(lambda: self.metrics.time_in_queue(waited))
+            tx.after.append(
+                lambda: self.dashboard.publish("handoff.assigned", conversation_id, {"waited_ms": waited * 1000})
+            )
             return {"conversation_id": conversation_id, "agent": display_name}
 
         return self._transact(change)

@@ -127,6 +127,9 @@ NOT_SIGNED_IN = _error("not_signed_in", 401, visitor=False)
 CSRF_FAILED = _error("csrf_failed", 403, visitor=False)
 INVALID_LIMIT = _error("invalid_limit", 400, visitor=False)
 INVALID_CURSOR = _error("invalid_cursor", 400, visitor=False)
+# -- the owner dashboard (widget_server/dashboard/api.py) -----------------------------------
+NOT_ADMIN = _error("not_admin", 403, visitor=False)
+INVALID_PERIOD = _error("invalid_period", 400, visitor=False)
 # -- limits and the server's own trouble ---------------------------------------------------
 RATE_LIMITED = _error("rate_limited", 429)
 TOO_MANY_RUNNING = _error("too_many_running", 429)

@@ -42,15 +42,18 @@ from .errors import (
     INVALID_IDEMPOTENCY_KEY,
     INVALID_JSON,
     INVALID_LAST_EVENT_ID,
+    INVALID_PERIOD,
     INVALID_UPLOAD,
     MESSAGE_NOT_COMPLETED,
     MESSAGE_NOT_FINISHED,
     METHOD_NOT_ALLOWED,
     MISSING_FILE,
     MISSING_IDEMPOTENCY_KEY,
+    NOT_ADMIN,
     NOT_FOUND,
     NOT_LAST_ANSWER,
     NOT_LAST_MESSAGE,
+    NOT_SIGNED_IN,
     ORIGIN_NOT_ALLOWED,
     RATE_LIMITED,
     REPORT_EXCEEDS_MESSAGE,
@@ -75,6 +78,8 @@ FILE = "file"
 UPLOAD = "upload"
 # A known visitor's data as JSON Lines (privacy/api.py, GET /api/v1/me/export).
 JSON_LINES = "json lines"
+# The owner dashboard's numbers for a period (dashboard/api.py, docs/dashboard.md).
+DASHBOARD_SUMMARY = "dashboard summary"
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,8 @@ class Route:
 _IDENTITY_REFUSALS = (IDENTITY_INVALID, IDENTITY_EXPIRED, IDENTITY_KEYS_UNAVAILABLE)
 # A known visitor's own routes (identity/api.py), authorised by the identity token alone.
 ME = "/api/v1/me"
+# The owner dashboard's (dashboard/api.py), authorised by an admin agent's session cookie.
+ADMIN = "/api/v1/admin"
 _CONVERSATION = "/api/v1/conversations/{conversation_id}"
 _MESSAGE = _CONVERSATION + "/messages/{message_id}"
 _ACTION = _MESSAGE + "/actions/{action_id}"
@@ -490,5 +497,19 @@ ROUTES = (
         "Remove the attachment; its bytes no longer count against the conversation's budget.",
         204,
         "Deleted.",
+    ),
+    Route(
+        "get",
+        ADMIN + "/summary",
+        "getAdminSummary",
+        "The owner dashboard's numbers for a period: what the /admin page's tables show.",
+        200,
+        "The period's numbers (docs/dashboard.md).",
+        DASHBOARD_SUMMARY,
+        raises=(NOT_SIGNED_IN, NOT_ADMIN, INVALID_PERIOD, UNKNOWN_FIELD),
+        parameters=("period",),
+        description="For an agent signed in at /agent whose account is an admin's (`widget-server agents add NAME "
+        "--admin`): the session cookie authorises it. Counted per hour of UTC; the read costs the period's hours, "
+        "never its conversations.",
     ),
 )
