@@ -211,7 +211,7 @@ class Handoff {
   async ready() {
     if (!this.strings) {
       const [strings] = await Promise.all([
-        lazyStrings(this.host, 'handoff'),
+        lazyStrings(this.host, 'handoff', 'handoff/'),
         linkStylesheet(stylesheetUrl),
       ]);
       if (!strings) throw new Error('the hand-off strings could not be fetched');

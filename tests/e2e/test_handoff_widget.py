@@ -22,19 +22,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from widget_server.i18n import ui_strings
 from widget_server.services import SERVICES_KEY
-
-from ..helpers import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
 # Firefox ESR's share (docs/testing.md): the cases marked chromium_only run in Chromium alone.
 HANDOFF_FIREFOX = "in Firefox the panel's hand-off (offered, queued, joined, a person's messages through a dropped stream, a reload, another tab) runs in this module's other tests and in test_accessibility_contract_handoff.py (A53-A58); what this case adds is the server's or the same panel code's"
 
-STRINGS = {
-    lang: json.loads((REPO_ROOT / "static" / "widget" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
-    for lang in ("en", "es")
-}
+STRINGS = ui_strings()
 EN = STRINGS["en"]
 HANDOFF = EN["handoff"]
 TOOLS = EN["conversationTools"]
