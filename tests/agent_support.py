@@ -11,6 +11,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+import httpx
 from werkzeug.security import generate_password_hash
 
 from widget_server import create_app
@@ -141,3 +142,39 @@ class HandoffVisitor:
     def history(self) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = self.client.get(self.url(), headers=self.headers).get_json()["messages"]
         return messages
+
+
+class HttpAgent:
+    """An agent's browser over real HTTP: the cookies kept by hand, because a cookie jar (rightly)
+    never sends a `__Host-`/Secure cookie over the loopback's plain http. `passwords`: name →
+    password of the agents file the server reads (AGENTS' by default)."""
+
+    def __init__(self, base_url: str, passwords: dict[str, str] | None = None) -> None:
+        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.passwords = passwords or {name: password for name, (_, password) in AGENTS.items()}
+        self.cookies: dict[str, str] = {}
+        self.csrf = ""
+
+    def _keep(self, response: httpx.Response) -> httpx.Response:
+        for name, attributes in parse_set_cookies(response.headers.get_list("set-cookie")).items():
+            self.cookies[name] = attributes["value"]
+        return response
+
+    def cookie_header(self) -> dict[str, str]:
+        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items() if v)}
+
+    def sign_in(self, name: str) -> None:
+        token = hidden_token(self._keep(self.http.get("/agent", headers=self.cookie_header())).text)
+        form = {"name": name, "password": self.passwords[name], "csrf_token": token}
+        response = self._keep(self.http.post("/agent/sign-in", data=form, headers=self.cookie_header()))
+        assert response.status_code == 303, response.text[:300]
+        self.csrf = self.http.get("/agent/api/session", headers=self.cookie_header()).json()["csrf_token"]
+
+    def get(self, path: str, **params: str) -> httpx.Response:
+        """Any page or route of the server, as this agent."""
+        return self.http.get(path, params=params, headers=self.cookie_header())
+
+    def agent_api(self, path: str, body: dict | None = None) -> httpx.Response:
+        """A POST to the agent API (`/agent/api…`), with the session's CSRF token."""
+        headers = {**self.cookie_header(), "X-CSRF-Token": self.csrf}
+        return self.http.post(f"/agent/api{path}", json=body, headers=headers)

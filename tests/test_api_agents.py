@@ -18,7 +18,7 @@ import pytest
 from widget_server import create_app
 from widget_server.services import SERVICES_KEY
 
-from .agent_support import AGENTS, hidden_token, parse_set_cookies, sign_in, write_agents
+from .agent_support import HttpAgent, sign_in, write_agents
 from .conftest import TEST_CONFIG
 
 
@@ -394,44 +394,6 @@ def test_the_agents_stream_takes_a_stream_slot_and_checks_its_resume_position(ap
 # -- over real HTTP, and across workers ------------------------------------------------------------
 
 
-class HttpAgent:
-    """An agent's browser over real HTTP: the cookies kept by hand, because a cookie jar (rightly)
-    never sends a Secure cookie over the loopback's plain http."""
-
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30)
-        self.cookies: dict[str, str] = {}
-        self.csrf = ""
-
-    def _keep(self, response: httpx.Response) -> httpx.Response:
-        for name, attributes in parse_set_cookies(response.headers.get_list("set-cookie")).items():
-            self.cookies[name] = attributes["value"]
-        return response
-
-    def cookie_header(self) -> dict[str, str]:
-        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items() if v)}
-
-    def sign_in(self, name: str) -> None:
-        form = self._keep(self.http.get("/agent", headers=self.cookie_header()))
-        token = hidden_token(form.text)
-        response = self._keep(
-            self.http.post(
-                "/agent/sign-in",
-                data={"name": name, "password": AGENTS[name][1], "csrf_token": token},
-                headers=self.cookie_header(),
-            )
-        )
-        assert response.status_code == 303, response.text[:300]
-        self.csrf = self.http.get("/agent/api/session", headers=self.cookie_header()).json()["csrf_token"]
-
-    def get(self, path: str) -> httpx.Response:
-        return self.http.get(f"/agent/api{path}", headers=self.cookie_header())
-
-    def post(self, path: str, body: dict | None = None) -> httpx.Response:
-        headers = {**self.cookie_header(), "X-CSRF-Token": self.csrf}
-        return self.http.post(f"/agent/api{path}", json=body, headers=headers)
-
-
 def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
     request, store_kind, tmp_path, live_server_factory, chat_factory, shared_store
 ):
@@ -443,7 +405,7 @@ def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
     visitor_host = live_server_factory(AGENTS_FILE=str(path)) if shared_store else console_host
     agent = HttpAgent(console_host.url)
     agent.sign_in("alice")
-    assert agent.get("/queue").status_code == 200  # present
+    assert agent.get("/agent/api/queue").status_code == 200  # present
 
     visitor = chat_factory(visitor_host)
     auth = {"Authorization": f"Bearer {visitor.token}"}
@@ -452,13 +414,13 @@ def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
     said = visitor.http.post(f"{base}/handoff/messages", json={"request_id": "v1", "text": "Hello?"}, headers=auth)
     assert said.status_code == 201
     cid = visitor.conversation_id
-    assert agent.post(f"/conversations/{cid}/claim").json() == {"conversation_id": cid, "agent": "Alice Agent"}
+    assert agent.agent_api(f"/conversations/{cid}/claim").json() == {"conversation_id": cid, "agent": "Alice Agent"}
 
     text = "Hi, I'm Alice — how can I help?"
     with httpx.stream(
         "GET", f"{visitor_host.url}{base}/events", headers={**auth, "Last-Event-ID": f"{cid}:0"}, timeout=30
     ) as stream:
-        sent = agent.post(f"/conversations/{cid}/messages", {"request_id": "a1", "text": text})
+        sent = agent.agent_api(f"/conversations/{cid}/messages", {"request_id": "a1", "text": text})
         assert sent.status_code == 201
         found, kind = None, ""
         for line in stream.iter_lines():
@@ -470,10 +432,10 @@ def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
         assert found is not None
         assert found["text"] == text and found["sha256"] == sent.json()["sha256"]
 
-    assert agent.post(f"/conversations/{cid}/end", {"reason": "returned"}).status_code == 204
+    assert agent.agent_api(f"/conversations/{cid}/end", {"reason": "returned"}).status_code == 204
     # The session is the store's: the other server accepts the same cookie.
     other = HttpAgent(visitor_host.url)
     other.cookies, other.csrf = dict(agent.cookies), agent.csrf
-    assert other.get("/session").json()["name"] == "alice"
+    assert other.get("/agent/api/session").json()["name"] == "alice"
     agent.http.close()
     other.http.close()

@@ -15,13 +15,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from widget_server.dashboard.summary import TABLE_NAMES
 from widget_server.openapi import build_document
 
-from .agent_support import TEST_PASSWORD_HASH, hidden_token, parse_set_cookies
+from .agent_support import TEST_PASSWORD_HASH, HttpAgent
 from .helpers import assert_completed, assert_json_error
 from .privacy_support import services_of
 
@@ -55,37 +54,6 @@ def write_accounts(path: Path) -> None:
     path.chmod(0o600)
 
 
-class Browser:
-    """An agent's browser over plain http on loopback: cookies kept by hand, since a cookie jar
-    (rightly) never sends a `__Host-`/Secure cookie over http (tests/test_api_agents.py)."""
-
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30)
-        self.cookies: dict[str, str] = {}
-        self.csrf = ""
-
-    def _keep(self, response: httpx.Response) -> httpx.Response:
-        for name, attributes in parse_set_cookies(response.headers.get_list("set-cookie")).items():
-            self.cookies[name] = attributes["value"]
-        return response
-
-    def headers(self) -> dict[str, str]:
-        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items() if v)}
-
-    def sign_in(self, name: str) -> None:
-        token = hidden_token(self._keep(self.http.get("/agent", headers=self.headers())).text)
-        form = {"name": name, "password": PASSWORDS[name], "csrf_token": token}
-        response = self._keep(self.http.post("/agent/sign-in", data=form, headers=self.headers()))
-        assert response.status_code == 303, response.text[:300]
-        self.csrf = self.http.get("/agent/api/session", headers=self.headers()).json()["csrf_token"]
-
-    def get(self, path: str, **params: str) -> httpx.Response:
-        return self.http.get(path, params=params, headers=self.headers())
-
-    def agent_api(self, path: str, body: dict | None = None) -> httpx.Response:
-        return self.http.post(f"/agent/api{path}", json=body, headers={**self.headers(), "X-CSRF-Token": self.csrf})
-
-
 @pytest.fixture
 def server(tmp_path, live_server_factory, shared_store):
     path = tmp_path / "agents.json"
@@ -95,7 +63,7 @@ def server(tmp_path, live_server_factory, shared_store):
 
 @pytest.fixture
 def admin(server):
-    browser = Browser(server.url)
+    browser = HttpAgent(server.url, PASSWORDS)
     browser.sign_in("carol")
     yield browser
     browser.http.close()
@@ -142,13 +110,13 @@ def csv_rows(text: str) -> list[list[str]]:
 
 
 def test_only_an_admin_agent_gets_the_dashboard(server):
-    anonymous = Browser(server.url)
+    anonymous = HttpAgent(server.url, PASSWORDS)
     page = anonymous.get("/admin")
     assert page.status_code == 302 and page.headers["location"].endswith("/agent")
     assert anonymous.get("/admin/export/answers.csv").status_code == 302
     assert_json_error(anonymous.get("/api/v1/admin/summary"), 401, "not_signed_in")
 
-    agent = Browser(server.url)
+    agent = HttpAgent(server.url, PASSWORDS)
     agent.sign_in("alice")
     refused = agent.get("/admin")
     assert refused.status_code == 403
@@ -157,7 +125,7 @@ def test_only_an_admin_agent_gets_the_dashboard(server):
     assert agent.get("/admin/export/answers.csv").status_code == 403
     assert_json_error(agent.get("/api/v1/admin/summary"), 403, "not_admin")
 
-    owner = Browser(server.url)
+    owner = HttpAgent(server.url, PASSWORDS)
     owner.sign_in("carol")
     shown = owner.get("/admin")
     assert shown.status_code == 200
@@ -205,7 +173,7 @@ def test_the_numbers_are_the_events_driven_through_the_api(server, admin, chat_f
     rate(failing, failed.message_id, {"rating": "down", "comment": '=HYPERLINK("http://x")'})
 
     # A hand-off: asked for, claimed by an agent (an admin is an agent too), ended; then a left message.
-    alice = Browser(server.url)
+    alice = HttpAgent(server.url, PASSWORDS)
     alice.sign_in("alice")
     assert alice.get("/agent/api/queue").status_code == 200  # present
     base = f"/api/v1/conversations/{answered.conversation_id}"
