@@ -251,6 +251,25 @@ def test_the_numbers_are_the_events_driven_through_the_api(server, admin, chat_f
     assert set(tables) == set(TABLE_NAMES)
 
 
+def test_a_deleted_conversation_takes_its_words_out_of_the_dashboard(server, admin, chat_factory):
+    """docs/privacy.md, "The owner dashboard": a conversation deleted (its DELETE, or a subject's
+    erasure, which deletes each) leaves no question or comment of its own there; counts stay."""
+    chat = chat_factory(server)
+    failed = chat.send("/scenario fail-network", "d1")
+    assert failed.kinds[-1] == "message.failed"
+    url = f"/api/v1/conversations/{chat.conversation_id}/messages/{failed.message_id}/feedback"
+    rated = chat.http.put(url, json={"rating": "down", "comment": "Call me on 555-0100"}, headers=chat.auth)
+    assert rated.status_code == 200
+    before = admin.get("/api/v1/admin/summary", period="7d").json()
+    assert before["top_questions"] == [{"question": "/scenario fail-network", "count": 2}]
+    assert [entry["comment"] for entry in before["feedback"]["comments"]] == ["Call me on 555-0100"]
+    deleted = chat.http.delete(f"/api/v1/conversations/{chat.conversation_id}", headers=chat.auth)
+    assert deleted.status_code == 204
+    after = admin.get("/api/v1/admin/summary", period="7d").json()
+    assert after["top_questions"] == [] and after["feedback"]["comments"] == []
+    assert after["conversations"] == before["conversations"] and after["answers"] == before["answers"]
+
+
 def test_each_chart_is_an_image_named_by_its_title_before_its_table(server, admin, chat_factory):
     chat = chat_factory(server)
     assert_completed(chat.send("hello", "r1"))

@@ -117,6 +117,20 @@ def test_comments_of_a_day_keep_the_newest(store_and_server):
     assert [json.loads(entry)["n"] for entry in comments] == list(range(COMMENTS_PER_DAY + 4, 4, -1))
 
 
+def test_a_deleted_conversations_questions_and_comments_are_forgotten_on_every_day(store_and_server):
+    store, _, _ = store_and_server
+    said = json.dumps({"at": "2026-12-07T10:00:00Z", "helpful": False, "comment": "My card ends 4242"})
+    other = json.dumps({"at": "2026-12-07T10:01:00Z", "helpful": True, "comment": "Thanks"})
+    for hour in (HOUR, HOUR - DAY_HOURS):
+        store.record(hour, Change(question="my card number is 4242", comment=said))
+        store.record(hour, Change(question="opening hours", comment=other))
+    store.forget_texts(range(DAY - 1, DAY + 1), {"my card number is 4242"}, {"My card ends 4242"})
+    for day in (DAY - 1, DAY):
+        bucket = store.read_days(range(day, day + 1))[day]
+        assert bucket.questions == {"opening hours": 1}
+        assert bucket.comments == [other]
+
+
 def test_a_day_and_its_hours_expire_after_the_retention(store_and_server):
     store, server, clock = store_and_server
     store.record(HOUR, Change(counts={"conversations": 1}, question="q", latencies={"ttfd": 3}, comment="{}"))

@@ -620,6 +620,12 @@ class ChatService:
                         lambda: not self._streams_by_conversation.get(conversation_id),
                         max(0.0, drained - time.monotonic()),
                     )
+            # The conversation's words copied into the owner dashboard go first: if they cannot,
+            # the deletion is refused whole (a 503) and the visitor may try again.
+            self.dashboard.forget_texts(
+                [exchange.user_text for exchange in self.store.exchanges(conversation_id)],
+                [record.comment for record in self.store.conversation_feedback(conversation_id).values()],
+            )
             self.store.delete_conversation(conversation_id)
             for listener in self.deleted_listeners:
                 listener(conversation_id)

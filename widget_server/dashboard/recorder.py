@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from .buckets import COMMENT_MAX_CHARS, hour_of, latency_bucket, normalise_question
+from .buckets import COMMENT_MAX_CHARS, RETENTION_SECONDS, day_of, hour_of, latency_bucket, normalise_question
 from .store import Change, DashboardStore
 
 log = logging.getLogger(__name__)
@@ -44,13 +44,19 @@ _MAX_CODE_CHARS = 64
 
 
 class EventPublisher(Protocol):
-    """What a service is given to tell of what happened (this recorder; the webhooks' too)."""
+    """What a service is given to tell the owner dashboard of what happened (this recorder)."""
 
     def publish(self, event_type: str, conversation_id: str, data: Mapping[str, Any]) -> None: ...
+
+    def forget_texts(self, questions: Iterable[str], comments: Iterable[str]) -> None:
+        """A deleted conversation's questions and comments leave the dashboard too."""
 
 
 class _NoEvents:
     def publish(self, event_type: str, conversation_id: str, data: Mapping[str, Any]) -> None:
+        pass
+
+    def forget_texts(self, questions: Iterable[str], comments: Iterable[str]) -> None:
         pass
 
 
@@ -139,3 +145,16 @@ class DashboardRecorder:
             # The dashboard is a report: its store's trouble must not fail the visitor's request
             # or the answer's run that published the event.
             log.warning("dashboard: %s of conversation %s was not counted", event_type, conversation_id, exc_info=True)
+
+    def forget_texts(self, questions: Iterable[str], comments: Iterable[str]) -> None:
+        """Remove a deleted conversation's questions and comments from every day that may hold
+        them (docs/privacy.md, "The owner dashboard"). A question is one entry for everyone who
+        asked it, so it goes whole: others' counts of it with it. Raises StoreUnavailable, so the
+        deletion that asked is refused and can be tried again rather than leave the words."""
+        normalised = {normalise_question(question) for question in questions} - {""}
+        texts = {comment.strip()[:COMMENT_MAX_CHARS] for comment in comments} - {""}
+        if not (normalised or texts):
+            return
+        now = self.clock()
+        days = range(day_of(now - RETENTION_SECONDS), day_of(now) + 1)
+        self.store.forget_texts(days, normalised, texts)

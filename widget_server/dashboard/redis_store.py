@@ -25,7 +25,7 @@ from typing import Any
 from ..stores.base import StoreUnavailable
 from ..stores.redis_connection import connection_trouble, is_cluster
 from .buckets import COMMENTS_PER_DAY, DAY_HOURS, RETENTION_SECONDS, TOP_PER_DAY
-from .store import Bucket, Change, expires_at, texts_expire_at
+from .store import Bucket, Change, comment_text, expires_at, texts_expire_at
 
 DAY_FAMILIES = ("counts", "latency", "questions", "comments")
 HOUR_FAMILIES = ("counts", "latency")
@@ -104,6 +104,22 @@ class RedisDashboardStore:
             if counts or latency or questions or comments:
                 found[day] = _bucket(counts, latency, questions, comments)
         return found
+
+    def forget_texts(self, days: range, questions: set[str], comments: set[str]) -> None:
+        """One pipeline reads the days' comments, the next removes the questions (ZREM) and each
+        matching entry (LREM): bounded by the days and COMMENTS_PER_DAY, whatever the traffic."""
+        reading = self.redis.pipeline(transaction=False)
+        for day in days:
+            reading.lrange(self.key(day, "comments"), 0, -1)
+        entries_by_day = self._run(reading)
+        removing = self.redis.pipeline(transaction=False)
+        for day, entries in zip(days, entries_by_day, strict=True):
+            if questions:
+                removing.zrem(self.key(day, "questions"), *questions)
+            for entry in entries:
+                if comment_text(_text(entry)) in comments:
+                    removing.lrem(self.key(day, "comments"), 0, entry)
+        self._run(removing)
 
     def _run(self, pipe: Any) -> list[Any]:
         try:

@@ -12,6 +12,7 @@ looks at a conversation: a page costs days × families (bench/dashboard.py).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -71,6 +72,10 @@ class DashboardStore(Protocol):
     def read_days(self, days: range) -> dict[int, Bucket]:
         """The days of `days` (whole days since the epoch, UTC) that hold anything."""
 
+    def forget_texts(self, days: range, questions: set[str], comments: set[str]) -> None:
+        """Remove from `days` the normalised `questions` and every comment entry whose text is
+        one of `comments`: a deleted conversation's words (docs/privacy.md)."""
+
 
 def keep_top(questions: dict[str, int], limit: int = TOP_PER_DAY) -> None:
     """Drop the least counted questions past `limit` (ties: the smallest text first, as a Redis
@@ -80,6 +85,15 @@ def keep_top(questions: dict[str, int], limit: int = TOP_PER_DAY) -> None:
     ranked = sorted(questions.items(), key=lambda item: (item[1], item[0]))
     for question, _ in ranked[: len(questions) - limit]:
         del questions[question]
+
+
+def comment_text(entry: str) -> str:
+    """The visitor's words in a day's comment entry (recorder.py writes it as JSON)."""
+    try:
+        text = json.loads(entry).get("comment", "")
+    except (ValueError, AttributeError):
+        return ""
+    return text if isinstance(text, str) else ""
 
 
 def expires_at(day: int) -> int:
@@ -134,6 +148,16 @@ class MemoryDashboardStore:
         with self._lock:
             self._sweep()
             return {day: self._days[day].copy() for day in days if day in self._days}
+
+    def forget_texts(self, days: range, questions: set[str], comments: set[str]) -> None:
+        with self._lock:
+            for day in days:
+                bucket = self._days.get(day)
+                if bucket is None:
+                    continue
+                for question in questions:
+                    bucket.questions.pop(question, None)
+                bucket.comments[:] = [entry for entry in bucket.comments if comment_text(entry) not in comments]
 
     def _sweep(self) -> None:
         """Forget the hours and days whose retention ran out: once per hour of the clock."""
