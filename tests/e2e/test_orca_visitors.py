@@ -174,6 +174,7 @@ def test_orca_hears_the_visitors_data_erased_once_and_downloaded_once(orca, list
     mark = orca.mark()
     widget.page.keyboard.press("Escape")
     expect(confirmation(widget)).to_be_hidden()
+    expect(widget.turns).to_have_count(2)  # the question and its answer, still there
     orca.wait_until_idle()
     escaped = said_since(orca, mark)
 
