@@ -23,6 +23,7 @@ SLOW_MODULES = {
     "security/test_http_server_errors.py",
     "e2e/test_scale_out_widget.py",
     "e2e/test_orca.py",
+    "e2e/test_orca_visitors.py",
 }
 
 

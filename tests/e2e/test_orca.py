@@ -105,8 +105,15 @@ def orca_browser(orca, playwright, browser_name):
         # Firefox turns its AT-SPI support on when org.a11y.Status says a
         # screen reader runs (the desktop sets it). Headless, it exposes
         # nothing: Orca heard not a word (measured, Firefox ESR 153).
+        # Its downloads panel would open on a download (Download my data, test_orca_visitors.py)
+        # and take the window's focus from the page for the rest of the module: the panel's
+        # keys would go to it, and the next test's composer could not be focused.
         browser = playwright.firefox.launch(
-            executable_path=FIREFOX, channel="moz-firefox", env=orca.env, headless=False
+            executable_path=FIREFOX,
+            channel="moz-firefox",
+            env=orca.env,
+            headless=False,
+            firefox_user_prefs={"browser.download.alwaysOpenPanel": False},
         )
     prioritise(orca)  # the browser's processes carry the desktop's marker (orca.env)
     yield browser
@@ -137,10 +144,12 @@ def orca_page(orca_browser):
 def listen(orca, orca_page, host_site, chat_server_factory, browser_name):
     """listen(server_config, **embed_attributes) → (widget, mark): the widget
     open in the page, Orca done with the page load; `mark` is where in
-    Orca's speech the test's own part starts."""
+    Orca's speech the test's own part starts. `server=` embeds a server the
+    test started itself (to give it data first) instead of one of `server_config`."""
 
-    def open_widget(config: dict | None = None, **data):
-        server = chat_server_factory(**(config or {}))
+    def open_widget(config: dict | None = None, *, server=None, **data):
+        if server is None:
+            server = chat_server_factory(**(config or {}))
         orca_page.context.clear_cookies()  # no conversation from an earlier test
         orca_page.goto(host_site.embed_page(chat_base_url(server, browser_name), **data))
         widget = ChatWidget(orca_page)
