@@ -17,7 +17,7 @@
 
 import { newRequestId } from './client.js';
 import { writeClipboard } from './clipboard.js';
-import { button, element } from './dom.js';
+import { button, element, showModal } from './dom.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { createMarkdownView } from './markdown.js';
@@ -483,7 +483,7 @@ class AnswerDialog {
     view.update(answer);
     view.finish();
     this.host.root.append(this.dialog);
-    this.dialog.showModal();
+    showModal(this.dialog);
     this.text.scrollTop = 0;
     this.text.focus();
   }

@@ -5,7 +5,7 @@
 // it is part of the panel's first open (tests/test_budgets.py).
 
 import { ChatClient } from './client.js';
-import { button, element } from './dom.js';
+import { button, element, showModal } from './dom.js';
 import { format } from './i18n.js';
 import { lazyStrings, linkStylesheet } from './lazy-parts.js';
 import { reasonFor } from './refusals.js';
@@ -51,7 +51,7 @@ export async function use(host, trigger) {
   }
   if (trigger.dataset.chatTool === 'new') {
     parts.dialog ||= buildDialog(host, strings, trigger);
-    parts.dialog.showModal();
+    showModal(parts.dialog);
   } else {
     if (!parts.options) {
       parts.options = buildOptions(host, strings, trigger);

@@ -58,3 +58,13 @@ export function sleep(milliseconds, signal) {
     );
   });
 }
+
+// A modal dialog over the panel, its live regions emptied first: what they hold was said
+// already, and when the dialog closes and the panel stops being inert, Chromium exposes that
+// text as new, which Orca says again (tests/e2e/test_orca_visitors.py).
+/** @param {HTMLDialogElement} dialog */
+export function showModal(dialog) {
+  for (const region of document.querySelectorAll('[data-chat-announcer], [data-chat-alert]'))
+    region.textContent = '';
+  dialog.showModal();
+}

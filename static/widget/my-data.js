@@ -8,7 +8,7 @@
 
 import { ChatClient } from './client.js';
 import { confirmDialog, offerFile, today } from './conversation-tools.js';
-import { button, element } from './dom.js';
+import { button, element, showModal } from './dom.js';
 import { format } from './i18n.js';
 import { forgetHere, refused } from './identity.js';
 import { lazyStrings } from './lazy-parts.js';
@@ -58,7 +58,7 @@ function build(host, strings) {
       cancel: strings.cancel,
       choices: [['button button--danger', strings.confirmErase, () => eraseAll(host, strings)]],
     });
-    dialog.showModal();
+    showModal(dialog);
   });
   group.append(
     button('button button--secondary', strings.download, () => download(host, strings)),
