@@ -13,6 +13,8 @@ import time
 import httpx
 import pytest
 
+from widget_server.dashboard.buckets import PERIODS
+from widget_server.dashboard.summary import read_summary
 from widget_server.services import SERVICES_KEY
 from widget_server.webhooks.delivery import SENDERS
 
@@ -119,6 +121,9 @@ def test_a_500_is_retried_with_the_same_id_and_the_conversation_waits_its_turn(w
     assert delivered_types(got) == ["conversation.created", "message.completed"]
     assert metric(server, "conversation.created", "retried") == 1
     assert wait_until(lambda: metric(server, "conversation.created", "delivered") == 1)
+    # The owner dashboard counts the same attempts (docs/dashboard.md, "Webhook deliveries").
+    dashboard = server.app.extensions[SERVICES_KEY].dashboard.store
+    assert wait_until(lambda: read_summary(dashboard, PERIODS["today"])["webhooks"] == {"delivered": 2, "retried": 1})
 
 
 def test_a_4xx_is_not_retried(webhook_server, receiver, open_chat):

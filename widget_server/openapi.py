@@ -278,6 +278,7 @@ _SPECIAL_ANSWERS: dict[str, dict[str, Any]] = {
                         "handoffs",
                         "satisfaction",
                         "top_questions",
+                        "webhooks",
                         "series",
                     ],
                 }

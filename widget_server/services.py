@@ -120,13 +120,15 @@ def build_services(settings: Settings, *, console_url: str = "") -> Services:
     accounts = open_accounts(settings.agents.agents_file)
     mailer = Mailer(settings.mail, metrics, console_url)
     stopping = threading.Event()
+    # The visitors' words the dashboard keeps go no later after their day than conversations do.
+    dashboard = DashboardRecorder(create_dashboard_store(store, settings.store.retention_seconds))
     webhooks, webhook_delivery = NO_WEBHOOKS, None
     if settings.webhooks.enabled:
         queue = create_webhook_queue(settings, store)
         webhooks = Publisher(queue, len(settings.webhooks.urls), settings.webhooks.events, metrics)
-        webhook_delivery = DeliveryWorker(queue, settings.webhooks, webhooks, metrics, stopping=stopping)
-    # The visitors' words the dashboard keeps go no later after their day than conversations do.
-    dashboard = DashboardRecorder(create_dashboard_store(store, settings.store.retention_seconds))
+        webhook_delivery = DeliveryWorker(
+            queue, settings.webhooks, webhooks, metrics, stopping=stopping, dashboard=dashboard
+        )
     handoff = HandoffService(
         create_handoff_store(settings, store),
         store,

@@ -36,6 +36,8 @@ HANDOFF_ANSWERED = "handoff_answered"
 HANDOFF_ENDED = "handoff_ended"
 LEFT_MESSAGES = "left_messages"
 SATISFACTION = "satisfaction"
+# `webhook:<outcome>`: each webhook delivery attempt by its outcome (webhooks/delivery.py OUTCOMES).
+WEBHOOK = "webhook"
 # Latency families.
 TIME_TO_FIRST_DELTA = "ttfd"
 HANDOFF_WAIT = "wait"
@@ -120,6 +122,8 @@ def change_for(event_type: str, data: Mapping[str, Any], now: float) -> Change:
         return Change(counts={HANDOFF_ENDED: 1})
     if event_type == "message.left":
         return Change(counts={LEFT_MESSAGES: 1})
+    if event_type == "webhook.delivery":
+        return Change(counts={f"{WEBHOOK}:{_code(data.get('outcome'))}": 1})
     if event_type == "satisfaction.submitted":
         rating = data.get("rating")
         if isinstance(rating, int) and not isinstance(rating, bool) and 0 <= rating <= 10:

@@ -74,6 +74,10 @@ def summarise(
         name[len(rating_prefix) :]: count for name, count in sorted(counts.items()) if name.startswith(rating_prefix)
     }
     ratings = sum(by_rating.values())
+    webhook_prefix = names.WEBHOOK + ":"
+    webhooks = {
+        name[len(webhook_prefix) :]: count for name, count in sorted(counts.items()) if name.startswith(webhook_prefix)
+    }
     score = sum(int(rating) * count for rating, count in by_rating.items())
     day_seconds = DAY_HOURS * HOUR_SECONDS
     if hours_span is not None and hours is not None:
@@ -114,6 +118,8 @@ def summarise(
             "by_rating": by_rating,
         },
         "top_questions": [{"question": question, "count": count} for question, count in top],
+        # Webhook delivery attempts by outcome (docs/webhooks.md, "Monitoring").
+        "webhooks": webhooks,
         "series": series,
     }
 
@@ -240,6 +246,13 @@ def tables(summary: dict[str, Any]) -> list[Table]:
             chart="bars",
         ),
         Table(
+            "webhooks",
+            "Webhook deliveries",
+            ("Outcome", "Attempts"),
+            tuple(summary["webhooks"].items()),
+            chart="bars",
+        ),
+        Table(
             "questions",
             "Top questions with no helpful answer",
             ("Question", "Not helpful or failed"),
@@ -257,5 +270,6 @@ TABLE_NAMES = (
     "comments",
     "handoffs",
     "satisfaction",
+    "webhooks",
     "questions",
 )

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from ..dashboard.recorder import NO_EVENTS, EventPublisher
 from ..metrics import NO_METRICS, Metrics
 from ..settings.areas import WebhookSettings
 from ..stores.base import StoreUnavailable
@@ -88,11 +89,15 @@ class DeliveryWorker:
         metrics: Metrics = NO_METRICS,
         *,
         stopping: threading.Event | None = None,
+        dashboard: EventPublisher = NO_EVENTS,
     ) -> None:
         self.queue = queue
         self.settings = settings
         self.publisher = publisher
         self.metrics = metrics
+        # Each attempt's outcome is counted in /metrics and on the owner dashboard
+        # (docs/webhooks.md, "Monitoring").
+        self.dashboard = dashboard
         self.stopping = stopping if stopping is not None else threading.Event()
         self._stopped = threading.Event()
         self._started = False
@@ -147,7 +152,7 @@ class DeliveryWorker:
         if index >= len(self.settings.urls):
             # WEBHOOK_URLS lost an entry since this was queued: nowhere to send it.
             self.queue.done(claimed, time.time())
-            self.metrics.webhook_delivery(event, FAILED)
+            self._settled(event, FAILED)
             return FAILED
         url = self.settings.urls[index]
         envelope_id = json.loads(item["b"])["id"]
@@ -156,7 +161,7 @@ class DeliveryWorker:
             log.warning(
                 "webhook %s %s to URL %d: failed (given up unsent: queued too long ago)", event, envelope_id, index
             )
-            self.metrics.webhook_delivery(event, FAILED)
+            self._settled(event, FAILED)
             return FAILED
         headers = {
             "Content-Type": "application/json",
@@ -188,5 +193,9 @@ class DeliveryWorker:
             self.queue.done(claimed, now)
         if outcome != DELIVERED:
             log.warning("webhook %s %s to URL %d: %s (%s)", event, envelope_id, index, outcome, reason)
-        self.metrics.webhook_delivery(event, outcome)
+        self._settled(event, outcome)
         return outcome
+
+    def _settled(self, event: str, outcome: str) -> None:
+        self.metrics.webhook_delivery(event, outcome)
+        self.dashboard.publish("webhook.delivery", "", {"event": event, "outcome": outcome})
