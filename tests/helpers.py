@@ -8,6 +8,7 @@ project's standard event-stream parser.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -293,3 +294,14 @@ def message_state(chat: ChatClient, message_id: str) -> str:
     response = chat.http.get(f"{chat.messages_url()}/{message_id}", headers=chat.auth)
     assert response.status_code == 200, response.text
     return str(response.json()["state"])
+
+
+_PANEL_CONFIG = re.compile(r'<script type="application/json" id="chat-config">(.*?)</script>', re.S)
+
+
+def panel_config_of(html: str) -> dict[str, Any]:
+    """The configuration a panel page hands its modules (#chat-config, widget_server/web.py)."""
+    found = _PANEL_CONFIG.search(html)
+    assert found, "the panel page carries its configuration"
+    config: dict[str, Any] = json.loads(found.group(1))
+    return config

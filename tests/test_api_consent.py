@@ -9,8 +9,6 @@ memory store, one redis-server and the Redis Cluster.
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import time
 
 import httpx
@@ -19,13 +17,12 @@ import pytest
 from widget_server.settings import ConfigError, load_settings
 from widget_server.transport import CONVERSATION_COOKIE
 
-from .helpers import assert_json_error
+from .helpers import assert_json_error, panel_config_of
 
 CONSENT_TEXT = "We keep your messages for 30 days to answer you and to improve this help."
 CONSENT_URL = "https://www.example.com/privacy"
 DIGEST = hashlib.sha256(CONSENT_TEXT.encode("utf-8")).hexdigest()
 CONVERSATIONS = "/api/v1/conversations"
-CONFIG = re.compile(r'<script type="application/json" id="chat-config">(.*?)</script>', re.S)
 
 
 @pytest.fixture
@@ -104,11 +101,11 @@ def test_a_reloaded_panel_knows_its_conversation_agreed_and_asks_nothing(consent
     with httpx.Client(base_url=consenting.url) as http:
         fresh = http.get("/panel?lang=en")
         reloaded = http.get("/panel?lang=en", headers={"Cookie": f"{CONVERSATION_COOKIE}={cookie}"})
-    fresh_config = json.loads(CONFIG.search(fresh.text).group(1))
+    fresh_config = panel_config_of(fresh.text)
     assert fresh_config["consent"] == {"text": CONSENT_TEXT, "url": CONSENT_URL, "sha256": DIGEST, "given": False}
     assert "data-chat-consent" in fresh.text and 'id="chat-consent"' in fresh.text
     assert "data-chat-consent" not in reloaded.text  # no new consent asked
-    assert json.loads(CONFIG.search(reloaded.text).group(1))["consent"]["given"] is True
+    assert panel_config_of(reloaded.text)["consent"]["given"] is True
 
 
 def test_without_consent_text_an_empty_request_creates_as_before_and_records_nothing(live_server):
@@ -124,7 +121,7 @@ def test_without_consent_text_an_empty_request_creates_as_before_and_records_not
     assert record is not None and record.consent_sha256 == ""
     with httpx.Client(base_url=live_server.url) as http:
         page = http.get("/panel?lang=en").text
-    assert "data-chat-consent" not in page and json.loads(CONFIG.search(page).group(1))["consent"] is None
+    assert "data-chat-consent" not in page and panel_config_of(page)["consent"] is None
 
 
 def test_consent_text_needs_its_privacy_notice():

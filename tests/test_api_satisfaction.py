@@ -21,7 +21,7 @@ from widget_server.services import SERVICES_KEY
 from widget_server.transport import CONVERSATION_COOKIE
 
 from .agent_support import HandoffVisitor, SignedInAgent, agents_app
-from .helpers import ChatClient, assert_json_error
+from .helpers import ChatClient, assert_json_error, panel_config_of
 from .test_api_handoff import ask, handoff_of, history
 from .test_scale_out import metric_value
 
@@ -188,9 +188,7 @@ def test_a_reloaded_panel_is_asked_again_until_it_is_answered(server, chat):
     def panel_handoff() -> Any:
         page = chat.http.get("/panel?lang=en", headers=cookie)
         assert page.status_code == 200
-        start = page.text.index('id="chat-config"')
-        config = json.loads(page.text[page.text.index(">", start) + 1 : page.text.index("</script>", start)])
-        return config["handoff"]
+        return panel_config_of(page.text)["handoff"]
 
     assert panel_handoff() == {
         "state": "ended",

@@ -9,19 +9,16 @@ its conversation; the old unprefixed name, which any sibling could set with
 
 from __future__ import annotations
 
-import json
-import re
-
 from widget_server.transport import CONVERSATION_COOKIE
+
+from .helpers import panel_config_of
 
 LEGACY_COOKIE = "chatwidget_conversation"
 
 
 def panel_conversation(client) -> dict | None:
-    body = client.get("/panel?lang=en").get_data(as_text=True)
-    match = re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', body, re.S)
-    assert match, "the panel page carries its configuration"
-    return json.loads(match.group(1))["conversation"]
+    conversation: dict | None = panel_config_of(client.get("/panel?lang=en").get_data(as_text=True))["conversation"]
+    return conversation
 
 
 def start_conversation(client) -> tuple[dict, str]:

@@ -37,6 +37,7 @@ from .helpers import (
     iter_stream_events,
     load_seed_answers,
     message_state,
+    panel_config_of,
     wait_until,
 )
 
@@ -229,7 +230,7 @@ def test_the_site_and_the_chat_under_its_path(site):
             assert http.get("/healthz").status_code == 500
         panel = http.get(f"{PREFIX}/panel", params={"lang": "en"})
         assert panel.status_code == 200, panel.text
-        assert f'"apiBase": "{site.origin}{PREFIX}/api/v1"' in panel.text
+        assert panel_config_of(panel.text)["apiBase"] == f"{site.origin}{PREFIX}/api/v1"
         assert "frame-ancestors" in panel.headers["Content-Security-Policy"]
         assert "X-Frame-Options" not in panel.headers  # none of the site's, either
         assert http.get(f"{PREFIX}/widget.js").headers["Content-Type"].startswith("text/javascript")

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 from widget_server.app import create_app
 
 from .conftest import TEST_CONFIG
+from .helpers import panel_config_of
 
 
 def panel_config(client, query: str = "") -> dict:
-    body = client.get(f"/panel?lang=en{query}").get_data(as_text=True)
-    match = re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', body, re.S)
-    assert match
-    return json.loads(match.group(1))
+    return panel_config_of(client.get(f"/panel?lang=en{query}").get_data(as_text=True))
 
 
 def test_lazy_modules_strings_stay_out_of_the_first_open(client):
