@@ -185,8 +185,9 @@ class GenerationRun:
                 self.written_at = time.monotonic()
                 if first_delta:
                     first_delta = False
-                    self.first_delta_ms = (time.monotonic() - self.accepted_at) * 1000
-                    self.metrics.first_delta(time.monotonic() - self.accepted_at)
+                    waited = time.monotonic() - self.accepted_at
+                    self.first_delta_ms = waited * 1000
+                    self.metrics.first_delta(waited)
                     first_delta_stored()
             completed = None if self.cancel_token.cancelled else self.store.complete(self.message_id, sources)
             if completed is not None:
