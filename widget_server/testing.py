@@ -291,15 +291,65 @@ class ChatWidget:
         self.launcher = page.locator("[data-chatwidget] .launcher")
         # The chat's base, path included where a site mounts it under one (/chat, docs/serving.md).
         chat_base = chat_url.rstrip("/") if chat_url else None
+        self._panel_url_prefix = f"{chat_base}/panel?" if chat_base else None
         self.iframe = page.locator(f"iframe[src^='{chat_base}/panel?']" if chat_base else PANEL_IFRAME)
-        self.frame = self.iframe.content_frame
-        self.panel = self.frame.locator("[data-chat-panel]")
-        self.ready = self.frame.locator("[data-chat-panel][data-ready='true']")
-        self.input = self.frame.locator("[data-chat-input]")
-        self.send_button = self.frame.locator("[data-chat-send]")
-        self.stop_button = self.frame.locator("[data-chat-stop]")
-        self.turns = self.frame.locator("[data-chat-transcript] > li")
-        self.answers = self.frame.locator("[data-chat-transcript] > li.turn--assistant")
+
+    # The panel's locators start from `frame`, asked again at each use (see its docstring).
+
+    @property
+    def frame(self) -> Any:
+        """Where locators inside the panel start: the panel's Frame once the page has its
+        document, else the iframe's FrameLocator (which waits for the iframe to come).
+
+        Both find the same elements, but a FrameLocator enters the iframe again on every call:
+        four to six more protocol round trips each time (find the iframe, check it is visible,
+        ask for its content frame), about twice the cost of the call itself in Firefox ESR
+        through WebDriver BiDi and three times in Chromium (docs/testing.md, "Locators into
+        the panel"). The Frame is picked from Playwright's own list of the page's frames, which
+        costs no round trip. A locator made from a Frame stays with that document's frame: after
+        the host page reloads or the iframe is made anew, ask `widget.frame` (or `widget.input`…)
+        again rather than reuse a locator kept from before."""
+        candidates = [
+            frame
+            for frame in self.page.main_frame.child_frames
+            if not frame.is_detached()
+            and (
+                frame.url.startswith(self._panel_url_prefix)
+                if self._panel_url_prefix
+                else "/panel?" in frame.url  # PANEL_IFRAME's test, on the document's URL
+            )
+        ]
+        # None yet (the iframe is not there or its document has not come), or more than one
+        # (the FrameLocator's strictness then says so): the FrameLocator.
+        return candidates[0] if len(candidates) == 1 else self.iframe.content_frame
+
+    @property
+    def panel(self) -> Any:
+        return self.frame.locator("[data-chat-panel]")
+
+    @property
+    def ready(self) -> Any:
+        return self.frame.locator("[data-chat-panel][data-ready='true']")
+
+    @property
+    def input(self) -> Any:
+        return self.frame.locator("[data-chat-input]")
+
+    @property
+    def send_button(self) -> Any:
+        return self.frame.locator("[data-chat-send]")
+
+    @property
+    def stop_button(self) -> Any:
+        return self.frame.locator("[data-chat-stop]")
+
+    @property
+    def turns(self) -> Any:
+        return self.frame.locator("[data-chat-transcript] > li")
+
+    @property
+    def answers(self) -> Any:
+        return self.frame.locator("[data-chat-transcript] > li.turn--assistant")
 
     @staticmethod
     def install_recorder(context: Any) -> None:
@@ -399,10 +449,9 @@ class ChatWidget:
 
     def wait_until_complete(self, timeout: float = 30_000) -> str:
         """Wait until the last answer reaches a terminal state; return that state."""
-        answer = self.last_answer()
-        answer.and_(self.frame.locator(",".join(f"[data-state='{s}']" for s in TERMINAL_STATES))).wait_for(
-            timeout=timeout
-        )
+        root = self.frame  # one root for both halves: `and_` needs them in the same frame
+        answer = root.locator("[data-chat-transcript] > li.turn--assistant").last
+        answer.and_(root.locator(",".join(f"[data-state='{s}']" for s in TERMINAL_STATES))).wait_for(timeout=timeout)
         return answer.get_attribute("data-state")
 
     def transcript(self) -> list[dict[str, str]]:
