@@ -94,6 +94,7 @@ def test_A120_consent_is_asked_before_the_first_message_by_keyboard(embed, page,
     widget.launcher.focus()
     widget.page.keyboard.press("Enter")
     widget.ready.wait_for()
+    frame = widget.frame  # the reloaded page's panel (ChatWidget.frame)
     expect(widget.turns.first).to_contain_text("agreed first")
     expect(frame.locator("[data-chat-consent]")).to_have_count(0)
     config = json.loads(frame.locator("#chat-config").text_content())

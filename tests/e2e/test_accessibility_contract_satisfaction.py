@@ -162,6 +162,7 @@ def test_A126_send_by_keyboard_thanks_once_skip_is_remembered_and_a_reload_asks_
     expect(widget.frame.get_by_role("textbox", name=SATISFACTION["comment"])).to_be_focused()
     widget.page.keyboard.type("Ana was quick — merci!")
     widget.page.keyboard.press("Tab")
+    send = widget.frame.get_by_role("button", name=SATISFACTION["send"])  # the reloaded panel's
     expect(send).to_be_focused()
     widget.page.keyboard.press("Enter")
     thanks = widget.frame.locator(".satisfaction__thanks")
