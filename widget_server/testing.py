@@ -90,6 +90,8 @@ def system_browser_launch_args(browser_name: str, *, headless: bool = False) -> 
 
 
 TERMINAL_STATES = ("completed", "cancelled", "failed", "incomplete")
+# The assistant's answers in the panel's transcript (`ChatWidget.answers`).
+ANSWERS = "[data-chat-transcript] > li.turn--assistant"
 
 # Installed in every frame before any page script runs: records what the
 # live regions actually contain (what a screen reader is given), with time.
@@ -349,7 +351,7 @@ class ChatWidget:
 
     @property
     def answers(self) -> Any:
-        return self.frame.locator("[data-chat-transcript] > li.turn--assistant")
+        return self.frame.locator(ANSWERS)
 
     @staticmethod
     def install_recorder(context: Any) -> None:
@@ -450,7 +452,7 @@ class ChatWidget:
     def wait_until_complete(self, timeout: float = 30_000) -> str:
         """Wait until the last answer reaches a terminal state; return that state."""
         root = self.frame  # one root for both halves: `and_` needs them in the same frame
-        answer = root.locator("[data-chat-transcript] > li.turn--assistant").last
+        answer = root.locator(ANSWERS).last
         answer.and_(root.locator(",".join(f"[data-state='{s}']" for s in TERMINAL_STATES))).wait_for(timeout=timeout)
         return answer.get_attribute("data-state")
 
