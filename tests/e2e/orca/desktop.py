@@ -265,8 +265,10 @@ class OrcaDesktop:
     def speech_since(self, mark: int) -> list[str]:
         return self.speech()[mark:]
 
-    def wait_for_speech(self, text: str, *, since: int = 0, timeout: float = 15.0) -> list[str]:
-        """Wait until Orca has said exactly `text` (after `since`); return what it said since."""
+    def wait_for_speech(self, text: str, *, since: int, timeout: float = 15.0) -> list[str]:
+        """Wait until Orca has said exactly `text` after `since` (a `mark()`); return what it
+        said since. No default: the desktop lives for a module, so speech from an earlier test
+        (or an earlier attempt of the same one, rerun) would match at once."""
         deadline = time.monotonic() + timeout
         while True:
             said = self.speech_since(since)
@@ -276,7 +278,7 @@ class OrcaDesktop:
                 raise AssertionError(f"Orca did not say {text!r} within {timeout} s; it said: {said!r}")
             time.sleep(0.1)
 
-    def wait_for_silence(self, seconds: float, *, since: int = 0, timeout: float = 15.0) -> list[str]:
+    def wait_for_silence(self, seconds: float, *, since: int, timeout: float = 15.0) -> list[str]:
         """Wait until Orca has said nothing new for `seconds`; return what it said since `since`."""
         deadline = time.monotonic() + timeout
         said = self.speech_since(since)
