@@ -576,7 +576,7 @@ def test_a_handoff_across_two_servers_on_redis(embed, handoff_cluster, request):
 
 # -- what a screen reader hears (docs/testing.md, "A real screen reader: Orca") -------------
 
-from .test_orca import orca, orca_browser, orca_page  # noqa: E402, F401  (fixtures: one Orca desktop for this module)
+from .test_orca import listen, orca, orca_browser, orca_page  # noqa: E402, F401  (fixtures: one Orca desktop for this module)
 
 
 @pytest.mark.chromium_only(reason=HANDOFF_FIREFOX)
@@ -584,26 +584,14 @@ from .test_orca import orca, orca_browser, orca_page  # noqa: E402, F401  (fixtu
 @pytest.mark.xdist_group("orca")
 def test_orca_hears_queued_joined_the_message_and_ended_once_each_in_order(
     orca,  # noqa: F811 (the fixture imported above)
-    orca_page,  # noqa: F811
-    host_site,
+    listen,  # noqa: F811
     chat_server_factory,
-    browser_name,
 ):
-    from widget_server.testing import ChatWidget
-
-    from .conftest import chat_base_url
-
     server = chat_server_factory(**HANDOFF_SETTINGS)
     agent = Agent(server)
     agent.present()
-    orca_page.context.clear_cookies()
     # The visitor's pace (an announcement at most every second), as the other Orca tests use.
-    orca_page.goto(host_site.embed_page(chat_base_url(server, browser_name), announce_interval=1000))
-    widget = ChatWidget(orca_page)
-    widget.launcher.wait_for()
-    widget.open()
-    orca.wait_until_idle()
-    mark = orca.mark()
+    widget, mark = listen(server=server, announce_interval=1000)
     talk_to_a_person(widget)
     # Each step once Orca said the one before (an agent takes seconds, not milliseconds).
     orca.wait_for_speech(HANDOFF["queuedNext"], since=mark, timeout=10)
@@ -626,7 +614,6 @@ def test_orca_hears_queued_joined_the_message_and_ended_once_each_in_order(
     heard = [line for line in said if line.strip() in expected or text in line or typing in line]
     print(f"\nOrca said: {json.dumps(said, ensure_ascii=False)}")
     assert heard == expected, heard
-    orca_page.goto("about:blank")  # ends the panel's streams before the server stops
 
 
 def test_another_tab_follows_the_handoff(embed, handoff_server, context, host_site, browser_name):

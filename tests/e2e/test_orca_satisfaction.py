@@ -12,12 +12,9 @@ import json
 
 import pytest
 
-from widget_server.testing import ChatWidget
-
-from .conftest import chat_base_url
 from .test_accessibility_contract_satisfaction import SATISFACTION, choose, question
 from .test_handoff_widget import HANDOFF, HANDOFF_SETTINGS, Agent, conversation_of, fmt, talk_to_a_person
-from .test_orca import orca, orca_browser, orca_page  # noqa: F401 - one Orca desktop per module
+from .test_orca import listen, orca, orca_browser, orca_page  # noqa: F401 - one Orca desktop per module
 
 # ruff: noqa: F811 - the fixtures imported above are the tests' parameters
 
@@ -30,20 +27,12 @@ ORCA_FIREFOX = "the question's announcement runs in Firefox in test_accessibilit
 
 
 @pytest.mark.chromium_only(reason=ORCA_FIREFOX)
-def test_orca_hears_the_end_then_the_question_once_and_the_thanks_once(
-    orca, orca_page, host_site, chat_server_factory, browser_name
-):
+def test_orca_hears_the_end_then_the_question_once_and_the_thanks_once(orca, listen, chat_server_factory):
     server = chat_server_factory(**HANDOFF_SETTINGS)
     agent = Agent(server)
     agent.present()
-    orca_page.context.clear_cookies()
     # The visitor's pace (an announcement at most every second), as the other Orca tests use.
-    orca_page.goto(host_site.embed_page(chat_base_url(server, browser_name), announce_interval=1000))
-    widget = ChatWidget(orca_page)
-    widget.launcher.wait_for()
-    widget.open()
-    orca.wait_until_idle()
-    mark = orca.mark()
+    widget, mark = listen(server=server, announce_interval=1000)
     talk_to_a_person(widget)
     orca.wait_for_speech(HANDOFF["queuedNext"], since=mark, timeout=10)
     cid, _ = conversation_of(widget)
@@ -62,9 +51,9 @@ def test_orca_hears_the_end_then_the_question_once_and_the_thanks_once(
     # A rating sent by keyboard: the thanks, once.
     mark = orca.mark()
     choose(widget, question(widget), 5)
-    orca_page.keyboard.press("Tab")  # the comment
-    orca_page.keyboard.press("Tab")  # Send rating
-    orca_page.keyboard.press("Enter")
+    widget.page.keyboard.press("Tab")  # the comment
+    widget.page.keyboard.press("Tab")  # Send rating
+    widget.page.keyboard.press("Enter")
     orca.wait_for_speech(SATISFACTION["thanks"], since=mark, timeout=10)
     said = orca.wait_for_silence(1.5, since=mark)
     print(f"Orca said: {json.dumps(said, ensure_ascii=False)}")
@@ -73,4 +62,3 @@ def test_orca_hears_the_end_then_the_question_once_and_the_thanks_once(
     # (handoff.js Handoff.say waits for a focus change), so it was not dropped.
     spoken = [line.strip() for line in said]
     assert spoken.index(SATISFACTION["thanks"]) > spoken.index("Message entry."), said
-    orca_page.goto("about:blank")  # ends the panel's streams before the server stops
