@@ -22,27 +22,11 @@ from widget_server.transport import CONVERSATION_COOKIE
 
 from .agent_support import HandoffVisitor, SignedInAgent, agents_app
 from .helpers import ChatClient, assert_json_error, panel_config_of
-from .test_api_handoff import ask, handoff_of, history
+from .test_api_handoff import ask, chat, empty_store, handoff_of, history, server  # noqa: F401
 from .test_scale_out import metric_value
 
-ON = {"HANDOFF": "on"}
-
-
-@pytest.fixture(autouse=True)
-def empty_store(request, store_kind):
-    """Each test starts with nobody present and nobody queued (the desk is the store's)."""
-    if store_kind != "memory":
-        request.getfixturevalue("shared_store")
-
-
-@pytest.fixture
-def server(live_server_factory):
-    return live_server_factory(**ON)
-
-
-@pytest.fixture
-def chat(server, chat_factory) -> ChatClient:
-    return chat_factory(server)
+# ruff: noqa: F811 - the hand-off's fixtures imported above (an empty desk, a server with
+# hand-off on, a visitor) are the tests' parameters
 
 
 def rate(chat: ChatClient, body: Any) -> httpx.Response:
