@@ -26,7 +26,6 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 # Debian's system browsers, which Playwright drives where it cannot download
 # its own: Chromium by executable path, Firefox ESR through WebDriver BiDi
@@ -289,7 +288,6 @@ class ChatWidget:
     def __init__(self, page: Any, *, lang: str = "en", chat_url: str | None = None) -> None:
         self.page = page
         self.lang = lang
-        self.chat_origin = _origin(chat_url) if chat_url else None
         self.launcher = page.locator("[data-chatwidget] .launcher")
         # The chat's base, path included where a site mounts it under one (/chat, docs/serving.md).
         chat_base = chat_url.rstrip("/") if chat_url else None
@@ -311,7 +309,15 @@ class ChatWidget:
         costs no round trip. A locator made from a Frame stays with that document's frame: after
         the host page reloads or the iframe is made anew, ask `widget.frame` (or `widget.input`…)
         again rather than reuse a locator kept from before."""
-        candidates = [
+        candidates = self._panel_frames()
+        # None yet (the iframe is not there or its document has not come), or more than one
+        # (the FrameLocator's strictness then says so): the FrameLocator.
+        return candidates[0] if len(candidates) == 1 else self.iframe.content_frame
+
+    def _panel_frames(self) -> list[Any]:
+        """The page's frames holding a panel document, by the rule `iframe` finds the panel's
+        iframe by (a child of the page whose document's URL is the panel's)."""
+        return [
             frame
             for frame in self.page.main_frame.child_frames
             if not frame.is_detached()
@@ -321,9 +327,6 @@ class ChatWidget:
                 else "/panel?" in frame.url  # PANEL_IFRAME's test, on the document's URL
             )
         ]
-        # None yet (the iframe is not there or its document has not come), or more than one
-        # (the FrameLocator's strictness then says so): the FrameLocator.
-        return candidates[0] if len(candidates) == 1 else self.iframe.content_frame
 
     @property
     def panel(self) -> Any:
@@ -370,12 +373,12 @@ class ChatWidget:
         return self.launcher.count() == 0
 
     def panel_frame(self) -> Any:
-        """The panel's Frame (for `evaluate`)."""
-        for frame in self.page.frames:
-            parts = urlsplit(frame.url)
-            if parts.path.endswith("/panel") and (self.chat_origin is None or _origin(frame.url) == self.chat_origin):
-                return frame
-        raise AssertionError("the chat panel's frame is not loaded")
+        """The panel's Frame (for `evaluate`), found as `frame` finds it; it does not wait."""
+        candidates = self._panel_frames()
+        if len(candidates) != 1:
+            found = "is not loaded" if not candidates else f"is ambiguous: {len(candidates)} frames hold a panel"
+            raise AssertionError(f"the chat panel's frame {found}")
+        return candidates[0]
 
     def open(self) -> None:
         """Open the chat as a person would and wait until it is ready.
@@ -523,8 +526,3 @@ class ChatWidget:
                 for v in violations
             ]
             raise AssertionError(f"axe found {len(violations)} violation(s): {json.dumps(summary, indent=1)}")
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
