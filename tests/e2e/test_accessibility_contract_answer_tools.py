@@ -229,6 +229,11 @@ def test_A27_the_whole_answer_dialog_is_modal_traps_focus_and_gives_it_back(embe
     expect(text).to_be_focused()
     assert dialog.evaluate("d => d.matches(':modal')")
     assert text.evaluate("n => n.tabIndex") == 0
+    # The answer as the transcript shows it, its headings below the dialog's h2.
+    heading = text.get_by_role("heading", name="Tuning")
+    expect(heading).to_have_count(1)
+    assert heading.evaluate("n => n.tagName") == "H3"
+    expect(text).to_contain_text("Use drop D — DADGBE:")
     close = dialog.get_by_role("button", name=TOOLS["close"])
     for key, expected in (("Tab", close), ("Tab", text), ("Shift+Tab", close), ("Shift+Tab", text)):
         page.keyboard.press(key)
@@ -238,7 +243,7 @@ def test_A27_the_whole_answer_dialog_is_modal_traps_focus_and_gives_it_back(embe
     expect(dialog).to_have_count(0)
     expect(widget.launcher).to_have_attribute("aria-expanded", "true")
     expect(read).to_be_focused()
-    page.keyboard.press("Enter")
+    page.keyboard.press("Space")  # the button's other key (it was opened with Enter)
     expect(text).to_be_focused()
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")  # Close

@@ -338,48 +338,6 @@ def test_edit_replaces_the_last_question_and_its_answer(embed, chat_server, page
     expect(widget.frame.get_by_role("button", name=TOOLS["edit"])).to_have_count(1)
 
 
-# -- the whole answer ---------------------------------------------------------------------------
-
-
-@pytest.mark.chromium_only(reason=TOOLS_FIREFOX)
-def test_the_whole_answer_dialog_traps_focus_and_gives_it_back(embed, page):
-    widget = embed()
-    widget.open()
-    ask(widget, f"/echo {MARKDOWN_ANSWER}")
-    read = tools_of(widget.last_answer()).get_by_role("button", name=TOOLS["read"])
-    press(widget, read, "Enter")
-    dialog = widget.frame.get_by_role("dialog", name=TOOLS["dialog"])
-    expect(dialog).to_be_visible()
-    text = dialog.get_by_role("region", name=TOOLS["dialog"])
-    expect(text).to_be_focused()
-    expect(text.get_by_role("heading", name="Tuning")).to_have_count(1)
-    assert text.get_by_role("heading", name="Tuning").evaluate("n => n.tagName") == "H3"  # below the dialog's h2
-    expect(text).to_contain_text("Use drop D — DADGBE:")
-    assert dialog.evaluate("d => d.matches(':modal')")
-    widget.assert_accessible()
-    close = dialog.get_by_role("button", name=TOOLS["close"])
-    # Tab and Shift+Tab go round inside the dialog, never out to the panel or the host page.
-    page.keyboard.press("Tab")
-    expect(close).to_be_focused()
-    page.keyboard.press("Tab")
-    expect(text).to_be_focused()
-    page.keyboard.press("Shift+Tab")
-    expect(close).to_be_focused()
-    # Escape closes the dialog, not the panel; focus goes back to the button that opened it.
-    page.keyboard.press("Escape")
-    expect(dialog).to_have_count(0)
-    expect(widget.launcher).to_have_attribute("aria-expanded", "true")
-    expect(read).to_be_focused()
-    # Again, closed with its Close button.
-    page.keyboard.press("Space")
-    expect(text).to_be_focused()
-    page.keyboard.press("Tab")
-    page.keyboard.press("Enter")
-    expect(dialog).to_have_count(0)
-    expect(read).to_be_focused()
-    assert polite(widget)[-1] == EN["complete"]  # opening and closing it said nothing
-
-
 # -- headings ---------------------------------------------------------------------------------
 
 
