@@ -152,7 +152,21 @@ def needs_redis(item: pytest.Item, params: dict[str, Any]) -> bool:
     return False
 
 
+# pytest-playwright's fixtures: a test parametrized under one of these names keeps the fixture's
+# dependencies, so each of its cases would also run once per browser, for nothing.
+PLAYWRIGHT_FIXTURES = frozenset({"page", "context", "browser", "browser_name", "browser_type", "playwright"})
+
+
 def pytest_generate_tests(metafunc):
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        names = [name.strip() for name in names.split(",")] if isinstance(names, str) else list(names)
+        clash = PLAYWRIGHT_FIXTURES.intersection(names)
+        if clash:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: the parameter {sorted(clash)} is named after a "
+                "pytest-playwright fixture; name it otherwise"
+            )
     if metafunc.module.__name__.rsplit(".", 1)[-1].startswith("test_api_") and "serving" in metafunc.fixturenames:
         over_http = {"live_server", "live_server_factory"} & set(metafunc.fixturenames)
         ids = list(SERVINGS) if over_http else list(STORE_KINDS)

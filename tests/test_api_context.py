@@ -66,7 +66,7 @@ def test_a_regenerate_keeps_the_context_and_a_retry_keeps_the_first(live_server,
 
 
 @pytest.mark.parametrize(
-    ("context", "message"),
+    ("refused", "message"),
     [
         ({"page": "x" * 2100}, "context is 2111 bytes of JSON; the limit is 2048."),
         ({"page": "é" * 1020}, "context is 2051 bytes of JSON; the limit is 2048."),  # bytes, not characters
@@ -82,9 +82,11 @@ def test_a_regenerate_keeps_the_context_and_a_retry_keeps_the_first(live_server,
         (42, None),
     ],
 )
-def test_a_context_out_of_bounds_is_refused_before_anything_is_claimed(live_server, chat_factory, context, message):
+# Not named `context`: that is pytest-playwright's fixture, and a parameter of its name would
+# have each case run once per browser.
+def test_a_context_out_of_bounds_is_refused_before_anything_is_claimed(live_server, chat_factory, refused, message):
     chat = chat_factory(live_server)
-    body = {"request_id": "refused-1", "text": "hello", "context": context}
+    body = {"request_id": "refused-1", "text": "hello", "context": refused}
     response = chat.http.post(chat.messages_url(), json=body, headers=chat.auth)
     error = assert_json_error(response, 400, "invalid_context")["error"]
     if message is not None:
