@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import TEST_CONFIG
 from .helpers import LiveServer
 from .privacy_support import PRIVACY_CONFIG, realistic_conversation, redis_traces, subject_digest, token_for
 from .redis_support import keyspace_of, redis_client
@@ -40,7 +41,7 @@ def stored(request):
     Bob's one and an anonymous one; the CLI runs against its store."""
     redis = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
     redis.flush()
-    server = LiveServer({**PRIVACY_CONFIG, "STORE": redis.url}).start()
+    server = LiveServer({**TEST_CONFIG, **PRIVACY_CONFIG, "STORE": redis.url}).start()
     ada_token = token_for("ada-cli", name="Ada")
     made = {
         "ada": [realistic_conversation(server, ada_token, tag=f"cli{i}") for i in range(2)],

@@ -13,6 +13,7 @@ import pytest
 from widget_server.settings import ConfigError, load_settings
 from widget_server.settings.areas import RETENTION_MAX_SECONDS
 
+from .conftest import TEST_CONFIG
 from .helpers import LiveServer
 from .privacy_support import PRIVACY_CONFIG, realistic_conversation, services_of, subject_digest, token_for, traces
 
@@ -87,7 +88,7 @@ class Clock:
 
 @pytest.fixture
 def server():
-    started = LiveServer({**PRIVACY_CONFIG, "RETENTION": "1h", "IDENTIFIED_RETENTION": "3h"}).start()
+    started = LiveServer({**TEST_CONFIG, **PRIVACY_CONFIG, "RETENTION": "1h", "IDENTIFIED_RETENTION": "3h"}).start()
     yield started
     started.stop()
 
