@@ -465,21 +465,34 @@ export class ChatPanel {
     this.scroller.scrollTop = 0;
   }
 
-  // One creation at a time: the first send and an upload (attachments.js)
-  // share the request in flight.
+  // One creation at a time: the first send and an upload (attachments.js) share the request
+  // in flight, which carries the identity token of its time. A token the site gave since
+  // (ChatWidget.identify) waits for that request to end, then has its own unless that one made
+  // the conversation: a refusal of the old token must not answer a send made with the new one
+  // (tests/e2e/test_identity_panel.py).
   ensureConversation() {
     if (this.client.conversationId) return Promise.resolve();
-    this.creating ||= this.client
-      .createConversation(this.consent?.body())
-      .then((body) => this.remember(body))
+    const identity = this.client.identity;
+    if (this.creating && this.creatingAs === identity) return this.creating;
+    const before = this.creating ? this.creating.catch(() => {}) : Promise.resolve();
+    const creating = before
+      .then(() =>
+        this.client.conversationId
+          ? undefined
+          : this.client
+              .createConversation(this.consent?.body())
+              .then((body) => this.remember(body)),
+      )
       .catch((error) => {
-        this.identityRefused?.(error); // a known visitor's token, refused (identity.js)
+        this.identityRefused?.(error, identity); // a known visitor's token, refused (identity.js)
         throw error;
       })
       .finally(() => {
-        this.creating = null;
+        if (this.creating === creating) this.creating = null;
       });
-    return this.creating;
+    this.creating = creating;
+    this.creatingAs = identity;
+    return creating;
   }
 
   viewOptions() {

@@ -121,11 +121,12 @@
  */
 
 /**
- * A known visitor's (identity.js): `identityRefused` hears every refusal of a create or a read,
- * and tells the site when it was the identity token's; `checkIdentity` creates the
- * conversation before a send takes the composer's text, and says whether to go on.
+ * A known visitor's (identity.js): `identityRefused` hears every refusal of a create or a read
+ * (with the token the request carried, where it may not be the current one), and tells the site
+ * when it was the identity token's; `checkIdentity` creates the conversation before a send
+ * takes the composer's text, and says whether to go on.
  * @typedef {object} IdentityHooks
- * @property {(error: any) => void} identityRefused
+ * @property {(error: any, token?: string) => void} identityRefused
  * @property {() => Promise<boolean>} checkIdentity
  */
 

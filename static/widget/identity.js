@@ -52,7 +52,7 @@ export function identify(host, token) {
       import('./conversations.js').then((view) => view.toggle(host, panel.control)),
     );
     host.provide({
-      identityRefused: (error) => refused(host, error),
+      identityRefused: (error, token) => refused(host, error, token),
       checkIdentity: () => createFirst(host),
     });
   }
@@ -85,16 +85,17 @@ function stored(host) {
 
 // Tells the site, once per token, that the server refused it: the site answers with
 // ChatWidget.identify(newToken) (docs/embedding.md). Only to the host origin the server vetted,
-// as the unread count (chat.js notifyHost).
+// as the unread count (chat.js notifyHost). Not for a token the site has replaced since the
+// request that carried it left: it already gave the new one.
 /**
  * @param {PanelHost} host
  * @param {any} error
+ * @param {string} [token] the token the refused request carried (default: the current one)
  */
-export function refused(host, error) {
+export function refused(host, error, token = host.client.identity) {
   const panel = panels.get(host);
-  const token = host.client.identity;
   if (!(error instanceof ApiError) || !REFRESHABLE.includes(error.code) || !panel) return;
-  if (!token || panel.told === token) return;
+  if (!token || token !== host.client.identity || panel.told === token) return;
   panel.told = token;
   const origin = host.config.hostOrigin;
   if (origin && window.parent !== window)
@@ -111,11 +112,15 @@ export function refused(host, error) {
  */
 async function createFirst(host) {
   if (host.client.conversationId || !host.client.identity) return true;
+  const token = host.client.identity;
   try {
     await host.ensureConversation();
     return true;
   } catch (error) {
     if (!(error instanceof ApiError) || !REFRESHABLE.includes(error.code)) return true;
+    // The site gave a new token while the refused one's request was in flight: the send goes
+    // on with the new one (chat.js ensureConversation), and the old refusal is not said.
+    if (host.client.identity !== token) return createFirst(host);
     host.showAlert(await reasonFor(host, error));
     return false;
   }

@@ -27,6 +27,10 @@ document.addEventListener('chatwidget:identity-expired', () => { window.__expire
 """
 
 
+# What the panel says of a refused, expired token (static/widget/i18n/refusals/en.json).
+EXPIRED_SAID = "Your sign-in for this chat has expired. Sign in again on this site to continue."
+
+
 @pytest.fixture
 def identity_server(chat_server_factory):
     return chat_server_factory(IDENTITY_SECRET=IDENTITY_TEST_SECRET)
@@ -166,6 +170,43 @@ def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_s
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
+
+
+def test_a_send_after_a_fresh_token_is_not_answered_by_the_old_tokens_refusal(embed, identity_server, page: Page):
+    # The visitor presses Enter again while the site is fetching a fresh token: that send's
+    # creation, with the expired token, is still in flight when ChatWidget.identify() gives the
+    # fresh one and the visitor sends once more. The last send is made with the fresh token,
+    # not answered by the refusal of the one in flight (chat.js ensureConversation).
+    page.add_init_script(EXPIRED_COUNT)
+    widget = embed(identity_server, identity_token=token(expires_in=-600))
+    widget.open()
+    widget.input.fill("Where is my parcel?")
+    widget.input.press("Enter")
+    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(EXPIRED_SAID)
+    held = []
+
+    def hold_the_first_creation(route):
+        if not held and route.request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r".*/api/v1/conversations$"), hold_the_first_creation)
+    with page.expect_request(lambda request: request.method == "POST" and request.url.endswith("/conversations")):
+        widget.input.press("Enter")
+    fresh = token()
+    page.evaluate("(fresh) => ChatWidget.identify(fresh)", fresh)
+    widget.panel_frame().wait_for_function("(fresh) => window.chatPanel.client.identity === fresh", arg=fresh)
+    widget.input.press("Enter")
+    assert len(held) == 1
+    held[0].continue_()  # the old token's creation ends now: refused
+    assert widget.wait_until_complete() == "completed"
+    expect(widget.turns.first).to_have_text(re.compile("Where is my parcel"))
+    expect(widget.input).to_have_value("")
+    # The old token's second refusal was neither told to the site nor said to the visitor.
+    assert page.evaluate("() => window.__expired") == 1
+    said = [entry["text"] for entry in widget.announcements() if entry["politeness"] == "assertive"]
+    assert [text for text in said if "expired" in text] == [EXPIRED_SAID], said
 
 
 def test_a_token_given_in_chatwidgetconfig_makes_the_visitor_known(embed, identity_server, page: Page):
