@@ -19,7 +19,7 @@ from widget_server.testing import IDENTITY_TEST_SECRET
 
 from ..helpers import REPO_ROOT
 from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
-from .test_identity_panel import EXPIRED_COUNT, conversations_control, own_conversation, token
+from .test_identity_panel import conversations_control, own_conversation, refused_once, token
 
 pytestmark = pytest.mark.e2e
 
@@ -91,13 +91,7 @@ def test_A117_the_conversations_view_by_keyboard_alone(embed, identity_server, p
 
 
 def test_A118_a_refused_token_keeps_the_text_says_why_once_and_tells_the_site_once(embed, identity_server, page: Page):
-    page.add_init_script(EXPIRED_COUNT)
-    widget = embed(identity_server, identity_token=token(expires_in=-600))
-    widget.open()
-    widget.input.fill("Where is my parcel?")
-    widget.input.press("Enter")
-    alert = widget.frame.locator("[data-chat-alert]")
-    expect(alert).to_have_text("Your sign-in for this chat has expired. Sign in again on this site to continue.")
+    widget = refused_once(embed, identity_server, page)
     expect(widget.input).to_have_value("Where is my parcel?")
     expect(widget.turns).to_have_count(0)
     expect(widget.input).to_be_focused()

@@ -40,6 +40,18 @@ def token(subject: str = "customer-42", **claims) -> str:
     return mint_identity_token(subject, secret=IDENTITY_TEST_SECRET, **claims)
 
 
+def refused_once(embed, server, page: Page) -> ChatWidget:
+    """A known visitor whose token has expired, their question sent once and refused: the alert
+    says why, the text waits in the composer; the page counts the loader's event."""
+    page.add_init_script(EXPIRED_COUNT)
+    widget = embed(server, identity_token=token(expires_in=-600))
+    widget.open()
+    widget.input.fill("Where is my parcel?")
+    widget.input.press("Enter")
+    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(EXPIRED_SAID)
+    return widget
+
+
 def panel_model_text(widget: ChatWidget) -> str:
     return widget.panel_frame().evaluate("() => window.chatPanel.current.model.text")
 
@@ -177,12 +189,7 @@ def test_a_send_after_a_fresh_token_is_not_answered_by_the_old_tokens_refusal(em
     # creation, with the expired token, is still in flight when ChatWidget.identify() gives the
     # fresh one and the visitor sends once more. The last send is made with the fresh token,
     # not answered by the refusal of the one in flight (chat.js ensureConversation).
-    page.add_init_script(EXPIRED_COUNT)
-    widget = embed(identity_server, identity_token=token(expires_in=-600))
-    widget.open()
-    widget.input.fill("Where is my parcel?")
-    widget.input.press("Enter")
-    expect(widget.frame.locator("[data-chat-alert]")).to_have_text(EXPIRED_SAID)
+    widget = refused_once(embed, identity_server, page)
     held = []
 
     def hold_the_first_creation(route):
