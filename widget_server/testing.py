@@ -273,6 +273,12 @@ HOST_EVENTS = (
 )
 
 
+def _in_panel(selector: str) -> Any:
+    """A ChatWidget attribute: the locator of `selector` inside the panel, made from
+    `ChatWidget.frame` at each use (see its docstring)."""
+    return property(lambda widget: widget.frame.locator(selector), doc=f"The panel's {selector!r}.")
+
+
 class ChatWidget:
     """Page object for the chat widget on any page: floating (a launcher in
     the host page's shadow root, the panel in an iframe it creates on first
@@ -328,33 +334,13 @@ class ChatWidget:
             )
         ]
 
-    @property
-    def panel(self) -> Any:
-        return self.frame.locator("[data-chat-panel]")
-
-    @property
-    def ready(self) -> Any:
-        return self.frame.locator("[data-chat-panel][data-ready='true']")
-
-    @property
-    def input(self) -> Any:
-        return self.frame.locator("[data-chat-input]")
-
-    @property
-    def send_button(self) -> Any:
-        return self.frame.locator("[data-chat-send]")
-
-    @property
-    def stop_button(self) -> Any:
-        return self.frame.locator("[data-chat-stop]")
-
-    @property
-    def turns(self) -> Any:
-        return self.frame.locator("[data-chat-transcript] > li")
-
-    @property
-    def answers(self) -> Any:
-        return self.frame.locator(ANSWERS)
+    panel = _in_panel("[data-chat-panel]")
+    ready = _in_panel("[data-chat-panel][data-ready='true']")
+    input = _in_panel("[data-chat-input]")
+    send_button = _in_panel("[data-chat-send]")
+    stop_button = _in_panel("[data-chat-stop]")
+    turns = _in_panel("[data-chat-transcript] > li")
+    answers = _in_panel(ANSWERS)
 
     @staticmethod
     def install_recorder(context: Any) -> None:
