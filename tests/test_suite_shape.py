@@ -163,3 +163,86 @@ def test_an_xdist_group_runs_on_one_worker(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     workers = {(tmp_path / "base" / f"grouped-{number}").read_text() for number in range(4)}
     assert len(workers) == 1, f"the group ran on {sorted(workers)}"
+
+
+HANGS_ONCE = """
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.flaky(reruns=1)
+def test_hangs_on_its_first_attempt_only(tmp_path_factory):
+    attempts = tmp_path_factory.getbasetemp().parent.parent / "attempts"
+    attempts.write_text(attempts.read_text() + "x" if attempts.exists() else "x")
+    if len(attempts.read_text()) == 1:
+        threading.Event().wait()  # a browser that never answers
+
+
+def test_hangs_every_time():
+    threading.Event().wait()
+
+
+def test_a_neighbour():
+    pass
+"""
+
+
+def test_a_hung_test_fails_alone_and_a_browser_test_is_rerun(tmp_path):
+    """pyproject.toml bounds every test (pytest-timeout, docs/testing.md, "A bound on each
+    test"): a test that never returns fails by itself instead of holding the run until CI's
+    limit, and a browser test, which may rerun, gets its rerun on a fresh worker (the hung
+    worker is ended with its browser); the log names the hung test and shows its stack. The
+    suite's own settings, with a bound of two seconds."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_hangs.py").write_text(HANGS_ONCE, encoding="utf-8")
+    (tmp_path / "base").mkdir()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(TESTS_DIR.parent / "pyproject.toml"),
+            "--rootdir",
+            str(tmp_path),
+            "-o",
+            "timeout=2",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "1",
+            "--basetemp",
+            str(tmp_path / "base" / "run"),
+            "-p",
+            "no:playwright",
+            "-p",
+            "no:widget_server",
+            "-p",
+            "tests.hung_tests",
+            str(tmp_path / "test_hangs.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **{key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+            "PYTHONPATH": str(TESTS_DIR.parent),
+        },
+    )
+    summary = done.stdout.strip().splitlines()[-1]
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 2 passed, 1 rerun" in summary, done.stdout + done.stderr
+    assert "test_hangs_every_time" in done.stdout.split("short test summary")[-1], done.stdout
+    # Where the hang was: its test and its stack, in the run's log (tests/hung_tests.py).
+    assert "Timeout: test_hangs.py::test_hangs_every_time ran over 2 s" in done.stderr, done.stderr
+    lines = HANGS_ONCE.splitlines()
+    waits = lines.index("def test_hangs_every_time():") + 2  # the line after it, counted from 1
+    assert f'test_hangs.py", line {waits} in test_hangs_every_time' in done.stderr, done.stderr
