@@ -1,6 +1,7 @@
 """widget_server.flask_app: Flask's `ensure_sync` answered once per function,
 with what Flask's own gives: the function itself, or for `async def` Flask's wrapper (or
-its error when the `async` extra is missing)."""
+its error when the `async` extra is missing); and every route's URL builders made at their
+first use, building what Werkzeug's own would."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import functools
 
 import pytest
 from flask import Flask
+from werkzeug.routing import Rule
 
 from widget_server import flask_app, transport, web
 from widget_server.chat import api
-from widget_server.flask_app import WidgetFlask
+from widget_server.flask_app import LazyBuilderRule, WidgetFlask
 
 
 def _flasks_own(function):
@@ -100,3 +102,62 @@ def test_the_server_and_its_requests_use_it(client):
     kept = client.application._synchronous
     assert {transport.read_bounded_body, web.security_headers, api.create_conversation} <= set(kept)
     assert all(made is function for function, made in kept.items())
+
+
+def _werkzeugs_own_app():
+    """The server's app as Werkzeug's own rule class would make it."""
+    from widget_server import create_app
+
+    from .conftest import TEST_CONFIG
+
+    original = WidgetFlask.url_rule_class
+    WidgetFlask.url_rule_class = Rule
+    try:
+        return create_app(TEST_CONFIG, environ={})
+    finally:
+        WidgetFlask.url_rule_class = original
+
+
+def _sample_values(rule):
+    return {name: f"v{index}-é/x" for index, name in enumerate(sorted(rule.arguments))}
+
+
+def test_every_route_builds_the_url_werkzeugs_own_rule_builds(app):
+    own = _werkzeugs_own_app()
+    rules = list(app.url_map.iter_rules())
+    assert len(rules) == len(list(own.url_map.iter_rules())) > 40
+    assert all(isinstance(rule, LazyBuilderRule) for rule in rules)
+    with app.test_request_context(), own.test_request_context():
+        for rule in rules:
+            values = _sample_values(rule)
+            for extra in ({}, {"page": "2", "q": "a b"}):  # a query string: the other builder
+                for external in (False, True):
+                    ours = app.url_for(rule.endpoint, **values, **extra, _external=external)
+                    theirs = own.url_for(rule.endpoint, **values, **extra, _external=external)
+                    assert ours == theirs, rule.rule
+    # Without unknown values appended: the builder url_for does not use.
+    adapter, own_adapter = app.url_map.bind("localhost"), own.url_map.bind("localhost")
+    for rule in rules:
+        values = {**_sample_values(rule), "page": "2"}
+        ours = adapter.build(rule.endpoint, values, append_unknown=False)
+        assert ours == own_adapter.build(rule.endpoint, values, append_unknown=False), rule.rule
+
+
+def test_a_builder_is_compiled_when_first_used_and_then_kept(app, monkeypatch):
+    compiled = []
+    original = Rule._compile_builder
+
+    def counting(rule, append_unknown=True):
+        compiled.append((rule.endpoint, append_unknown))
+        return original(rule, append_unknown)
+
+    monkeypatch.setattr(Rule, "_compile_builder", counting)
+    rule = next(rule for rule in app.url_map.iter_rules() if rule.arguments)
+    with app.test_request_context():
+        first = app.url_for(rule.endpoint, **_sample_values(rule))  # with unknown values appended
+        assert compiled == [(rule.endpoint, True)]
+        assert app.url_for(rule.endpoint, **_sample_values(rule), page="2").startswith(first + "?")
+    assert compiled == [(rule.endpoint, True)]
+    adapter = app.url_map.bind("localhost")
+    assert adapter.build(rule.endpoint, _sample_values(rule), append_unknown=False) == first
+    assert compiled == [(rule.endpoint, True), (rule.endpoint, False)]
