@@ -18,6 +18,8 @@ from widget_server import create_app
 from widget_server.agents.accounts import AgentAccounts
 from widget_server.services import SERVICES_KEY
 
+from .helpers import http_client
+
 AGENTS = {"alice": ("Alice Agent", "alice-password"), "bob": ("Bob Agent", "bob-password")}
 
 
@@ -150,7 +152,7 @@ class HttpAgent:
     password of the agents file the server reads (AGENTS' by default)."""
 
     def __init__(self, base_url: str, passwords: dict[str, str] | None = None) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.http = http_client(base_url=base_url, timeout=30)
         self.passwords = passwords or {name: password for name, (_, password) in AGENTS.items()}
         self.cookies: dict[str, str] = {}
         self.csrf = ""

@@ -25,6 +25,24 @@ from widget_server.services import SERVICES_KEY
 from widget_server.sse import EventStreamParser, ServerSentEvent
 from widget_server.testing import SHUTDOWN_POLL_SECONDS
 
+# One TLS context for every test's HTTP client. Without one, each `httpx.Client()` (and each
+# `httpx.get()`, which makes a client) builds its own and loads the CA bundle into it, which
+# OpenSSL 3 does slowly (https://github.com/python/cpython/issues/95031): the larger part of
+# what a short API test cost (docs/performance.md, "The test suite"). It is the context httpx
+# would have made (`httpx.create_ssl_context()`: verifying, the same CA bundle); the suite's
+# servers are plain HTTP on loopback, so it verifies nothing today, and would as httpx does.
+TLS = httpx.create_ssl_context()
+
+
+def http_client(**options: Any) -> httpx.Client:
+    """`httpx.Client(**options)` with the suite's one TLS context."""
+    return httpx.Client(verify=TLS, **options)
+
+
+# For one-off requests, in place of httpx's module functions (`HTTP.get(url)` for
+# `httpx.get(url)`): a client that keeps no connection between requests, as they keep none.
+HTTP = http_client(limits=httpx.Limits(max_keepalive_connections=0))
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -142,7 +160,7 @@ class ChatClient:
 
     def __init__(self, base_url: str, timeout: float = 30.0) -> None:
         self.base_url = base_url
-        self.http = httpx.Client(base_url=base_url, timeout=timeout)
+        self.http = http_client(base_url=base_url, timeout=timeout)
         self.conversation_id = ""
         self.token = ""
 

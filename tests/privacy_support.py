@@ -10,13 +10,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from widget_server.services import SERVICES_KEY
 from widget_server.testing import IDENTITY_TEST_SECRET, mint_identity_token
 
 from . import attachment_samples as samples
-from .helpers import ChatClient
+from .helpers import ChatClient, http_client
 from .redis_support import keys_naming
 
 SECRET = IDENTITY_TEST_SECRET
@@ -69,7 +67,7 @@ def realistic_conversation(server: Any, identity_token: str | None = None, tag: 
     third's answer proposes an action), a rating with a comment, an attachment sent with the
     second question, a hand-off to a person
     who answers and ends it, the visitor's message to that person, and a left message."""
-    http = httpx.Client(base_url=server.url, timeout=30)
+    http = http_client(base_url=server.url, timeout=30)
     try:
         body = {"identity_token": identity_token} if identity_token else None
         created = http.post("/api/v1/conversations", json=body) if body else http.post("/api/v1/conversations")

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .helpers import HTTP
+
 READY = re.compile(r"open (http://[^/]+)/ in a browser")
 
 
@@ -105,7 +107,7 @@ class ServerProcess:
             time.sleep(0.05)
         while True:
             try:
-                if httpx.get(self.url + "/healthz", timeout=5).status_code == 200:
+                if HTTP.get(self.url + "/healthz", timeout=5).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -31,7 +31,7 @@ from widget_server.backends.demo import ACTION_ARGUMENTS
 from widget_server.errors import ChatError
 from widget_server.services import SERVICES_KEY
 
-from .helpers import ChatClient, assert_json_error, assert_sound_events, wait_until
+from .helpers import ChatClient, assert_json_error, assert_sound_events, http_client, wait_until
 
 
 def record_lines(path: Path) -> list[dict]:
@@ -236,7 +236,7 @@ def test_two_confirms_at_once_with_the_same_key_run_it_once_and_get_the_same_res
     responses: list[httpx.Response] = []
 
     def click():
-        with httpx.Client(base_url=server.url, timeout=30) as http:
+        with http_client(base_url=server.url, timeout=30) as http:
             start.wait()
             responses.append(http.post(url, headers=headers))
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 
-import httpx
 import pytest
 
 from widget_server import create_app
@@ -20,6 +19,7 @@ from widget_server.services import SERVICES_KEY
 
 from .agent_support import HttpAgent, sign_in, write_agents
 from .conftest import TEST_CONFIG
+from .helpers import HTTP
 
 
 @pytest.fixture
@@ -417,7 +417,7 @@ def test_over_real_http_the_console_on_one_server_and_the_visitor_on_another(
     assert agent.agent_api(f"/conversations/{cid}/claim").json() == {"conversation_id": cid, "agent": "Alice Agent"}
 
     text = "Hi, I'm Alice — how can I help?"
-    with httpx.stream(
+    with HTTP.stream(
         "GET", f"{visitor_host.url}{base}/events", headers={**auth, "Last-Event-ID": f"{cid}:0"}, timeout=30
     ) as stream:
         sent = agent.agent_api(f"/conversations/{cid}/messages", {"request_id": "a1", "text": text})

@@ -33,7 +33,7 @@ from widget_server.settings import ConfigError, load_settings
 
 from . import attachment_samples as samples
 from .conftest import TEST_CONFIG
-from .helpers import ChatClient, assert_json_error, wait_until
+from .helpers import ChatClient, assert_json_error, http_client, wait_until
 from .processes import ServerProcess
 from .redis_support import keys_naming, keyspace_of, redis_client
 
@@ -489,7 +489,7 @@ def test_racing_uploads_cannot_overrun_the_budget(live_server_factory, chat_fact
     statuses: list[int] = []
 
     def send(index: int) -> None:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with http_client(base_url=server.url, timeout=30) as client:
             start.wait()
             response = client.post(
                 attachments_url(chat), files={"file": (f"{index}.txt", b"%d" % index * 900)}, headers=chat.auth

@@ -17,7 +17,7 @@ import pytest
 from widget_server.settings import ConfigError, load_settings
 from widget_server.transport import CONVERSATION_COOKIE
 
-from .helpers import assert_json_error, panel_config_of
+from .helpers import assert_json_error, http_client, panel_config_of
 
 CONSENT_TEXT = "We keep your messages for 30 days to answer you and to improve this help."
 CONSENT_URL = "https://www.example.com/privacy"
@@ -45,7 +45,7 @@ def count_creations(server) -> list[str]:
 
 
 def create(server, body: dict | None = None) -> httpx.Response:
-    with httpx.Client(base_url=server.url) as http:
+    with http_client(base_url=server.url) as http:
         return http.post(CONVERSATIONS, json=body) if body is not None else http.post(CONVERSATIONS)
 
 
@@ -90,7 +90,7 @@ def test_the_agreement_is_recorded_with_the_conversation(consenting):
     assert record.consented_at == record.created_at  # recorded by the server, at the creation
     # The conversation works as any other: its token opens it.
     token = response.json()["token"]
-    with httpx.Client(base_url=consenting.url) as http:
+    with http_client(base_url=consenting.url) as http:
         history = http.get(f"{CONVERSATIONS}/{conversation_id}", headers={"Authorization": f"Bearer {token}"})
     assert history.status_code == 200 and history.json()["messages"] == []
 
@@ -98,7 +98,7 @@ def test_the_agreement_is_recorded_with_the_conversation(consenting):
 def test_a_reloaded_panel_knows_its_conversation_agreed_and_asks_nothing(consenting):
     created = create(consenting, {"consent_sha256": DIGEST})
     cookie = f"{created.json()['conversation_id']}.{created.json()['token']}"
-    with httpx.Client(base_url=consenting.url) as http:
+    with http_client(base_url=consenting.url) as http:
         fresh = http.get("/panel?lang=en")
         reloaded = http.get("/panel?lang=en", headers={"Cookie": f"{CONVERSATION_COOKIE}={cookie}"})
     fresh_config = panel_config_of(fresh.text)
@@ -119,7 +119,7 @@ def test_without_consent_text_an_empty_request_creates_as_before_and_records_not
     assert response.status_code == 201
     record = live_server.service.store.get_conversation(response.json()["conversation_id"])
     assert record is not None and record.consent_sha256 == ""
-    with httpx.Client(base_url=live_server.url) as http:
+    with http_client(base_url=live_server.url) as http:
         page = http.get("/panel?lang=en").text
     assert "data-chat-consent" not in page and panel_config_of(page)["consent"] is None
 

@@ -20,7 +20,7 @@ from widget_server.chat.generation import RunKeeper
 from widget_server.sse import EventStreamParser
 from widget_server.transport import CONVERSATION_COOKIE
 
-from .helpers import ChatClient, CountingBackend, StreamResult, assert_json_error, wait_until
+from .helpers import HTTP, ChatClient, CountingBackend, StreamResult, assert_json_error, wait_until
 from .redis_support import keys_naming, keyspace_of
 from .test_scale_out import metric_value
 
@@ -183,7 +183,7 @@ def test_delete_cancels_a_running_answer_first(live_server, chat_factory, store_
     reader.join(timeout=5)
     assert not reader.is_alive()
     assert running.kinds[-1] == "message.cancelled", running.kinds
-    metrics = httpx.get(live_server.url + "/metrics").text
+    metrics = HTTP.get(live_server.url + "/metrics").text
     assert metric_value(metrics, "chat_messages_ended_total", state="cancelled", code="") == 1
     assert metric_value(metrics, "chat_cancel_requests_total", outcome="cancelled") == 1
     assert traces(live_server, store_kind, {chat.conversation_id, running.message_id}) == []

@@ -15,7 +15,7 @@ import pytest
 from widget_server.errors import ErrorCode
 
 from .conftest import TEST_CONFIG
-from .helpers import ChatClient, CountingBackend, LiveServer, assert_json_error, assert_sound_events, wait_until
+from .helpers import HTTP, ChatClient, CountingBackend, LiveServer, assert_json_error, assert_sound_events, wait_until
 
 LIMITS = {"MAX_BODY_BYTES": 4096, "MAX_TEXT_CHARS": 50}
 
@@ -80,7 +80,7 @@ def test_unexpected_server_error_is_json_without_traceback():
 
     live.start()
     try:
-        response = httpx.get(f"{live.url}/api/v1/boom")
+        response = HTTP.get(f"{live.url}/api/v1/boom")
     finally:
         live.stop()
     body = assert_json_error(response, 500, "internal")
@@ -273,7 +273,7 @@ def test_post_retry_with_last_event_id_of_another_message_is_400(server, chat_fa
     "path", ["/nope", "/api/v1/nope", "/api/v1", "/api/v1/conversations/c_x/nope", "/api/v2/conversations"]
 )
 def test_unknown_path_is_json_404(server, path):
-    response = httpx.get(server.url + path)
+    response = HTTP.get(server.url + path)
     assert_json_error(response, 404, "not_found")
 
 
@@ -290,7 +290,7 @@ def test_unknown_path_is_json_404(server, path):
     ],
 )
 def test_wrong_method_is_json_405_with_allow(server, method, path, allowed):
-    response = httpx.request(method, server.url + path)
+    response = HTTP.request(method, server.url + path)
     assert_json_error(response, 405, "method_not_allowed")
     assert allowed <= {m.strip() for m in response.headers["allow"].split(",")}
 

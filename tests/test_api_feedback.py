@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from .helpers import ChatClient, assert_json_error
+from .helpers import HTTP, ChatClient, assert_json_error
 from .test_scale_out import metric_value
 
 QUESTION = "which arpeggio fits Am F C G"
@@ -193,7 +193,7 @@ def test_ratings_are_counted_at_metrics_by_rating(live_server, chat_factory):
     second = answered(chat, "r2")
 
     def counted(rating: str) -> float:
-        response = httpx.get(live_server.url + "/metrics")
+        response = HTTP.get(live_server.url + "/metrics")
         assert response.status_code == 200
         return metric_value(response.text, "chat_feedback_total", rating=rating)
 

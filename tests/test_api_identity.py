@@ -12,7 +12,6 @@ import re
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from widget_server.errors import CONVERSATION_NOT_FOUND
@@ -21,7 +20,7 @@ from widget_server.protocol import ACTION_PREFIX, ATTACHMENT_PREFIX, new_id
 from widget_server.testing import IDENTITY_TEST_SECRET, mint_identity_token
 from widget_server.wire.routes import ROUTES
 
-from .helpers import REPO_ROOT, ChatClient, assert_json_error
+from .helpers import REPO_ROOT, ChatClient, assert_json_error, http_client
 
 SECRET = IDENTITY_TEST_SECRET
 
@@ -45,7 +44,7 @@ class Device:
     """One of a visitor's devices: its own HTTP client, holding only the identity token."""
 
     def __init__(self, base_url: str, token: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.http = http_client(base_url=base_url, timeout=30)
         self.token = token
 
     def close(self) -> None:
@@ -146,7 +145,7 @@ def test_the_list_is_bounded_newest_first(server):
 
 
 def test_anonymous_conversations_and_conversation_tokens_work_as_before(server):
-    http = httpx.Client(base_url=server.url, timeout=30)
+    http = http_client(base_url=server.url, timeout=30)
     try:
         for request in (
             lambda: http.post("/api/v1/conversations"),  # what the panel sends: no body at all
@@ -261,7 +260,7 @@ def test_an_identity_token_opens_only_its_subjects_conversations_on_every_route(
 
 def test_identity_required_refuses_anonymous_conversations(live_server_factory):
     server = live_server_factory(IDENTITY_SECRET=SECRET, IDENTITY_REQUIRED=True)
-    http = httpx.Client(base_url=server.url, timeout=30)
+    http = http_client(base_url=server.url, timeout=30)
     try:
         body = assert_json_error(http.post("/api/v1/conversations"), 401, "identity_required")
         assert "signed-in" in body["error"]["message"]
@@ -283,7 +282,7 @@ def test_identity_required_refuses_anonymous_conversations(live_server_factory):
     ],
 )
 def test_a_bad_body_is_a_clear_json_error(server, body, status, code):
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with http_client(base_url=server.url, timeout=30) as http:
         assert_json_error(http.post("/api/v1/conversations", json=body), status, code)
 
 
@@ -294,7 +293,7 @@ def test_bad_identity_tokens_are_refused_with_what_is_wrong(server):
         "identity_invalid": token_for("u", expires_in=10 * 3600),  # beyond IDENTITY_MAX_AGE (1 h)
     }
     forged = mint_identity_token("u", secret="another-secret-that-is-long-enough-0123")
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with http_client(base_url=server.url, timeout=30) as http:
         for code, token in cases.items():
             assert_json_error(http.post("/api/v1/conversations", json={"identity_token": token}), 401, code)
             assert_json_error(http.get("/api/v1/me/conversations", headers=bearer(token)), 401, code)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import httpx
-
-from .helpers import assert_json_error, wait_until
+from .helpers import HTTP, assert_json_error, wait_until
 from .test_scale_out import metric_value
 
 QUESTION = "which arpeggio fits Am F C G"
 
 
 def metrics(server) -> str:
-    response = httpx.get(server.url + "/metrics")
+    response = HTTP.get(server.url + "/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     return response.text
@@ -85,9 +83,9 @@ def test_client_reports_are_counted_and_validated(live_server_factory, chat_fact
 
 def test_metrics_can_be_turned_off(live_server_factory):
     server = live_server_factory(METRICS=False)
-    assert_json_error(httpx.get(server.url + "/metrics"), 404, "not_found")
+    assert_json_error(HTTP.get(server.url + "/metrics"), 404, "not_found")
 
 
 def test_healthz_reports_the_store(live_server_factory, store_kind):
-    body = httpx.get(live_server_factory().url + "/healthz").json()
+    body = HTTP.get(live_server_factory().url + "/healthz").json()
     assert body["status"] == "ok" and body["store"] == "ok"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 
+from .helpers import HTTP
 from .privacy_support import (
     PRIVACY_CONFIG,
     bearer,
@@ -37,7 +37,7 @@ def server(live_server_factory, shared_store):
 
 
 def export_of(server: Any, token: str) -> list[dict[str, Any]]:
-    response = httpx.get(f"{server.url}/api/v1/me/export", headers=bearer(token), timeout=30)
+    response = HTTP.get(f"{server.url}/api/v1/me/export", headers=bearer(token), timeout=30)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/x-ndjson")
     assert response.headers["cache-control"] == "no-store"
@@ -80,25 +80,25 @@ def test_erasing_leaves_nothing_of_the_subject_and_keeps_the_others(server, stor
     ada_names = {name for made in ada for name in made.names} | {subject_digest("ada-erase")}
     assert traces(server, store_kind, ada_names)
 
-    response = httpx.delete(f"{server.url}/api/v1/me", headers=bearer(ada_token), timeout=30)
+    response = HTTP.delete(f"{server.url}/api/v1/me", headers=bearer(ada_token), timeout=30)
     assert response.status_code == 204, response.text
     assert traces(server, store_kind, ada_names) == []
     assert export_of(server, ada_token) == []
     for made in ada:  # the conversation's own token opens nothing any more
-        gone = httpx.get(
+        gone = HTTP.get(
             f"{server.url}/api/v1/conversations/{made.conversation_id}", headers=bearer(made.token), timeout=30
         )
         assert gone.status_code == 404
     # Bob's and the anonymous visitor's data are whole.
     assert len(export_of(server, bob_token)) == 12  # one realistic conversation
     for made in (bob, anonymous):
-        history = httpx.get(
+        history = HTTP.get(
             f"{server.url}/api/v1/conversations/{made.conversation_id}", headers=bearer(made.token), timeout=30
         )
         # Three questions, their answers, and the two hand-off messages in place.
         assert history.status_code == 200 and len(history.json()["messages"]) == 8
         assert traces(server, store_kind, {made.conversation_id})
-        download = httpx.get(
+        download = HTTP.get(
             f"{server.url}/api/v1/conversations/{made.conversation_id}/attachments/{made.attachment_ids[0]}",
             headers=bearer(made.token),
             timeout=30,
@@ -112,14 +112,14 @@ def test_one_subjects_token_never_reaches_anothers_data(server):
     mallory = token_for("mallory")
     # Mallory's export and erase are of Mallory's (empty) data: Ada's is untouched.
     assert export_of(server, mallory) == []
-    assert httpx.delete(f"{server.url}/api/v1/me", headers=bearer(mallory), timeout=30).status_code == 204
+    assert HTTP.delete(f"{server.url}/api/v1/me", headers=bearer(mallory), timeout=30).status_code == 204
     records = export_of(server, ada_token)
     assert {record["conversation_id"] for record in records} == {ada.conversation_id}
     assert export_of(server, bob_token) == []
     # A conversation's own token is no identity token: refused, nothing exported or erased.
     for method in ("GET", "DELETE"):
         path = "/api/v1/me/export" if method == "GET" else "/api/v1/me"
-        refused = httpx.request(method, f"{server.url}{path}", headers=bearer(ada.token), timeout=30)
+        refused = HTTP.request(method, f"{server.url}{path}", headers=bearer(ada.token), timeout=30)
         assert refused.status_code == 401 and refused.json()["error"]["code"] == "identity_invalid"
     assert len(export_of(server, ada_token)) == len(records)
 

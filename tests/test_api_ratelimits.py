@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import random
 
-import httpx
 import pytest
 
-from .helpers import ChatClient, assert_json_error
+from .helpers import ChatClient, assert_json_error, http_client
 
 QUESTION = "/echo hi"
 
@@ -81,7 +80,7 @@ def test_messages_per_client_count_across_conversations(limited):
 def test_new_conversations_and_all_requests_per_client(limited):
     server = limited(RATE_LIMIT_NEW_CONVERSATIONS="2/hour", RATE_LIMIT_CLIENT="5/minute")
     address = client_address()
-    with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
+    with http_client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
         assert http.post("/api/v1/conversations").status_code == 201
         created = http.post("/api/v1/conversations")
         assert created.status_code == 201
@@ -103,7 +102,7 @@ def test_new_conversations_and_all_requests_per_client(limited):
 
 def test_without_proxy_hops_the_forwarded_address_is_ignored(live_server_factory):
     server = live_server_factory(RATE_LIMITS=True, RATE_LIMIT_NEW_CONVERSATIONS="1/hour", RATE_LIMIT_CLIENT="")
-    with httpx.Client(base_url=server.url) as http:
+    with http_client(base_url=server.url) as http:
         statuses = [
             http.post("/api/v1/conversations", headers={"X-Forwarded-For": client_address()}).status_code
             for _ in range(2)
@@ -120,7 +119,7 @@ def test_limits_are_shared_by_servers_on_one_redis(limited, store_kind):
     address = client_address()
     statuses = []
     for server in (a, b, a):
-        with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
+        with http_client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
             statuses.append(http.post("/api/v1/conversations").status_code)
     assert statuses == [201, 201, 429]
 

@@ -13,7 +13,15 @@ import pytest
 from widget_server.backends.demo import LONG_MARKDOWN
 from widget_server.sse import EventStreamParser
 
-from .helpers import CountingBackend, StreamResult, assert_digest, assert_json_error, assert_sound_events, wait_until
+from .helpers import (
+    CountingBackend,
+    StreamResult,
+    assert_digest,
+    assert_json_error,
+    assert_sound_events,
+    http_client,
+    wait_until,
+)
 
 
 def test_resume_after_a_drop_at_every_position(live_server_factory, chat_factory, seed_answers):
@@ -49,7 +57,7 @@ def _raw_get(url: str, path: str, **params: str) -> tuple[httpx.Response, list]:
     """A GET with no Authorization header at all, as EventSource makes it."""
     events: list = []
     parser = EventStreamParser(events.append)
-    with httpx.Client(base_url=url, timeout=10) as http:
+    with http_client(base_url=url, timeout=10) as http:
         response = http.get(path, params=params)
         assert "authorization" not in {k.lower() for k in response.request.headers}
         if response.headers.get("content-type", "").startswith("text/event-stream"):

@@ -10,12 +10,11 @@ import itertools
 import json
 import time
 
-import httpx
 import pytest
 
 from widget_server.sse import EventStreamParser
 
-from .helpers import CountingBackend, assert_digest, assert_sound_events
+from .helpers import CountingBackend, assert_digest, assert_sound_events, http_client
 
 SEED_QUESTIONS = [
     pytest.param("improvisation", "question", id="improvisation-question"),
@@ -190,7 +189,7 @@ def test_backend_runs_once_per_answer_and_sees_the_text(live_server, chat_factor
 def test_raw_client_without_helper_reads_the_same_stream(live_server, chat_factory, seed_answers):
     """A plain httpx request (no helper) gets a parseable stream: nothing depends on our client."""
     chat = chat_factory(live_server)
-    with httpx.Client(base_url=live_server.url, timeout=10) as http:
+    with http_client(base_url=live_server.url, timeout=10) as http:
         response = http.post(
             chat.messages_url(),
             json={"request_id": "r-raw", "text": seed_answers["voicings"]["question"]},
@@ -207,7 +206,7 @@ def test_raw_client_without_helper_reads_the_same_stream(live_server, chat_facto
 
 def test_json_responses_are_not_cacheable(live_server, chat_factory):
     """The token, the history and message states are private: every API response says no-store."""
-    with httpx.Client(base_url=live_server.url) as http:
+    with http_client(base_url=live_server.url) as http:
         created = http.post("/api/v1/conversations")
     assert created.status_code == 201
     assert created.headers["cache-control"] == "no-store"

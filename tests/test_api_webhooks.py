@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 
-import httpx
 import pytest
 
 from widget_server.dashboard.buckets import PERIODS
@@ -18,7 +17,7 @@ from widget_server.dashboard.summary import read_summary
 from widget_server.services import SERVICES_KEY
 from widget_server.webhooks.delivery import SENDERS
 
-from .helpers import ChatClient
+from .helpers import HTTP, ChatClient
 from .privacy_support import PRIVACY_CONFIG, realistic_conversation
 from .webhook_support import SECRET, Receiver, delivered_types, docs_verifier, webhook_config
 
@@ -71,7 +70,7 @@ def answered(open_chat, server, text="hello", request_id="wh-req-01"):
 
 
 def metric(server, event, outcome):
-    exposition = httpx.get(f"{server.url}/metrics", timeout=10).text
+    exposition = HTTP.get(f"{server.url}/metrics", timeout=10).text
     found = re.search(
         rf'chat_webhook_deliveries_total\{{event="{re.escape(event)}",outcome="{outcome}"\}} (\S+)', exposition
     )
@@ -218,7 +217,7 @@ def test_a_rating_after_a_hand_off_is_delivered_once(webhook_server, receiver):
     server = webhook_server(**PRIVACY_CONFIG, **webhook_config(receiver, WEBHOOK_EVENTS=events))
     made = realistic_conversation(server, None, tag="rated")
     auth = {"Authorization": f"Bearer {made.token}"}
-    stream = httpx.get(
+    stream = HTTP.get(
         f"{server.url}/api/v1/conversations/{made.conversation_id}/events",
         params={"after": 0},
         headers=auth,
@@ -227,10 +226,10 @@ def test_a_rating_after_a_hand_off_is_delivered_once(webhook_server, receiver):
     ended = int(re.findall(r"id: [^:\n]+:(\d+)\nevent: handoff.ended", stream)[-1])
     body = {"handoff": ended, "rating": 4, "comment": "Quick and kind."}
     url = f"{server.url}/api/v1/conversations/{made.conversation_id}/satisfaction"
-    assert httpx.post(url, json=body, headers=auth, timeout=10).status_code == 201
-    assert httpx.post(url, json=body, headers=auth, timeout=10).status_code == 200
+    assert HTTP.post(url, json=body, headers=auth, timeout=10).status_code == 201
+    assert HTTP.post(url, json=body, headers=auth, timeout=10).status_code == 200
     feedback = f"{server.url}/api/v1/conversations/{made.conversation_id}/messages/{made.message_ids[0]}/feedback"
-    assert httpx.put(feedback, json={"rating": "down"}, headers=auth, timeout=10).status_code in (200, 201)
+    assert HTTP.put(feedback, json={"rating": "down"}, headers=auth, timeout=10).status_code in (200, 201)
     got = receiver.wait_for(lambda items: len(items) >= 3)
     assert [item.json["type"] for item in got] == ["feedback.submitted", "satisfaction.submitted", "feedback.submitted"]
     assert got[1].json["data"] == {"handoff": ended, "rating": 4, "comment": "Quick and kind."}

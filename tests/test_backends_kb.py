@@ -12,7 +12,6 @@ import os
 import time
 import tomllib
 
-import httpx
 import pytest
 
 from widget_server import cli, create_app
@@ -33,7 +32,7 @@ from widget_server.backends.kb import (
 from widget_server.services import SERVICES_KEY
 from widget_server.settings import ConfigError, all_settings, load_settings
 
-from .helpers import REPO_ROOT, assert_digest, assert_sound_events, wait_until
+from .helpers import HTTP, REPO_ROOT, assert_digest, assert_sound_events, http_client, wait_until
 
 PLUGIN_SETTINGS = {setting.name: setting for setting in all_settings()}
 
@@ -503,7 +502,7 @@ def test_cli_refuses_a_missing_folder_before_serving(tmp_path, monkeypatch, caps
 
 def test_kb_route_serves_the_sample_as_plain_text(live_server_factory):
     server = live_server_factory(BACKEND="kb")
-    response = httpx.get(f"{server.url}/kb/configuration.md")
+    response = HTTP.get(f"{server.url}/kb/configuration.md")
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
     assert response.headers["x-content-type-options"] == "nosniff"
@@ -531,7 +530,7 @@ def test_kb_route_serves_only_indexed_markdown_inside_the_folder(live_server_fac
         assert response.status_code == 404, path
         assert response.is_json and response.json["error"]["code"] == "not_found", path
     # And over a real socket, with the dot segments sent as they are.
-    with httpx.Client(base_url=server.url) as client:
+    with http_client(base_url=server.url) as client:
         for raw in ("/kb/../pyproject.toml", "/kb/guides/../../" + os.path.basename(outside) + "/secret.md"):
             request = client.build_request("GET", server.url)
             request.url = request.url.copy_with(raw_path=raw.encode())
@@ -540,7 +539,7 @@ def test_kb_route_serves_only_indexed_markdown_inside_the_folder(live_server_fac
 
 def test_kb_route_is_404_with_another_backend(live_server_factory):
     server = live_server_factory()  # demo
-    assert httpx.get(f"{server.url}/kb/configuration.md").status_code == 404
+    assert HTTP.get(f"{server.url}/kb/configuration.md").status_code == 404
 
 
 # -- "I don't know" offers a person (docs/backends.md, "Offering a person") ----------------------

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .helpers import REPO_ROOT, ChatClient
+from .helpers import HTTP, REPO_ROOT, ChatClient
 
 # One worker builds and installs the wheel once for the whole module (its
 # fixtures are module-scoped), instead of each xdist worker building its own.
@@ -189,7 +189,7 @@ def _stop(server: Server, send) -> None:
 def _wait_for_open_streams(url: str, expected: int, timeout: float = 5.0) -> int:
     deadline = time.monotonic() + timeout
     while True:
-        open_streams = httpx.get(url + "/healthz").json()["open_streams"]
+        open_streams = HTTP.get(url + "/healthz").json()["open_streams"]
         if open_streams == expected or time.monotonic() >= deadline:
             return open_streams
         time.sleep(0.02)
@@ -233,18 +233,18 @@ def test_wheel_carries_the_lua_scripts(installed):
 def test_installed_server_serves_streams_and_stops_on_ctrl_c(installed):
     with running_server(installed) as server:
         assert server.process.poll() is None
-        health = httpx.get(server.url + "/healthz")
+        health = HTTP.get(server.url + "/healthz")
         assert health.status_code == 200
         assert health.headers["content-type"].startswith("application/json")
         assert health.json()["status"] == "ok"
 
-        css = httpx.get(server.url + "/static/site.css")
+        css = HTTP.get(server.url + "/static/site.css")
         assert css.status_code == 200
         assert css.headers["content-type"].startswith("text/css")
         # The minified copy the wheel carries (ASSETS=minified, the default; .ci/js/build.mjs).
         assert css.content == (REPO_ROOT / "static" / "min" / "site.css").read_bytes()
 
-        page = httpx.get(server.url + "/")
+        page = HTTP.get(server.url + "/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
         chat = ChatClient(server.url).new_conversation()
@@ -287,7 +287,7 @@ def _read_quietly(chat: ChatClient, message_id: str) -> None:
 
 def test_installed_server_stops_on_sigint_to_the_master(installed):
     with running_server(installed, "--log-level", "warning") as server:
-        assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
+        assert HTTP.get(server.url + "/healthz").json()["status"] == "ok"
         _stop(server, lambda: server.process.send_signal(signal.SIGINT))
 
 

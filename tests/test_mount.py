@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from flask import Flask, render_template_string
 
@@ -21,7 +20,7 @@ from widget_server.services import SERVICES_KEY
 from widget_server.settings import ConfigError
 
 from .conftest import TEST_CONFIG
-from .helpers import ChatClient, LiveServer, assert_completed, panel_config_of, site_app
+from .helpers import ChatClient, LiveServer, assert_completed, http_client, panel_config_of, site_app
 
 PREFIX = "/chat"
 
@@ -35,7 +34,7 @@ def mounted():
 
 @pytest.fixture
 def http(mounted):
-    with httpx.Client(base_url=mounted.origin, timeout=10) as client:
+    with http_client(base_url=mounted.origin, timeout=10) as client:
         yield client
 
 

@@ -24,7 +24,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from .helpers import (
@@ -34,6 +33,7 @@ from .helpers import (
     assert_completed,
     assert_digest,
     assert_sound_events,
+    http_client,
     iter_stream_events,
     load_seed_answers,
     message_state,
@@ -216,7 +216,7 @@ def site(request, tmp_path):
 
 
 def test_the_site_and_the_chat_under_its_path(site):
-    with httpx.Client(base_url=site.origin, timeout=30) as http:
+    with http_client(base_url=site.origin, timeout=30) as http:
         if site.kind != "chat-service":
             home = http.get("/")
             assert home.status_code == 200 and "The site's own home page." in home.text, home.text

@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -38,7 +37,7 @@ from widget_server.openapi import build_document
 from widget_server.sse import parse_stream
 from widget_server.testing import IDENTITY_TEST_SECRET, mint_identity_token
 
-from .helpers import ChatClient
+from .helpers import ChatClient, http_client
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +118,7 @@ def test_every_response_conforms_to_the_document(live_server_factory, tmp_path):
     # A known visitor with a conversation, for the routes under /api/v1/me, which take their
     # identity token instead of a conversation's (docs/protocol.md, "Known visitors", "Your data").
     identity = mint_identity_token("schemathesis-visitor", secret=IDENTITY_TEST_SECRET, expires_in=3000)
-    with httpx.Client(base_url=server.url) as http:
+    with http_client(base_url=server.url) as http:
         assert http.post("/api/v1/conversations", json={"identity_token": identity}).status_code == 201
     chat = ChatClient(server.url).new_conversation()
     try:

@@ -21,7 +21,7 @@ import time
 import httpx
 import pytest
 
-from .helpers import ChatClient, assert_json_error, assert_sound_events, wait_until
+from .helpers import ChatClient, assert_json_error, assert_sound_events, http_client, wait_until
 from .processes import ServerProcess
 from .redis_support import keyspace_of
 
@@ -192,7 +192,7 @@ def test_a_redis_restart_gives_clear_errors_then_recovers_by_itself(store, serve
         assert rest.kinds[-1:] != ["message.completed"] and "message.failed" not in rest.kinds
         assert b"store unavailable" in rest.raw
         # Requests fail fast with a typed 503 and Retry-After, never a traceback.
-        with httpx.Client(base_url=a.url, timeout=10) as http:
+        with http_client(base_url=a.url, timeout=10) as http:
             started = time.monotonic()
             refused = http.post("/api/v1/conversations")
             assert time.monotonic() - started < 5
@@ -219,7 +219,7 @@ def test_a_redis_restart_gives_clear_errors_then_recovers_by_itself(store, serve
     finally:
         store.recover()  # same port, empty: it had no persistence
     # Recovery needs no restart of the server: the next requests reconnect.
-    with httpx.Client(base_url=a.url, timeout=10) as http:
+    with http_client(base_url=a.url, timeout=10) as http:
         assert wait_until(lambda: http.get("/healthz").status_code == 200, timeout=10, interval=0.1)
     # What a restart without persistence loses: the conversation (404, as for
     # any unknown conversation) — documented in docs/serving.md.
@@ -300,7 +300,7 @@ def test_metrics_are_summed_over_the_workers_of_a_server(servers):
     chats = [client_for(server) for _ in range(6)]
     for i, chat in enumerate(chats):
         assert chat.send(QUESTION, f"r{i}").kinds[-1] == "message.completed"
-    with httpx.Client(base_url=server.url, timeout=10) as http:
+    with http_client(base_url=server.url, timeout=10) as http:
         # Whichever worker answers /metrics, it reports all six.
         for _ in range(4):
             text = http.get("/metrics").text

@@ -9,6 +9,7 @@ wheel or runs a screen reader. Read from each module's `pytestmark` with
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,20 @@ def test_a_hung_test_fails_alone_and_a_browser_test_is_rerun(tmp_path):
     lines = HANGS_ONCE.splitlines()
     waits = lines.index("def test_hangs_every_time():") + 2  # the line after it, counted from 1
     assert f'test_hangs.py", line {waits} in test_hangs_every_time' in done.stderr, done.stderr
+
+
+# httpx's own constructors and module functions, each of which builds a TLS context.
+HTTPX_CONSTRUCTS = re.compile(r"\bhttpx\.(Client|get|post|put|patch|delete|head|options|request|stream)\(")
+
+
+def test_test_code_makes_http_clients_through_the_suites_one_tls_context():
+    """tests/helpers.py `http_client()` and `HTTP` share one TLS context; a client made by
+    httpx itself loads the CA bundle again (tests/helpers.py says what that costs)."""
+    found = [
+        f"{path.relative_to(TESTS_DIR)}:{number}: {line.strip()}"
+        for path in sorted(TESTS_DIR.rglob("*.py"))
+        if path.name != "helpers.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if HTTPX_CONSTRUCTS.search(line)
+    ]
+    assert found == [], "use http_client(...) or HTTP.get(...) from tests/helpers.py:\n" + "\n".join(found)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect
 
 from widget_server.testing import ChatWidget
 
+from ..helpers import HTTP
 from .test_agent_console import Console, console_url, start_handoff_server, waiting_visitor
 from .test_agent_console_lang import SpanishConsole
 
@@ -157,7 +157,7 @@ def test_A63_everything_said_is_in_the_console_language(handoff_server, browser:
         # the line right after a poll, before the next one took the entry away.
         with page.expect_response(lambda response: response.url.endswith("/agent/api/queue")):
             pass
-        httpx.delete(first.url + "/handoff", headers=first.headers).raise_for_status()
+        HTTP.delete(first.url + "/handoff", headers=first.headers).raise_for_status()
         console.entry(first.conversation_id).get_by_role("button").press("Enter")
         console.wait_said(ES["errors"]["handoff_not_active"])
         assertive = console.said("assertive")

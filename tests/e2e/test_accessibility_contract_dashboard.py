@@ -12,7 +12,6 @@ import re
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
@@ -20,6 +19,7 @@ from widget_server.agents.accounts import AgentAccounts
 from widget_server.dashboard.summary import tables
 from widget_server.testing import ChatWidget
 
+from ..helpers import http_client
 from .test_agent_console import PASSWORD, Console, console_url
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def dashboard_server(chat_server_factory, tmp_path):
 
 def drive_events(server) -> None:
     """Answers completed, one that fails after its first sentences, ratings with a comment."""
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with http_client(base_url=server.url, timeout=30) as http:
         for text, rating, comment in (
             ("/echo hello", "up", ""),
             ("/echo opening hours", "up", ""),

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
 from widget_server.i18n import ui_strings
 from widget_server.testing import ChatWidget
 
+from ..helpers import HTTP
 from .conftest import chat_base_url
 from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
 from .test_host_pages import loader_tag, publish
@@ -113,7 +113,7 @@ def test_A130_the_agent_sees_the_page_context_as_text(chat_server_factory, tmp_p
     console = signed_in(context, server, "ana")
     visitor = Visitor.start(server)
     context_sent = {"page": "/pricing", "plan": "<b>Pro</b>", "seats": 3, "trial": False}
-    response = httpx.post(
+    response = HTTP.post(
         visitor.url + "/messages",
         json={"request_id": uuid.uuid4().hex, "text": "Is it monthly?", "context": context_sent},
         headers=visitor.headers,

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from widget_server.testing import IDENTITY_TEST_SECRET
 
-from ..helpers import REPO_ROOT
+from ..helpers import HTTP, REPO_ROOT
 from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
 from .test_identity_panel import conversations_control, own_conversation, refused_once, token
 
@@ -114,7 +113,7 @@ def test_A118_a_refused_token_keeps_the_text_says_why_once_and_tells_the_site_on
 def test_A119_the_console_names_a_known_visitor_as_text(chat_server_factory, tmp_path, context):
     server = start_handoff_server(chat_server_factory, tmp_path, IDENTITY_SECRET=IDENTITY_TEST_SECRET)
     console = signed_in(context, server, "ana")
-    created = httpx.post(
+    created = HTTP.post(
         server.url + "/api/v1/conversations",
         json={"identity_token": token("customer-9", name="<b>Zoë</b> Ødegaard", email="zoe@example.com")},
     ).json()

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from widget_server.testing import IDENTITY_TEST_SECRET
 
-from ..helpers import REPO_ROOT
+from ..helpers import HTTP, REPO_ROOT
 from .test_accessibility_contract import assertive, polite
 from .test_accessibility_contract_conversation import (
     TOOLS,
@@ -45,7 +44,7 @@ def identity_server(chat_server_factory):
 
 
 def own_list(server, subject: str) -> list[str]:
-    response = httpx.get(
+    response = HTTP.get(
         server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token(subject)}"}, timeout=10
     )
     assert response.status_code == 200
@@ -53,7 +52,7 @@ def own_list(server, subject: str) -> list[str]:
 
 
 def own_export(server, subject: str) -> list[dict]:
-    response = httpx.get(
+    response = HTTP.get(
         server.url + "/api/v1/me/export", headers={"Authorization": f"Bearer {token(subject)}"}, timeout=10
     )
     assert response.status_code == 200

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import BrowserContext, expect
 
-from ..helpers import REPO_ROOT
+from ..helpers import HTTP, REPO_ROOT
 from .test_agent_console import claim, signed_in, start_handoff_server, waiting_visitor
 from .test_handoff_widget import (
     HANDOFF,
@@ -214,12 +213,12 @@ def test_A127_the_console_shows_the_rating_to_the_agent_who_ended_it_said_once(
     console.page.get_by_role("button", name="End", exact=True).click()
     console.wait_said("Conversation ended.")
     expect(console.root).to_have_attribute("data-conversation-state", "ended")
-    handoff_seq = httpx.get(f"{server.url}/api/v1/conversations/{visitor.conversation_id}", headers=visitor.headers)
+    handoff_seq = HTTP.get(f"{server.url}/api/v1/conversations/{visitor.conversation_id}", headers=visitor.headers)
     assert handoff_seq.status_code == 200
-    events = httpx.get(visitor.url + "/events", headers=visitor.headers).text
+    events = HTTP.get(visitor.url + "/events", headers=visitor.headers).text
     ended_seq = max(int(seq) for seq in re.findall(rf"id: {visitor.conversation_id}:(\d+)", events))
     comment = "שלום — thanks, <b>Ana</b>!"
-    given = httpx.post(
+    given = HTTP.post(
         visitor.url + "/satisfaction",
         json={"handoff": ended_seq, "rating": 4, "comment": comment},
         headers=visitor.headers,

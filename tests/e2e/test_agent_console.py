@@ -15,13 +15,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from widget_server.agents.accounts import AgentAccounts
 from widget_server.services import SERVICES_KEY
 from widget_server.testing import ChatWidget
+
+from ..helpers import HTTP
 
 pytestmark = pytest.mark.e2e
 
@@ -122,7 +123,7 @@ class Visitor:
 
     @classmethod
     def start(cls, server) -> Visitor:
-        response = httpx.post(server.url + "/api/v1/conversations")
+        response = HTTP.post(server.url + "/api/v1/conversations")
         response.raise_for_status()
         body = response.json()
         return cls(server.url, body["conversation_id"], body["token"])
@@ -136,12 +137,12 @@ class Visitor:
         return f"{self.base}/api/v1/conversations/{self.conversation_id}"
 
     def ask_for_a_person(self) -> dict[str, Any]:
-        response = httpx.post(self.url + "/handoff", json={"request_id": uuid.uuid4().hex}, headers=self.headers)
+        response = HTTP.post(self.url + "/handoff", json={"request_id": uuid.uuid4().hex}, headers=self.headers)
         response.raise_for_status()
         return response.json()
 
     def say(self, text: str) -> dict[str, Any]:
-        response = httpx.post(
+        response = HTTP.post(
             self.url + "/handoff/messages", json={"request_id": uuid.uuid4().hex, "text": text}, headers=self.headers
         )
         response.raise_for_status()
@@ -149,12 +150,12 @@ class Visitor:
 
     def leave_message(self, text: str, email: str | None = None) -> dict[str, Any]:
         body = {"request_id": uuid.uuid4().hex, "text": text, **({"email": email} if email else {})}
-        response = httpx.post(self.url + "/handoff/left-messages", json=body, headers=self.headers)
+        response = HTTP.post(self.url + "/handoff/left-messages", json=body, headers=self.headers)
         response.raise_for_status()
         return response.json()
 
     def history(self) -> list[dict[str, Any]]:
-        response = httpx.get(self.url, headers=self.headers)
+        response = HTTP.get(self.url, headers=self.headers)
         response.raise_for_status()
         messages: list[dict[str, Any]] = response.json()["messages"]
         return messages
@@ -392,7 +393,7 @@ def test_the_visitor_leaving_is_said_and_closes_the_reply_box(handoff_server, co
     visitor = waiting_visitor(handoff_server, console)
     claim(console, visitor)
     console.reply.focus()
-    httpx.delete(visitor.url + "/handoff", headers=visitor.headers).raise_for_status()
+    HTTP.delete(visitor.url + "/handoff", headers=visitor.headers).raise_for_status()
     console.wait_said("The visitor left the conversation.")
     expect(console.reply).to_be_hidden()
     expect(console.page.locator("#conversation-heading")).to_be_focused()

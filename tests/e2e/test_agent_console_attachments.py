@@ -14,11 +14,11 @@ import hashlib
 import re
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
 from .. import attachment_samples as samples
+from ..helpers import HTTP
 from .test_agent_console import Visitor, claim, signed_in, start_handoff_server
 
 pytestmark = pytest.mark.e2e
@@ -30,7 +30,7 @@ def handoff_server(chat_server_factory, tmp_path):
 
 
 def upload(visitor: Visitor, data: bytes, name: str) -> dict:
-    response = httpx.post(visitor.url + "/attachments", files={"file": (name, data)}, headers=visitor.headers)
+    response = HTTP.post(visitor.url + "/attachments", files={"file": (name, data)}, headers=visitor.headers)
     assert response.status_code == 201, response.text
     body: dict = response.json()
     return body
@@ -50,7 +50,7 @@ def test_the_agent_sees_and_downloads_the_files_sent_with_a_question(handoff_ser
             text["attachment_id"],
         ],
     }
-    with httpx.stream("POST", visitor.url + "/messages", json=body, headers=visitor.headers) as answer:
+    with HTTP.stream("POST", visitor.url + "/messages", json=body, headers=visitor.headers) as answer:
         assert answer.status_code == 200
         assert b"message.completed" in answer.read()
     assert visitor.ask_for_a_person()["state"] == "queued"

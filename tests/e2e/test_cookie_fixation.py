@@ -13,9 +13,10 @@ tests/test_conversation_cookie.py.
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import expect
+
+from ..helpers import http_client
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +28,7 @@ PLANT = """([name, value]) => {
 def test_a_cookie_planted_by_a_sibling_subdomain_is_not_adopted(chat_server, page):
     port = chat_server.url.rsplit(":", 1)[1]
     chat_origin = f"http://chat.example.localhost:{port}"
-    with httpx.Client(base_url=chat_server.url) as http:
+    with http_client(base_url=chat_server.url) as http:
         attacker = http.post("/api/v1/conversations").json()
         planted = f"{attacker['conversation_id']}.{attacker['token']}"
 

@@ -8,8 +8,9 @@ answers. The HTTP-level cases: tests/security/test_cross_site_quotas.py."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
+
+from ..helpers import HTTP, http_client
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +40,7 @@ def test_another_sites_page_cannot_spend_the_visitors_quotas(embed, chat_server_
     )
     # The visitor's own conversation from another client (1 of the 2 new conversations);
     # the attacking page knows its id.
-    visitor = httpx.post(server.url + "/api/v1/conversations").json()
+    visitor = HTTP.post(server.url + "/api/v1/conversations").json()
     widget = embed(server)
     assert page.url.startswith(host_site.origin) and not server.url.startswith(host_site.origin)
     # What the server answered, as the browser's network log saw it (the page itself
@@ -56,7 +57,7 @@ def test_another_sites_page_cannot_spend_the_visitors_quotas(embed, chat_server_
         assert widget.wait_until_complete() == "completed"
     # The visitor's conversation still takes messages (the address's 3rd this minute).
     auth = {"Authorization": f"Bearer {visitor['token']}"}
-    with httpx.Client(base_url=server.url, headers=auth) as http:
+    with http_client(base_url=server.url, headers=auth) as http:
         sent = http.post(
             f"/api/v1/conversations/{visitor['conversation_id']}/messages",
             json={"request_id": "r0", "text": "/echo hi"},

@@ -16,11 +16,12 @@ Times are measured by bench/widget.py (docs/performance.md, "Widget"), never ass
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from widget_server.backends.demo import bulk_answer
+
+from ..helpers import HTTP
 
 pytestmark = pytest.mark.e2e
 
@@ -103,7 +104,7 @@ def test_a_refused_creation_is_said_on_enter_and_the_next_enter_tries_again(embe
         RATE_LIMIT_NEW_CONVERSATIONS="1/hour",
         RATE_LIMIT_UNAUTHORIZED="",
     )
-    assert httpx.post(server.url + CONVERSATIONS_PATH).status_code == 201  # the address's one this hour
+    assert HTTP.post(server.url + CONVERSATIONS_PATH).status_code == 201  # the address's one this hour
     posts = ConversationPosts(page)
     widget = embed(server)
     widget.open()

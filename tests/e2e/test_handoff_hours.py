@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from widget_server.services import SERVICES_KEY
 
+from ..helpers import http_client
 from .test_handoff_widget import (
     HANDOFF,
     HANDOFF_RECORDER,
@@ -106,11 +107,10 @@ def test_closed_says_when_it_opens_in_the_visitors_time_and_a_message_is_left(em
 
 def test_the_server_answer_names_the_next_opening_with_the_schedule_zone_offset(chat_server_factory):
     """The wire side of the test above, without a browser: what the widget was given."""
-    import httpx
 
     settings, opening = closed_now()
     server = chat_server_factory(**settings)
-    with httpx.Client(base_url=server.url) as http:
+    with http_client(base_url=server.url) as http:
         created = http.post("/api/v1/conversations").json()
         answer = http.post(
             f"/api/v1/conversations/{created['conversation_id']}/handoff",

@@ -25,6 +25,8 @@ from playwright.sync_api import expect
 from widget_server.i18n import ui_strings
 from widget_server.services import SERVICES_KEY
 
+from ..helpers import http_client
+
 pytestmark = pytest.mark.e2e
 
 # Firefox ESR's share (docs/testing.md): the cases marked chromium_only run in Chromium alone.
@@ -462,9 +464,8 @@ class HttpAgent:
     a cookie jar would not send over loopback http, so they are kept here by hand."""
 
     def __init__(self, base_url: str, name: str, password: str) -> None:
-        import httpx
 
-        self.http = httpx.Client(base_url=base_url, timeout=10, follow_redirects=False)
+        self.http = http_client(base_url=base_url, timeout=10, follow_redirects=False)
         self.cookies: dict[str, str] = {}
         form = self._send("GET", "/agent")
         token = re.search(r'name="csrf_token" value="([^"]*)"', form.text)

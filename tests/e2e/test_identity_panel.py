@@ -8,13 +8,13 @@ from __future__ import annotations
 import re
 import uuid
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from widget_server.backends.demo import SLOW_ANSWER
 from widget_server.testing import IDENTITY_TEST_SECRET, ChatWidget, mint_identity_token
 
+from ..helpers import HTTP, http_client
 from .conftest import ANNOUNCE_INTERVAL_MS, chat_base_url
 from .test_attachments_widget import attach_with_button
 
@@ -62,7 +62,7 @@ def conversations_control(widget: ChatWidget):
 
 def own_conversation(server, subject: str, question: str) -> str:
     """A conversation of `subject` with one completed answer, made over HTTP as another device."""
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with http_client(base_url=server.url, timeout=30) as http:
         created = http.post("/api/v1/conversations", json={"identity_token": token(subject)}).json()
         headers = {"Authorization": f"Bearer {created['token']}"}
         url = f"/api/v1/conversations/{created['conversation_id']}/messages"
@@ -178,7 +178,7 @@ def test_the_identity_outlasts_closing_and_reopening_the_panel(embed, identity_s
     expect(conversations_control(widget)).to_be_visible()
     widget.send("/echo Mine")
     assert widget.wait_until_complete() == "completed"
-    listed = httpx.get(
+    listed = HTTP.get(
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-5')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo Mine"]
@@ -234,7 +234,7 @@ def test_a_token_given_in_chatwidgetconfig_makes_the_visitor_known(embed, identi
     page.keyboard.press("Escape")
     widget.send("/echo From the config")
     assert widget.wait_until_complete() == "completed"
-    listed = httpx.get(
+    listed = HTTP.get(
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-11')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo From the config", "Where is my order?"]
@@ -274,7 +274,7 @@ def test_logout_in_one_tab_makes_the_sites_other_tabs_forget_too(
     page.bring_to_front()
     second.send("/echo Someone else now")
     assert second.wait_until_complete() == "completed"
-    listed = httpx.get(
+    listed = HTTP.get(
         identity_server.url + "/api/v1/me/conversations", headers={"Authorization": f"Bearer {token('customer-12')}"}
     ).json()["conversations"]
     assert [conversation["title"] for conversation in listed] == ["/echo A private question"]

@@ -24,14 +24,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from playwright.sync_api import Page
 
 from widget_server.pytest_plugin import TEST_DEFAULTS, chat_server_settings
 from widget_server.testing import ChatServer, ChatWidget
 
-from ..helpers import REPO_ROOT
+from ..helpers import HTTP, REPO_ROOT
 from .conftest import chat_base_url
 
 pytestmark = pytest.mark.e2e
@@ -388,7 +387,7 @@ def test_the_embed_snippet_is_the_one_line_tag(chat_server):
     local = chat_server.url.replace("127.0.0.1", "localhost")
     assert chat_server.embed_snippet(base_url=local + "/") == f'<script src="{local}/widget.js" defer></script>'
     # The src is the loader itself.
-    response = httpx.get(f"{chat_server.url}/widget.js")
+    response = HTTP.get(f"{chat_server.url}/widget.js")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/javascript")
     for bad in ("x onload", "Title", "x>", ""):
         with pytest.raises(ValueError):
@@ -406,7 +405,7 @@ def test_a_server_never_started_stops_at_once():
     server = ChatServer()
     server.stop()
     with ChatServer() as running:
-        assert httpx.get(running.url + "/healthz").json()["backend"] == "demo"
+        assert HTTP.get(running.url + "/healthz").json()["backend"] == "demo"
 
 
 # -- the page object on any page -------------------------------------------------

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from ..helpers import HTTP
+
 pytestmark = pytest.mark.e2e
 
 QUESTION = "which arpeggio fits Am F C G"
@@ -200,7 +202,6 @@ def test_hostile_markdown_through_echo_executes_nothing(embed, page: Page):
 def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_server_factory, seed_answers):
     """Duplicates ignored and gaps filled are invisible to the user; the
     widget reports them, so /metrics shows operators the network's health."""
-    import httpx
 
     from ..test_scale_out import metric_value
     from .test_widget import wait_until
@@ -214,7 +215,7 @@ def test_the_widget_reports_what_it_repaired_to_the_servers_metrics(embed, chat_
 
         def reported(kind: str = kind) -> float:
             return metric_value(
-                httpx.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind
+                HTTP.get(server.url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind
             )
 
         # The report is sent when the answer ends, without blocking it. 15 s, not the

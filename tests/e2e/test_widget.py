@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from ..helpers import CountingBackend
+from ..helpers import HTTP, CountingBackend
 from .conftest import chat_base_url
 
 pytestmark = pytest.mark.e2e
@@ -233,7 +232,7 @@ def test_inline_mode_mounts_the_panel_in_the_target(page: Page, host_site, chat_
 
 def test_a_site_not_on_the_allow_list_cannot_frame_the_panel(host_site, chat_server_factory):
     server = chat_server_factory(EMBED_ORIGINS="https://only.example")
-    response = httpx.get(server.url + "/panel", params={"host": host_site.origin})
+    response = HTTP.get(server.url + "/panel", params={"host": host_site.origin})
     csp = response.headers["Content-Security-Policy"]
     assert "frame-ancestors https://only.example" in csp
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 
-import httpx
 import pytest
 
 from .. import attachment_samples as samples
 from ..conftest import TEST_CONFIG
-from ..helpers import ChatClient, LiveServer
+from ..helpers import HTTP, ChatClient, LiveServer
 
 HTML = b"<!doctype html><title>x</title><script>document.title = 'ran'; alert('xss')</script>\n"
 
@@ -61,7 +60,7 @@ def _url(chat: ChatClient, attachment_id: str) -> str:
 )
 def test_every_download_carries_the_headers_that_keep_it_inert(chat, name, data, media_type, disposition):
     attachment = _upload(chat, data, name)
-    response = httpx.get(_url(chat, attachment["attachment_id"]), headers=chat.auth)
+    response = HTTP.get(_url(chat, attachment["attachment_id"]), headers=chat.auth)
     assert response.status_code == 200
     assert hashlib.sha256(response.content).hexdigest() == attachment["sha256"]
     headers = response.headers

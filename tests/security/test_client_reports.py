@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import threading
 
-import httpx
 import pytest
 
 from ..conftest import TEST_CONFIG
-from ..helpers import ChatClient, assert_json_error
+from ..helpers import HTTP, ChatClient, assert_json_error
 from ..processes import ServerProcess
 from ..test_scale_out import metric_value
 
@@ -19,7 +18,7 @@ STORES = pytest.mark.parametrize("store_kind", ["memory", "redis"])
 
 
 def _anomalies(url: str, kind: str) -> float:
-    return metric_value(httpx.get(url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind)
+    return metric_value(HTTP.get(url + "/metrics").text, "chat_client_sequence_anomalies_total", kind=kind)
 
 
 @STORES
@@ -76,7 +75,7 @@ def test_concurrent_reports_count_once_across_worker_processes_on_redis(redis_se
 
         def report() -> None:
             # A connection each, so the reports spread over both workers.
-            statuses.append(httpx.post(url, json={"dropped": events}, headers=chat.auth).status_code)
+            statuses.append(HTTP.post(url, json={"dropped": events}, headers=chat.auth).status_code)
 
         threads = [threading.Thread(target=report) for _ in range(20)]
         for thread in threads:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import random
 import secrets
 
-import httpx
 import pytest
 
-from ..helpers import ChatClient, assert_json_error
+from ..helpers import ChatClient, assert_json_error, http_client
 
 QUESTION = "/echo hi"
 
@@ -70,7 +69,7 @@ def test_requests_that_fail_authorization_spend_only_their_own_budget_never_the_
     address = client_address()  # the visitor and the stranger share it (one NAT, one browser)
     visitor = as_client(server, address).new_conversation()
     body = {"request_id": "x", "text": QUESTION}
-    with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": address}) as stranger:
+    with http_client(base_url=server.url, headers={"X-Forwarded-For": address}) as stranger:
         statuses = []
         for i in range(12):
             # Without a token, with a wrong one, on the visitor's conversation and on others.
@@ -104,7 +103,7 @@ def test_a_conversations_quota_counts_only_requests_that_carry_its_token(limited
     body = {"request_id": "x", "text": QUESTION}
     # Someone who knows the conversation id, from many addresses, without its token.
     for _ in range(10):
-        with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": client_address()}) as stranger:
+        with http_client(base_url=server.url, headers={"X-Forwarded-For": client_address()}) as stranger:
             for headers in ({}, {"Authorization": "Bearer " + secrets.token_urlsafe(32)}):
                 response = stranger.post(visitor.messages_url(), json=body, headers=headers)
                 assert_json_error(response, 404, "not_found")
@@ -127,7 +126,7 @@ def test_another_sites_browser_requests_are_refused_with_403_before_any_counting
     )
     address = client_address()
     visitor = as_client(server, address).new_conversation()  # 1 of the 2 new conversations
-    with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
+    with http_client(base_url=server.url, headers={"X-Forwarded-For": address}) as http:
         for origin in ("https://evil.example", "http://127.0.0.1:1", "null", "https://partner.example.evil.example"):
             for _ in range(5):
                 created = http.post("/api/v1/conversations", headers={"Origin": origin})
@@ -167,7 +166,7 @@ def test_rate_limit_keys_are_validated_ids_and_addresses_never_raw_request_text(
     )
     strangers = [stranger_id() for _ in range(3)]
     junk_address = "not-an-address-" + secrets.token_hex(4)
-    with httpx.Client(base_url=server.url, headers={"X-Forwarded-For": junk_address}) as http:
+    with http_client(base_url=server.url, headers={"X-Forwarded-For": junk_address}) as http:
         for conversation in strangers:
             http.post(f"/api/v1/conversations/{conversation}/messages", json={"request_id": "r", "text": QUESTION})
             http.get(f"/api/v1/conversations/{conversation}", headers={"Authorization": "Bearer wrong"})

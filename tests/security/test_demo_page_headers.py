@@ -11,6 +11,8 @@ import pytest
 
 from widget_server.testing import ChatWidget
 
+from ..helpers import HTTP
+
 
 def assert_strict_page_headers(headers: httpx.Headers | dict[str, str]) -> None:
     csp = headers["content-security-policy"]
@@ -26,11 +28,11 @@ def assert_strict_page_headers(headers: httpx.Headers | dict[str, str]) -> None:
 
 
 def test_demo_page_sends_the_panels_security_headers(live_server):
-    response = httpx.get(live_server.url + "/", timeout=10)
+    response = HTTP.get(live_server.url + "/", timeout=10)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert_strict_page_headers(response.headers)
-    panel = httpx.get(live_server.url + "/panel", timeout=10)
+    panel = HTTP.get(live_server.url + "/panel", timeout=10)
     assert panel.headers["x-content-type-options"] == response.headers["x-content-type-options"]
     assert panel.headers["referrer-policy"] == response.headers["referrer-policy"]
 

@@ -14,13 +14,13 @@ import socket
 from collections.abc import Iterator
 from unittest.mock import Mock
 
-import httpx
 import pytest
 from gunicorn.config import Config
 
 from widget_server.gevent_worker import GeventWorker
 
 from ..conftest import TEST_CONFIG
+from ..helpers import HTTP
 from ..processes import ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
@@ -100,7 +100,7 @@ def test_gunicorns_refusals_are_json_errors_with_a_stable_code(server, case):
 
 
 def test_the_refusals_carry_the_headers_the_apps_json_errors_carry(server):
-    app_error = httpx.get(server.url + "/no-such-page")
+    app_error = HTTP.get(server.url + "/no-such-page")
     assert app_error.status_code == 404 and app_error.json()["error"]["code"] == "not_found"
     _status, headers, _body = _exchange(server.url, REFUSED["a 5,000-character path"][0])
     for name in ("content-type", "cache-control", "x-content-type-options", "referrer-policy"):
@@ -120,8 +120,8 @@ def test_the_server_still_answers_after_the_refusals(server):
     workers = server.worker_pids()
     for request, *_ in REFUSED.values():
         _exchange(server.url, request)
-    assert httpx.get(server.url + "/healthz").status_code == 200
-    created = httpx.post(server.url + "/api/v1/conversations")
+    assert HTTP.get(server.url + "/healthz").status_code == 200
+    created = HTTP.post(server.url + "/api/v1/conversations")
     assert created.status_code in (200, 201) and "conversation_id" in created.json()
     # The worker that refused them is the one answering: none was restarted.
     assert server.worker_pids() == workers

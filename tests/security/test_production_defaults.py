@@ -11,11 +11,12 @@ import subprocess
 import sys
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import TEST_CONFIG
 from tests.processes import ServerProcess
+
+from ..helpers import HTTP
 
 # What a production deployment of these tests sets: the demo backend (the only one that needs
 # no provider) explicitly allowed, a public URL, and the loopback address the tests use as a
@@ -63,7 +64,7 @@ def test_production_serves_the_demo_backend_only_when_explicitly_allowed():
     assert run_cli(**settings).returncode == 2
     server = ServerProcess({**settings, "ALLOW_DEMO_IN_PRODUCTION": "1"}).start()
     try:
-        health = httpx.get(server.url + "/healthz", timeout=10)
+        health = HTTP.get(server.url + "/healthz", timeout=10)
         assert health.status_code == 200
         assert health.json()["backend"] == "demo"
     finally:
@@ -75,14 +76,14 @@ def test_production_serves_the_demo_backend_only_when_explicitly_allowed():
 
 def test_metrics_are_off_by_default_in_production(live_server_factory):
     server = live_server_factory(**PRODUCTION)
-    response = httpx.get(server.url + "/metrics", timeout=10)
+    response = HTTP.get(server.url + "/metrics", timeout=10)
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
     assert "chat_" not in response.text
 
 
 def test_metrics_stay_open_in_development_without_a_token(live_server):
-    response = httpx.get(live_server.url + "/metrics", timeout=10)
+    response = HTTP.get(live_server.url + "/metrics", timeout=10)
     assert response.status_code == 200
     assert "chat_open_streams" in response.text
 
@@ -99,11 +100,11 @@ def test_metrics_with_a_token_are_served_only_to_its_bearer(live_server_factory,
         {"Authorization": f"Basic {token}"},
     ]
     for headers in refused:
-        response = httpx.get(server.url + "/metrics", headers=headers, timeout=10)
+        response = HTTP.get(server.url + "/metrics", headers=headers, timeout=10)
         assert response.status_code == 404, headers
         assert response.json()["error"]["code"] == "not_found", headers
         assert "chat_" not in response.text
-    response = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    response = HTTP.get(server.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert response.status_code == 200
     assert "chat_open_streams" in response.text
     assert response.headers["Cache-Control"] == "no-store"

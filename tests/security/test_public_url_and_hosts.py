@@ -15,11 +15,10 @@ import socket
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import TEST_CONFIG
-from tests.helpers import ChatClient
+from tests.helpers import HTTP, ChatClient, http_client
 from tests.security.test_production_defaults import PRODUCTION, run_cli
 
 PUBLIC = "https://chat.example.com"
@@ -58,7 +57,7 @@ def test_production_refuses_a_host_that_is_neither_public_nor_trusted_with_400_j
     refused = [HOSTILE, f"{HOSTILE}:{server.port}", "chat.example.com.evil.example", "127.0.0.1.nip.io", "localhost"]
     for host in refused:
         for method, path in [("GET", "/"), ("GET", "/panel"), ("GET", "/healthz"), ("POST", "/api/v1/conversations")]:
-            response = httpx.request(method, server.url + path, headers={"Host": host}, timeout=10)
+            response = HTTP.request(method, server.url + path, headers={"Host": host}, timeout=10)
             assert response.status_code == 400, (host, path)
             assert response.headers["content-type"] == "application/json"
             assert response.json()["error"]["code"] == "invalid_host", (host, path)
@@ -66,8 +65,8 @@ def test_production_refuses_a_host_that_is_neither_public_nor_trusted_with_400_j
     status, body = raw_request(server.port, b"GET /healthz HTTP/1.0\r\n\r\n")  # no Host at all
     assert (status, body["error"]["code"]) == (400, "invalid_host")
     for host in ["chat.example.com", "CHAT.example.com:443", "chat.example.com.", f"127.0.0.1:{server.port}"]:
-        assert httpx.get(server.url + "/healthz", headers={"Host": host}, timeout=10).status_code == 200, host
-        created = httpx.post(server.url + "/api/v1/conversations", headers={"Host": host}, timeout=10)
+        assert HTTP.get(server.url + "/healthz", headers={"Host": host}, timeout=10).status_code == 200, host
+        created = HTTP.post(server.url + "/api/v1/conversations", headers={"Host": host}, timeout=10)
         assert created.status_code in (200, 201), (host, created.text)
 
 
@@ -94,7 +93,7 @@ def test_absolute_urls_come_from_public_url_never_from_the_host_header(live_serv
     server = live_server_factory(**settings)
     host = f"127.0.0.1:{server.port}" if env == "production" else HOSTILE
     headers = {"Host": host, "X-Forwarded-Host": HOSTILE, "X-Forwarded-Proto": "http"}
-    http = httpx.Client(base_url=server.url, headers=headers, timeout=10)
+    http = http_client(base_url=server.url, headers=headers, timeout=10)
     try:
         # The panel: the API base it calls, and its own origin among its host origins ('self').
         config = panel_config(http.get("/panel").text)
@@ -128,6 +127,6 @@ def test_absolute_urls_come_from_public_url_never_from_the_host_header(live_serv
 
 
 def test_development_without_public_url_keeps_the_requests_host(live_server):
-    config = panel_config(httpx.get(live_server.url + "/panel", timeout=10).text)
+    config = panel_config(HTTP.get(live_server.url + "/panel", timeout=10).text)
     assert config["apiBase"] == f"{live_server.url}/api/v1"
-    assert f'src="{live_server.url}/widget.js"' in httpx.get(live_server.url + "/", timeout=10).text
+    assert f'src="{live_server.url}/widget.js"' in HTTP.get(live_server.url + "/", timeout=10).text

@@ -10,10 +10,10 @@ import socket
 import threading
 import time
 
-import httpx
 import pytest
 
 from ..conftest import TEST_CONFIG
+from ..helpers import HTTP
 from ..processes import ServerProcess
 
 LIMIT = 4096  # MAX_BODY_BYTES in these tests
@@ -25,7 +25,7 @@ def _address(url: str) -> tuple[str, int]:
 
 
 def _conversation(url: str) -> tuple[str, str]:
-    body = httpx.post(url + "/api/v1/conversations").json()
+    body = HTTP.post(url + "/api/v1/conversations").json()
     return body["conversation_id"], body["token"]
 
 
@@ -89,7 +89,7 @@ def _assert_refused_whatever_the_framing(url: str) -> None:
         assert status == 413, (framing, status, error)
         assert error is not None and error["error"]["code"] == "body_too_large", (framing, error)
     # Nothing was answered: the conversation has no message.
-    history = httpx.get(f"{url}/api/v1/conversations/{cid}", headers={"Authorization": f"Bearer {token}"})
+    history = HTTP.get(f"{url}/api/v1/conversations/{cid}", headers={"Authorization": f"Bearer {token}"})
     assert history.json()["messages"] == []
     # A chunked body within the limit is still answered.
     small = json.dumps({"request_id": "small-1", "text": "which arpeggio fits Am F C G"}).encode()
@@ -164,7 +164,7 @@ def test_trickled_body_is_cut_with_408_after_the_body_read_timeout_on_the_dev_se
     assert received, "the server neither answered nor closed the connection"
     _assert_cut(taken, received, 1.0)
     # Nothing was started, and the server goes on serving.
-    chat = httpx.get(f"{server.url}/api/v1/conversations/{cid}", headers={"Authorization": f"Bearer {token}"})
+    chat = HTTP.get(f"{server.url}/api/v1/conversations/{cid}", headers={"Authorization": f"Bearer {token}"})
     assert chat.json()["messages"] == []
 
 
@@ -185,7 +185,7 @@ def test_trickled_bodies_are_cut_and_free_every_connection_of_a_gevent_worker():
         for thread in threads:
             thread.start()
         time.sleep(0.3)
-        health = httpx.get(server.url + "/healthz", timeout=20)
+        health = HTTP.get(server.url + "/healthz", timeout=20)
         assert health.status_code == 200
         for thread in threads:
             thread.join(40)
@@ -193,6 +193,6 @@ def test_trickled_bodies_are_cut_and_free_every_connection_of_a_gevent_worker():
         for taken, received in results.values():
             assert received, "the server neither answered nor closed the connection"
             _assert_cut(taken, received, 1.0)
-        assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200
+        assert HTTP.get(server.url + "/healthz", timeout=5).status_code == 200
     finally:
         server.stop()

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from ..conftest import TEST_CONFIG
-from ..helpers import assert_json_error, wait_until
+from ..helpers import HTTP, assert_json_error, http_client, wait_until
 from ..processes import ServerProcess
 
 HANG = "/scenario hang"  # starts, then waits for its time limit: a stream that stays open
@@ -61,8 +61,8 @@ def open_stream(http: httpx.Client, method: str, url: str, **kwargs):
 
 def test_one_client_cannot_hold_more_than_max_streams_per_client(live_server_factory):
     server = live_server_factory(PROXY_HOPS=1, MAX_STREAMS=6, MAX_STREAMS_PER_CLIENT=3, MESSAGE_TIME_LIMIT_SECONDS=20)
-    greedy = httpx.Client(base_url=server.url, headers={"X-Forwarded-For": client_address()}, timeout=10)
-    visitor = httpx.Client(base_url=server.url, headers={"X-Forwarded-For": client_address()}, timeout=10)
+    greedy = http_client(base_url=server.url, headers={"X-Forwarded-For": client_address()}, timeout=10)
+    visitor = http_client(base_url=server.url, headers={"X-Forwarded-For": client_address()}, timeout=10)
     with contextlib.ExitStack() as held, greedy, visitor:
         conversation, auth = new_conversation(greedy)
         messages = f"/api/v1/conversations/{conversation}/messages"
@@ -99,7 +99,7 @@ def test_one_client_cannot_hold_more_than_max_streams_per_client(live_server_fac
 
 def _hold_and_drop(url: str, open_streams) -> float:
     """Open a stream on a hanging answer, disconnect, and return how long its slot stayed taken."""
-    with httpx.Client(base_url=url, timeout=10) as http:
+    with http_client(base_url=url, timeout=10) as http:
         conversation, auth = new_conversation(http)
         messages = f"/api/v1/conversations/{conversation}/messages"
         with http.stream("POST", messages, json={"request_id": "r0", "text": HANG}, headers=auth) as response:
@@ -133,7 +133,7 @@ def test_a_disconnected_reader_frees_its_stream_slot_within_about_a_second_under
         {**TEST_CONFIG, **store_config, "MESSAGE_TIME_LIMIT_SECONDS": 30, "SHUTDOWN_GRACE_SECONDS": 1}
     ).start()
     try:
-        held = _hold_and_drop(server.url, lambda: httpx.get(server.url + "/healthz").json()["open_streams"])
+        held = _hold_and_drop(server.url, lambda: HTTP.get(server.url + "/healthz").json()["open_streams"])
     finally:
         server.stop()
     assert held < 2.0, f"the slot stayed taken {held:.1f} s after the reader left"
