@@ -115,7 +115,8 @@ def pytest_collection_modifyitems(config, items):
     browser test; Firefox ESR the cases `firefox_keeps` keeps, or all of them with
     --firefox-every-test. Deselected, not skipped: nothing was left unsaid, the share is the plan.
     With --memory-store-only (the quick loop's), the tests that need a redis-server are
-    deselected too: every store-parametrized test still runs on the memory store."""
+    deselected too: every store-parametrized test still runs on the memory store. Then the
+    tests marked slow are put first."""
     every_test = config.getoption("--firefox-every-test")
     memory_only = config.getoption("--memory-store-only")
     kept, dropped = [], []
@@ -138,6 +139,11 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    # The longest first (docs/testing.md, "Parallel runs"): xdist hands out tests, and each
+    # xdist_group whole, in this order, so a slow group or test collected late (they are mostly
+    # tests/test_*.py, collected after tests/e2e/) would run while the other workers had nothing
+    # left. A stable sort: the order is otherwise the collection's.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 REDIS_FIXTURES = {"redis_server", "redis_cluster", "redis_or_cluster"}

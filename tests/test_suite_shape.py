@@ -264,3 +264,26 @@ def test_test_code_makes_http_clients_through_the_suites_one_tls_context():
         if HTTPX_CONSTRUCTS.search(line)
     ]
     assert found == [], "use http_client(...) or HTTP.get(...) from tests/helpers.py:\n" + "\n".join(found)
+
+
+def test_the_slow_tests_are_handed_out_first():
+    """tests/conftest.py puts the tests marked slow at the head of the run (docs/testing.md,
+    "Parallel runs"), the rest in the order collected: collected after a quick module, the
+    wheel's slow tests still come first."""
+    import os
+    import subprocess
+    import sys
+
+    quick, slow = "tests/test_flask_app.py", "tests/test_install.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0", quick, slow],
+        cwd=TESTS_DIR.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = [line.split("::")[0] for line in done.stdout.splitlines() if "::" in line]
+    first_quick = files.index(quick)
+    assert set(files[:first_quick]) == {slow} and slow not in files[first_quick:], files

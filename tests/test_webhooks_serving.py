@@ -45,7 +45,7 @@ def test_gevent_workers_deliver_in_order_and_stop_on_sigterm(redis_server):
             assert mine == ["conversation.created", "message.completed"], mine
         assert len({item.json["id"] for item in got}) == len(got) == 8  # each once
         server.terminate()
-        assert server.process is not None and server.process.wait(timeout=30) == 0
+        assert server.process is not None and server.process.wait(timeout=30) == 0, server.log()
         assert "Traceback" not in server.log(), server.log()
     finally:
         server.stop()
