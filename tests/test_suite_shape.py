@@ -9,7 +9,10 @@ wheel or runs a screen reader. Read from each module's `pytestmark` with
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,15 +116,29 @@ def test_smoke_tests_are_browser_tests_that_the_quick_loop_runs():
             assert module not in SLOW_MODULES, f"{module}: the quick loop leaves out slow modules"
 
 
+def run_pytest(
+    *arguments: str, cwd: Path, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed pytest in a process of its own, as the suite runs it, outside this run's
+    xdist worker (no PYTEST_ variables passed on); no cache written."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **{key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+            **(environment or {}),
+        },
+    )
+
+
 def test_an_xdist_group_runs_on_one_worker(tmp_path):
     """`--dist loadgroup` keeps an `xdist_group` on one worker (docs/testing.md, "Parallel runs"):
     the Orca tests, the process tests and the wheel's rely on it. Run with the installed pytest
     and pytest-xdist, as the suite is: four grouped tests and two others on two workers, each
     writing down its worker."""
-    import os
-    import subprocess
-    import sys
-
     (tmp_path / "test_grouped.py").write_text(
         "import os\nimport pytest\n"
         "pytestmark = pytest.mark.xdist_group('together')\n"
@@ -135,31 +152,19 @@ def test_an_xdist_group_runs_on_one_worker(tmp_path):
     )
     (tmp_path / "base").mkdir()
     (tmp_path / "test_alone.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n", encoding="utf-8")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "--dist",
-            "loadgroup",
-            "--basetemp",
-            str(tmp_path / "base" / "run"),
-            "-p",
-            "no:playwright",
-            "-p",
-            "no:widget_server",
-            str(tmp_path),
-        ],
+    done = run_pytest(
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "--basetemp",
+        str(tmp_path / "base" / "run"),
+        "-p",
+        "no:playwright",
+        "-p",
+        "no:widget_server",
+        str(tmp_path),
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     workers = {(tmp_path / "base" / f"grouped-{number}").read_text() for number in range(4)}
@@ -197,46 +202,28 @@ def test_a_hung_test_fails_alone_and_a_browser_test_is_rerun(tmp_path):
     limit, and a browser test, which may rerun, gets its rerun on a fresh worker (the hung
     worker is ended with its browser); the log names the hung test and shows its stack. The
     suite's own settings, with a bound of two seconds."""
-    import os
-    import subprocess
-    import sys
-
     (tmp_path / "test_hangs.py").write_text(HANGS_ONCE, encoding="utf-8")
     (tmp_path / "base").mkdir()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-c",
-            str(TESTS_DIR.parent / "pyproject.toml"),
-            "--rootdir",
-            str(tmp_path),
-            "-o",
-            "timeout=2",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "1",
-            "--basetemp",
-            str(tmp_path / "base" / "run"),
-            "-p",
-            "no:playwright",
-            "-p",
-            "no:widget_server",
-            "-p",
-            "tests.hung_tests",
-            str(tmp_path / "test_hangs.py"),
-        ],
+    done = run_pytest(
+        "-c",
+        str(TESTS_DIR.parent / "pyproject.toml"),
+        "--rootdir",
+        str(tmp_path),
+        "-o",
+        "timeout=2",
+        "-n",
+        "1",
+        "--basetemp",
+        str(tmp_path / "base" / "run"),
+        "-p",
+        "no:playwright",
+        "-p",
+        "no:widget_server",
+        "-p",
+        "tests.hung_tests",
+        str(tmp_path / "test_hangs.py"),
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **{key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
-            "PYTHONPATH": str(TESTS_DIR.parent),
-        },
+        environment={"PYTHONPATH": str(TESTS_DIR.parent)},
     )
     summary = done.stdout.strip().splitlines()[-1]
     assert done.returncode == 1, done.stdout + done.stderr
@@ -270,19 +257,8 @@ def test_the_slow_tests_are_handed_out_first():
     """tests/conftest.py puts the tests marked slow at the head of the run (docs/testing.md,
     "Parallel runs"), the rest in the order collected: collected after a quick module, the
     wheel's slow tests still come first."""
-    import os
-    import subprocess
-    import sys
-
     quick, slow = "tests/test_flask_app.py", "tests/test_install.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0", quick, slow],
-        cwd=TESTS_DIR.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
-    )
+    done = run_pytest("--collect-only", "-n", "0", quick, slow, cwd=TESTS_DIR.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     files = [line.split("::")[0] for line in done.stdout.splitlines() if "::" in line]
     first_quick = files.index(quick)

@@ -454,10 +454,14 @@ class ChatWidget:
             }))"""
         )
 
-    def wait_for_announcement(self, text: str, timeout: float = 10_000) -> None:
-        """Wait until a live region has said `text` (announcements are throttled)."""
+    def wait_for_announcement(self, text: str, timeout: float = 10_000, *, after: int = 0) -> None:
+        """Wait until a live region has said `text` (announcements are throttled). `after`: only
+        what was said after that many announcements (`len(widget.announcements())` taken before
+        the step), so a text said earlier in the page's life cannot answer for a new one."""
         self.panel_frame().wait_for_function(
-            "(text) => (window.__chatwidgetLog || []).some((entry) => entry.text === text)", arg=text, timeout=timeout
+            "([text, after]) => (window.__chatwidgetLog || []).slice(after).some((entry) => entry.text === text)",
+            arg=[text, after],
+            timeout=timeout,
         )
 
     def events(self) -> list[dict[str, Any]]:

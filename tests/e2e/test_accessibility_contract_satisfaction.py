@@ -122,9 +122,10 @@ def test_A125_the_question_is_a_labelled_radio_group_said_once_without_taking_fo
     assert polite(widget).count(SATISFACTION["asked"]) == 1
     assert answers(agent, cid) == []  # choosing sends nothing
     # A visitor who ends the next hand-off themselves is not asked.
+    said_before = len(widget.announcements())  # the first hand-off said "queued next" too
     talk_to_a_person(widget)
     expect(question(widget)).to_have_count(0)  # a new hand-off: the old question goes
-    widget.wait_for_announcement(HANDOFF["queuedNext"])
+    widget.wait_for_announcement(HANDOFF["queuedNext"], after=said_before)
     agent.claim(cid)
     end_chat = widget.frame.get_by_role("button", name=fmt(HANDOFF["endChat"], agent="Ana"))
     tab_to(widget, end_chat)
