@@ -14,9 +14,6 @@ from widget_server import create_app
 from .firefox_share import firefox_keeps
 from .helpers import ChatClient, LiveServer, load_seed_answers
 
-# A hung test's stacks reach a parallel run's log (docs/testing.md, "A bound on each test").
-from .hung_tests import pytest_timeout_set_timer  # noqa: F401
-
 _ROOT = Path(__file__).resolve().parents[1]
 # Loaded into Playwright's driver: headless Firefox ESR opens a test's page as a tab, not a new
 # window (tests/e2e/firefox_tabs.cjs says why; tests/test_firefox_tabs.py that it still applies).
