@@ -31,7 +31,11 @@ MOST_KEPT = 1024
 
 
 class LazyBuilderRule(Rule):
-    """A Werkzeug rule whose URL builders are compiled at their first use, not when it is added."""
+    """A Werkzeug rule whose URL builders are compiled at their first use, not when it is added.
+
+    `_compile_builder` is Werkzeug's own, not a documented hook: tests/test_flask_app.py builds
+    every route's URL with this rule and with Werkzeug's and compares them, so a Werkzeug that
+    changes it fails there rather than here."""
 
     def _compile_builder(self, append_unknown: bool = True) -> Callable[..., tuple[str, str]]:
         made: Callable[..., tuple[str, str]] | None = None
