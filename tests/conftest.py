@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,15 @@ from widget_server import create_app
 
 from .firefox_share import firefox_keeps
 from .helpers import ChatClient, LiveServer, load_seed_answers
+from .hung_browsers import (  # noqa: F401  # hooks: a hung browser is killed, its test rerun
+    RelaunchingBrowser,
+    add_ini,
+    browser_fixture,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)
 
 _ROOT = Path(__file__).resolve().parents[1]
 # Loaded into Playwright's driver: headless Firefox ESR opens a test's page as a tab, not a new
@@ -61,6 +70,13 @@ def browser_type_launch_args(browser_type_launch_args, browser_name):
     return with_system_browser(browser_type_launch_args, browser_name)
 
 
+@pytest.fixture(scope="session")
+def browser(launch_browser) -> Iterator[RelaunchingBrowser]:
+    """pytest-playwright's browser, launched again for the tests after one was killed as hung
+    (tests/hung_browsers.py)."""
+    yield from browser_fixture(launch_browser)
+
+
 @pytest.fixture
 def app():
     return create_app(TEST_CONFIG, environ={})
@@ -93,6 +109,7 @@ SERVINGS = {
 
 
 def pytest_addoption(parser):
+    add_ini(parser)
     parser.addoption(
         "--firefox-every-test",
         action="store_true",

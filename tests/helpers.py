@@ -8,7 +8,10 @@ project's standard event-stream parser.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -323,3 +326,21 @@ def panel_config_of(html: str) -> dict[str, Any]:
     assert found, "the panel page carries its configuration"
     config: dict[str, Any] = json.loads(found.group(1))
     return config
+
+
+def run_pytest(
+    *arguments: str, cwd: Path, environment: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The installed pytest in a process of its own, as the suite runs it, outside this run's
+    xdist worker (no PYTEST_ variables passed on); no cache written."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={
+            **{key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
+            **(environment or {}),
+        },
+    )

@@ -12,13 +12,27 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .helpers import HTTP
 
 READY = re.compile(r"open (http://[^/]+)/ in a browser")
+
+
+def process_table() -> Iterator[tuple[int, int, str]]:
+    """(pid, parent pid, command name) of every process, from /proc (proc(5))."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        # pid (comm) state ppid …: comm may hold spaces and parentheses, so split at the last ")".
+        head, tail = stat.rsplit(")", 1)
+        yield int(entry.name), int(tail.split()[1]), head.split("(", 1)[1]
 
 
 class ServerProcess:
@@ -82,19 +96,7 @@ class ServerProcess:
 
     def worker_pids(self) -> list[int]:
         assert self.process is not None
-        children = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # pid (comm) state ppid …: comm may contain spaces, so split after ")".
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == self.process.pid:
-                children.append(int(entry.name))
-        return sorted(children)
+        return sorted(pid for pid, parent, _ in process_table() if parent == self.process.pid)
 
     def wait_for_workers(self, timeout: float) -> None:
         """Every worker has loaded the app (its 'Booting worker' line is not enough)."""

@@ -301,7 +301,15 @@ def test_metrics_are_summed_over_the_workers_of_a_server(servers):
     for i, chat in enumerate(chats):
         assert chat.send(QUESTION, f"r{i}").kinds[-1] == "message.completed"
     with http_client(base_url=server.url, timeout=10) as http:
-        # Whichever worker answers /metrics, it reports all six.
+        # The worker that ends an answer counts it right after storing the end, which a reader
+        # may see first (chat/generation.py): counted once, by the winner of the store's
+        # compare-and-set. So the six are waited for once (by the completion histogram, which
+        # Metrics.ended writes last); then whichever worker answers /metrics, it reports all six.
+        assert wait_until(
+            lambda: metric_value(http.get("/metrics").text, "chat_time_to_completion_seconds_count") == 6,
+            timeout=10,
+            interval=0.05,
+        )
         for _ in range(4):
             text = http.get("/metrics").text
             assert metric_value(text, "chat_messages_ended_total", state="completed", code="") == 6

@@ -9,13 +9,12 @@ wheel or runs a screen reader. Read from each module's `pytestmark` with
 from __future__ import annotations
 
 import ast
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .helpers import run_pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -28,6 +27,7 @@ SLOW_MODULES = {
     "e2e/test_scale_out_widget.py",
     "e2e/test_orca.py",
     "e2e/test_orca_visitors.py",
+    "e2e/test_hung_browsers.py",
 }
 
 
@@ -114,24 +114,6 @@ def test_smoke_tests_are_browser_tests_that_the_quick_loop_runs():
         if smoke_tests(path):
             assert module in E2E_MODULES, f"{module}: smoke marks a browser test"
             assert module not in SLOW_MODULES, f"{module}: the quick loop leaves out slow modules"
-
-
-def run_pytest(
-    *arguments: str, cwd: Path, environment: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The installed pytest in a process of its own, as the suite runs it, outside this run's
-    xdist worker (no PYTEST_ variables passed on); no cache written."""
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **{key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")},
-            **(environment or {}),
-        },
-    )
 
 
 def test_an_xdist_group_runs_on_one_worker(tmp_path):

@@ -139,7 +139,7 @@ def test_A5_one_polite_region_speaks_sentences_then_the_cue(embed):
     regions = widget.frame.locator("[aria-live=polite]")
     expect(regions).to_have_count(1)
     expect(regions).to_have_attribute("role", "status")
-    expect(regions).to_have_attribute("aria-atomic", "true")
+    expect(regions).to_have_attribute("aria-atomic", "false")  # each change read as it was made
     assert regions.evaluate("n => !n.closest('[data-chat-transcript]')")
     # Visually hidden: a 1×1 clipped box.
     assert regions.evaluate("n => n.getBoundingClientRect().width <= 1 && n.getBoundingClientRect().height <= 1")

@@ -188,31 +188,47 @@ def once(lines: list[str], text: str) -> None:
 SPEECH_TIMEOUT = 5.0
 
 
+# How long Orca is stopped right after a question: past the announcer's one second, so the
+# cue's change is read after the answer has replaced it in the region. Much longer and Orca,
+# given both changes at once, skips the older one (orca/desktop.py's module docstring).
+LAG_SECONDS = 1.2
+
+
 # -- the contract, as heard --------------------------------------------------------
+
+
+def hears_cue_sentences_once_in_order_then_completion(orca, widget, mark: int, spoken: str) -> None:
+    """The answer's whole story as Orca told it, once it completed: the cue once, each sentence
+    whole and in order, the completion cue once and last (one region: in order)."""
+    assert widget.wait_until_complete() == "completed"
+    orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
+    lines = heard(orca, mark, spoken, widget)
+    once(lines, EN["generating"])
+    once(lines, EN["complete"])
+    assert lines[0] == EN["generating"] and lines[-1] == EN["complete"], lines
+    check_whole_sentences(lines[1:-1], sentences(spoken), complete=True)
 
 
 def test_answer_is_heard_as_cue_sentences_once_in_order_then_completion(orca, listen):
     widget, mark = listen()
     widget.send("which arpeggio fits Am F C G")
-    assert widget.wait_until_complete() == "completed"
-    orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
-    lines = heard(orca, mark, IMPROVISATION_SPOKEN, widget)
-    once(lines, EN["generating"])
-    once(lines, EN["complete"])
-    assert lines[0] == EN["generating"] and lines[-1] == EN["complete"], lines  # one region: in order
-    check_whole_sentences(lines[1:-1], sentences(IMPROVISATION_SPOKEN), complete=True)
+    hears_cue_sentences_once_in_order_then_completion(orca, widget, mark, IMPROVISATION_SPOKEN)
+
+
+def test_an_orca_behind_the_page_still_hears_each_announcement_not_the_newest_twice(orca, listen):
+    # Orca falls behind on loaded cores (orca/desktop.py). It reads a live region's change when
+    # it gets to it: from the region itself when the region is atomic (then the newest text,
+    # twice, and the cue never: met in a full run), from the change when it is not (A5).
+    widget, mark = listen()
+    widget.send("which arpeggio fits Am F C G")
+    orca.pause(LAG_SECONDS)
+    hears_cue_sentences_once_in_order_then_completion(orca, widget, mark, IMPROVISATION_SPOKEN)
 
 
 def test_word_by_word_stream_is_heard_in_whole_sentences_never_per_token(orca, listen):
     widget, mark = listen({"DEMO_DELAY_SECONDS": 0.1})  # ~25 tokens over ~2.5 s: several batches
     widget.send(f"/echo {ECHO_SPOKEN}")
-    assert widget.wait_until_complete() == "completed"
-    orca.wait_for_speech(EN["complete"], since=mark, timeout=SPEECH_TIMEOUT)
-    lines = heard(orca, mark, ECHO_SPOKEN, widget)
-    once(lines, EN["generating"])
-    once(lines, EN["complete"])
-    assert lines[0] == EN["generating"] and lines[-1] == EN["complete"], lines
-    check_whole_sentences(lines[1:-1], sentences(ECHO_SPOKEN), complete=True)
+    hears_cue_sentences_once_in_order_then_completion(orca, widget, mark, ECHO_SPOKEN)
 
 
 def test_nothing_is_said_twice_after_a_resume(orca, listen):

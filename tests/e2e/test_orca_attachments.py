@@ -13,14 +13,11 @@ import json
 
 import pytest
 
-from widget_server.testing import ChatWidget
-
 from .. import attachment_samples as samples
 from ..helpers import REPO_ROOT
-from .conftest import chat_base_url
 from .orca.speech import relevant
 from .test_attachments_widget import drop, paste
-from .test_orca import CUES, EN, ERRORS, orca, orca_browser, orca_page  # noqa: F401 - one Orca desktop per module
+from .test_orca import CUES, EN, ERRORS, listen, orca, orca_browser, orca_page  # noqa: F401 - one Orca desktop per module
 
 # ruff: noqa: F811 - the fixtures imported above are the tests' parameters
 
@@ -34,17 +31,10 @@ SCREENSHOT = ("screen.png", "image/png", samples.png(30, 20))
 TOO_BIG = ("huge.log", "text/plain", b"x" * 5000)
 
 
-def test_orca_hears_each_upload_start_and_end_once_and_a_refusal_once(
-    orca, orca_page, host_site, chat_server_factory, browser_name
-):
-    server = chat_server_factory(ATTACHMENT_MAX_BYTES=4096)
-    orca_page.context.clear_cookies()
-    orca_page.goto(host_site.embed_page(chat_base_url(server, browser_name), announce_interval=1000))
-    widget = ChatWidget(orca_page)
-    widget.launcher.wait_for()
-    widget.open()
-    orca.wait_until_idle()
-    mark = orca.mark()
+def test_orca_hears_each_upload_start_and_end_once_and_a_refusal_once(orca, listen):
+    # listen(): the panel open, Orca caught up, the page's new content processes given Orca's
+    # priority (test_orca.py), the page left for about:blank after the test.
+    widget, mark = listen({"ATTACHMENT_MAX_BYTES": 4096})
     drop(widget, NOTES, SCREENSHOT)
     for name in ("notes.txt", "screen.png"):
         orca.wait_for_speech(STRINGS["ready"].replace("{name}", name), since=mark, timeout=10)
@@ -68,4 +58,3 @@ def test_orca_hears_each_upload_start_and_end_once_and_a_refusal_once(
     assert lines[0] == EN["generating"] and lines[-1] == EN["complete"], lines
     assert lines.count(EN["complete"]) == 1, lines
     assert any("screen.png" in line for line in lines) and any("notes.txt" in line for line in lines), lines
-    orca_page.goto("about:blank")  # ends the panel's streams before the server stops

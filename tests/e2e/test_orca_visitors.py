@@ -47,6 +47,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("orca")
 VIEW = json.loads((REPO_ROOT / "static/widget/i18n/conversations/en.json").read_text(encoding="utf-8"))["conversations"]
 EXPIRED = REFUSALS["refusals"]["identity_expired"]
 
+# The consent test checks that "Generating answer…" is heard before a short echoed answer: its
+# words two seconds apart, as a model's first words may come, so the cue's change and the
+# answer's reach Orca two seconds apart, not the announcer's one. The send's own events (the box
+# emptied, the question shown) reach Orca with the cue, and on two loaded cores Orca falls behind
+# by more than a second; given two changes of the region together it drops the older
+# (orca/desktop.py says why). With the answer paced, Orca stopped (SIGSTOP) for 1.6 s at the
+# send still hears all four announcements.
+WORD_BY_WORD = {"DEMO_DELAY_SECONDS": 2.0}
+
 
 def said_since(orca, mark: int) -> list[str]:
     """Everything Orca said since `mark`, once it has been quiet for a second."""
@@ -71,7 +80,7 @@ def nothing_of(token: str, said: list[str]) -> None:
 
 
 def test_orca_hears_why_a_send_waits_for_consent_once_then_the_answer(orca, listen):
-    widget, _ = listen({"CONSENT_TEXT": CONSENT_TEXT, "CONSENT_URL": CONSENT_URL})
+    widget, _ = listen({"CONSENT_TEXT": CONSENT_TEXT, "CONSENT_URL": CONSENT_URL, **WORD_BY_WORD})
     widget.panel_frame().wait_for_function("() => !!window.chatPanel.consent")  # consent.js is in
     orca.wait_until_idle()
     mark = orca.mark()

@@ -17,14 +17,19 @@ What Orca would say is read back from the debug file: every
 
 `raise_priority()` gives every process of the desktop, and the browser started on it, a
 higher CPU priority than the rest of the test run. Orca processes events in order on one
-thread; when it falls behind by more than the announcer's one second, it skips the older of
-two changes of one live region ("SCRIPT: Skipping object event due to more recent system
-event in the same object", orca/script.py `skipObjectEvent`) and that announcement goes
-unheard: seen in CI's full run on 2 cores (load average 8–12, three workers with browsers),
-and every time when Orca is stopped (SIGSTOP) for 3.5 s after a question. A person's screen
-reader does not share two cores with two other test workers. `superseding()` names the
-announcements that made Orca skip one that way since the last `mark()`, so a failing test
-says whether Orca fell behind.
+thread, and can fall behind the page:
+
+- a change it gets to late is read from the change itself, as the panel's polite region is
+  not atomic (docs/accessibility.md A5); from an atomic region Orca would read the region's
+  text as it is by then (`pause()` for 1.2 s after a question: the answer twice, the cue never);
+- when two changes of one live region reach it together (behind by more than the
+  announcer's one second, e.g. `pause()` for 2 s), it skips the older ("SCRIPT: Skipping
+  object event due to more recent ... event in the same object", orca/script.py
+  `skipObjectEvent`) and that announcement goes unheard: seen in CI's full run on 2 cores
+  (load average 8–12, three workers with browsers). A person's screen reader does not share
+  two cores with two other test workers. `superseding()` names the announcements that made
+  Orca skip one that way since the last `mark()`, so a failing test says whether Orca fell
+  behind.
 
 Everything gets its own ``XDG_RUNTIME_DIR``, ``XDG_*`` folders and a marker
 variable in its environment, so two runs on one machine never share a bus
@@ -101,6 +106,7 @@ class OrcaDesktop:
         self.marker = uuid.uuid4().hex
         self.env: dict[str, str] = {}
         self._processes: list[subprocess.Popen] = []
+        self._orca: subprocess.Popen | None = None
         # The debug file grows by megabytes a run: read only what is new.
         self._spoken: list[str] = []
         self._read_bytes = 0
@@ -177,7 +183,7 @@ class OrcaDesktop:
             )  # fmt: skip
 
         # 4. Orca.
-        orca = self._spawn(
+        self._orca = orca = self._spawn(
             [
                 SYSTEM_PYTHON,
                 str(LAUNCHER),
@@ -261,6 +267,17 @@ class OrcaDesktop:
                     refused.append(pid)
                     break
         return refused
+
+    def pause(self, seconds: float) -> None:
+        """Stop Orca (SIGSTOP to its process group) for `seconds`, then let it go on: a screen
+        reader that falls that far behind the page, as on loaded cores (module docstring)."""
+        if self._orca is None:
+            raise DesktopError("Orca is not running")
+        os.killpg(self._orca.pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.killpg(self._orca.pid, signal.SIGCONT)
 
     def speech_since(self, mark: int) -> list[str]:
         return self.speech()[mark:]
