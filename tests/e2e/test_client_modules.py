@@ -49,6 +49,31 @@ def test_model_applies_each_event_once_and_reports_gaps(page: Page, modules):
     assert result["duplicates"] == 2 and result["gaps"] == 1
 
 
+def test_a_gap_counts_only_the_numbers_never_received_however_many_events_follow_it(page: Page, modules):
+    """The rest of the chunk a gap arrives in is still parsed before the snapshot read: each
+    later event is a gap too, but the report (docs/protocol.md, "Client reports") counts
+    sequence numbers never received, so the server does not refuse it as larger than the
+    message."""
+    result = page.evaluate(
+        """async (base) => {
+            const { AnswerModel } = await import(base + 'model.js');
+            const m = new AnswerModel();
+            const ev = (seq, extra) => ({ message_id: 'm_1', seq, text: 'x', ...extra });
+            const out = [1, 2, 4, 5, 7].map((seq) => m.apply('text.delta', ev(seq)));
+            const first = { dropped: m.dropped, gaps: m.gaps };
+            out.push(m.apply('message.snapshot', ev(7, { text: 'whole' })));
+            out.push(m.apply('text.delta', ev(9)));
+            return { out, first, dropped: m.dropped, gaps: m.gaps, lastSeq: m.lastSeq };
+        }""",
+        modules,
+    )
+    assert result["out"] == ["applied", "applied", "gap", "gap", "gap", "applied", "gap"]
+    # Before the snapshot: 3 and 6 never came (one gap, an event missing after it too).
+    assert result["first"] == {"dropped": 2, "gaps": 1}
+    # After it, a new gap (8) is counted as one more.
+    assert result["dropped"] == 3 and result["gaps"] == 2 and result["lastSeq"] == 7
+
+
 @pytest.mark.parametrize("web_crypto", [True, False])
 def test_model_verifies_the_completed_hash(page: Page, modules, web_crypto):
     text = "Ünïcödé → 🎸 and CR\r\nlines\n"
