@@ -159,7 +159,7 @@ def test_orca_hears_the_visitors_data_erased_once_and_downloaded_once(orca, list
     orca.wait_until_idle()
 
     # Erase my data asks first; Escape closes the question and nothing is erased. Tabbed to,
-    # then pressed once Orca has said where Tab landed, as a listener does: six Tabs and Enter at
+    # then pressed once Orca has said where Tab landed, as a listener does: Tabs and Enter all at
     # once leave a loaded Orca reading focus events of controls the dialog has made inert, and
     # it falls into browse mode without a word of the dialog.
     tab_to(widget, your_data(widget).get_by_role("button", name=MY_DATA["erase"]), key="Tab")
